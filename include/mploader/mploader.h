@@ -1,0 +1,11 @@
+// Umbrella header: everything a training loop needs.
+#pragma once
+
+#include <mploader/batch.h>
+#include <mploader/collate.h>
+#include <mploader/dataset.h>
+#include <mploader/errors.h>
+#include <mploader/loader.h>
+#include <mploader/options.h>
+#include <mploader/sampler.h>
+#include <mploader/tensor_dict.h>

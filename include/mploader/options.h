@@ -1,0 +1,50 @@
+// LoaderOptions: every knob of a Loader, validated when the Loader is constructed.
+#pragma once
+
+#include <mploader/collate.h>
+#include <mploader/sampler.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mploader {
+
+enum class StartMethod {
+  kFork,  // fork(2) from the constructing thread; spawn and forkserver come later.
+};
+
+struct LoaderOptions {
+  // Samples per batch (ignored when batch_sampler is set). >= 1.
+  int64_t batch_size = 1;
+  // Worker processes; 0 loads in the calling thread behind the same API.
+  int64_t num_workers = 0;
+  // Batches each worker may have in flight ahead of the training loop. >= 1.
+  int64_t prefetch_factor = 2;
+  // Random order per epoch (RandomSampler(seed)); ignored when sampler is set.
+  bool shuffle = false;
+  uint64_t seed = 0;
+  // Drop the last batch when it is short; ignored when batch_sampler is set.
+  bool drop_last = false;
+  // Deliver batches in sampler order. false: deliver whichever batch is ready first.
+  bool in_order = true;
+  // Longest wait for one batch; 0 waits forever.
+  std::chrono::milliseconds timeout{0};
+  // Directory for the shared-memory rings (a tmpfs such as /dev/shm). Empty: anonymous memory
+  // (memfd), which is not limited by the size of /dev/shm.
+  std::string shm_dir;
+  // Bytes of one ring slot. 0: estimated from the first sample, with headroom.
+  uint64_t max_batch_bytes = 0;
+  // A batch larger than a slot travels in a one-off shared segment; false makes it an error.
+  bool allow_overflow = true;
+  // How samples become a batch; null stacks them (stack_collate()).
+  std::shared_ptr<Collator> collate;
+  // Index order; null means RandomSampler(seed) when shuffle, else SequentialSampler.
+  std::shared_ptr<Sampler> sampler;
+  // Whole batches; overrides sampler, batch_size and drop_last.
+  std::shared_ptr<BatchSampler> batch_sampler;
+  StartMethod start_method = StartMethod::kFork;
+};
+
+}  // namespace mploader

@@ -1,0 +1,135 @@
+// The layout of one worker's shared-memory region, shared by the main process and the worker:
+//
+//   RegionHeader | task ring (main -> worker) | done ring (worker -> main)
+//   | TaskDescriptor + indices, x num_descriptors | payload slots, x num_slots (page-aligned)
+//
+// The main process owns allocation: it picks a free descriptor and a free payload slot, writes
+// the sample indices into the descriptor and pushes its id on the task ring. The worker loads
+// the samples, collates into the payload slot (or a one-off overflow segment when the slot is
+// -1 or too small), fills the descriptor's status and tensor table and pushes the id on the
+// done ring. Descriptors come back as soon as the main process has read them; payload slots
+// only when the last tensor viewing them is destroyed.
+//
+// Everything here is standard-layout and offset-based: it means the same in every process.
+#pragma once
+
+#include "ipc/spsc_ring.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace mploader::ipc {
+
+constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
+constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kRingCapacity = 64;
+constexpr uint32_t kMaxDescriptors = kRingCapacity;
+constexpr uint32_t kMaxTensors = 16;
+constexpr uint32_t kMaxDims = 8;
+constexpr uint32_t kNameBytes = 64;
+constexpr uint32_t kShutdownId = 0xffffffffu;  // pushed on the task ring: exit now
+constexpr size_t kPayloadAlign = 64;
+constexpr size_t kPageBytes = 4096;
+
+using TaskRing = SpscIndexRing<kRingCapacity>;
+
+struct TensorMeta {
+  char name[kNameBytes];
+  int32_t dtype;  // c10::ScalarType; both sides run the same binary
+  int32_t ndim;
+  int64_t shape[kMaxDims];
+  uint64_t offset;  // from the start of the payload slot or overflow segment
+  uint64_t nbytes;
+};
+
+enum class TaskStatus : uint32_t {
+  kPending = 0,
+  kOk = 1,
+  kDatasetError = 2,   // Dataset::get threw; failed_index names the sample
+  kCollateError = 3,   // the collator threw
+  kTooLarge = 4,       // did not fit the slot and overflow is off; batch_bytes says how big
+  kCancelled = 5,      // the epoch was abandoned before the task ran
+  kInternalError = 6,  // a syscall failed in the worker; error_message says which
+};
+
+struct TaskDescriptor {
+  uint64_t sequence;    // position of the batch in its epoch
+  uint64_t epoch;
+  uint64_t generation;  // the main process's epoch run; stale runs are cancelled
+  int32_t payload_slot; // -1: write into a one-off overflow segment
+  uint32_t num_indices;
+  uint32_t status;      // TaskStatus
+  uint32_t num_tensors;
+  uint64_t batch_bytes; // payload bytes the batch needed
+  int64_t failed_index;
+  char error_type[128];
+  char error_message[1024];
+  TensorMeta tensors[kMaxTensors];
+  // Followed by int64_t indices[max_indices] (see RegionGeometry::descriptor_stride).
+};
+
+struct alignas(64) RegionHeader {
+  uint64_t magic;
+  uint32_t version;
+  int32_t worker_id;
+  uint64_t region_bytes;
+  uint32_t num_descriptors;
+  uint32_t num_slots;
+  uint32_t max_indices;
+  uint32_t reserved;
+  uint64_t slot_bytes;
+  uint64_t descriptor_stride;
+  uint64_t descriptors_offset;
+  uint64_t slots_offset;
+  alignas(64) std::atomic<uint32_t> stop;           // main: exit at the next sample
+  std::atomic<uint64_t> cancel_generation;          // main: drop tasks of older generations
+  std::atomic<uint64_t> tasks_done;                 // worker: progress counter
+  std::atomic<int64_t> current_index;               // worker: sample being loaded, -1 idle
+};
+
+struct RegionGeometry {
+  uint32_t num_descriptors = 0;
+  uint32_t num_slots = 0;
+  uint32_t max_indices = 0;
+  uint64_t slot_bytes = 0;
+  uint64_t descriptor_stride = 0;
+  uint64_t task_ring_offset = 0;
+  uint64_t done_ring_offset = 0;
+  uint64_t descriptors_offset = 0;
+  uint64_t slots_offset = 0;
+  uint64_t total_bytes = 0;
+
+  static RegionGeometry compute(uint32_t num_descriptors, uint32_t num_slots,
+                                uint32_t max_indices, uint64_t slot_bytes);
+};
+
+// A typed view over a mapped region. Owns nothing.
+class RegionView {
+ public:
+  RegionView() = default;
+  explicit RegionView(void* base) : base_(static_cast<uint8_t*>(base)) {}
+
+  // Writes the header and empty rings into fresh memory. Only before any worker starts.
+  static void initialize(void* base, const RegionGeometry& geometry, int worker_id);
+
+  RegionHeader& header() const { return *reinterpret_cast<RegionHeader*>(base_); }
+  TaskRing& task_ring() const;
+  TaskRing& done_ring() const;
+  TaskDescriptor& descriptor(uint32_t id) const;
+  int64_t* indices(uint32_t id) const;
+  uint8_t* slot(uint32_t index) const;
+  bool valid_descriptor_id(uint32_t id) const { return id < header().num_descriptors; }
+
+ private:
+  uint8_t* base_ = nullptr;
+};
+
+inline uint64_t align_up(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+// Copies at most size-1 bytes and terminates. Async-signal-safe.
+void copy_text(char* dst, size_t size, const char* src);
+
+}  // namespace mploader::ipc

@@ -1,0 +1,50 @@
+// ShmRegion: a shared-memory mapping whose pages are reserved up front, so that running out of
+// space is an error at creation (ENOSPC) and never a SIGBUS on first touch later.
+//
+// The backing file is anonymous from the start (memfd) or unlinked before it is used (a
+// directory's O_TMPFILE), so nothing is left behind however the processes end. Children get
+// the mapping by fork inheritance. Not copyable; movable. Not thread-safe to move while in use.
+#pragma once
+
+#include "ipc/status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace mploader::ipc {
+
+class ShmRegion {
+ public:
+  // `dir` empty: memfd_create (anonymous shmem, not limited by /dev/shm's size).
+  // Otherwise a nameless file in `dir`. `label` shows up in /proc/<pid>/maps.
+  static Result<ShmRegion> create(size_t bytes, const std::string& dir, const std::string& label);
+  // Maps an existing shared-memory fd (for example one received over a socket). Takes the fd.
+  static Result<ShmRegion> adopt(int fd, size_t bytes);
+
+  ShmRegion() = default;
+  ShmRegion(ShmRegion&& other) noexcept { *this = std::move(other); }
+  ShmRegion& operator=(ShmRegion&& other) noexcept;
+  ShmRegion(const ShmRegion&) = delete;
+  ShmRegion& operator=(const ShmRegion&) = delete;
+  ~ShmRegion() { reset(); }
+
+  void* base() const { return base_; }
+  size_t size() const { return size_; }
+  int fd() const { return fd_; }
+  // Unmaps and closes. Safe to call twice.
+  void reset();
+  // Closes the fd but keeps the mapping (workers do not need the fd once mapped).
+  void close_fd();
+
+ private:
+  void* base_ = nullptr;
+  size_t size_ = 0;
+  int fd_ = -1;
+};
+
+// Free bytes of the filesystem holding `fd` (fstatvfs), or -1 when unknown.
+int64_t free_bytes_of(int fd);
+int64_t free_bytes_of_dir(const std::string& dir);
+
+}  // namespace mploader::ipc

@@ -1,0 +1,21 @@
+// Where a Loader's batches come from: worker processes (Dispatcher) or the calling thread
+// (InProcessSource). Both deliver the same Batch objects for the same sampler order.
+#pragma once
+
+#include <mploader/batch.h>
+
+#include <optional>
+#include <vector>
+
+namespace mploader::detail {
+
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // Abandons what is left of the current epoch and starts delivering `batches`.
+  virtual void start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) = 0;
+  // The next batch, or nullopt at the end of the epoch.
+  virtual std::optional<Batch> next() = 0;
+};
+
+}  // namespace mploader::detail

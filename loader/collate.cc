@@ -1,0 +1,182 @@
+// Built-in collators: stack, pad (with lengths), and a user function.
+#include <mploader/collate.h>
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace mploader {
+namespace {
+
+std::string shape_text(at::IntArrayRef shape) {
+  std::ostringstream s;
+  s << shape;
+  return s.str();
+}
+
+// Every sample must have the same names, in the same order, as the first.
+void check_same_names(const std::vector<Sample>& samples) {
+  const Sample& first = samples.at(0);
+  for (size_t i = 1; i < samples.size(); ++i) {
+    if (samples[i].names() != first.names()) {
+      throw std::invalid_argument("sample " + std::to_string(i) +
+                                  " of the batch has different tensor names than sample 0");
+    }
+  }
+}
+
+// Copies `src` into `dst` (same shape); memcpy when both are contiguous and of one dtype.
+void copy_into(at::Tensor dst, const at::Tensor& src) {
+  if (src.is_contiguous() && src.scalar_type() == dst.scalar_type() && src.device().is_cpu()) {
+    std::memcpy(dst.data_ptr(), src.data_ptr(), src.nbytes());
+  } else {
+    dst.copy_(src);
+  }
+}
+
+class StackCollator : public Collator {
+ public:
+  std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override {
+    if (samples.empty()) throw std::invalid_argument("cannot collate an empty batch");
+    check_same_names(samples);
+    std::vector<TensorLayout> out;
+    for (const auto& [name, t0] : samples[0]) {
+      for (size_t i = 1; i < samples.size(); ++i) {
+        const at::Tensor& t = samples[i][name];
+        if (t.sizes() != t0.sizes()) {
+          throw std::invalid_argument(
+              "cannot stack '" + name + "': sample " + std::to_string(i) + " has shape " +
+              shape_text(t.sizes()) + " but sample 0 has " + shape_text(t0.sizes()) +
+              "; use mploader::pad_collate() for variable-length data");
+        }
+      }
+      std::vector<int64_t> shape{static_cast<int64_t>(samples.size())};
+      shape.insert(shape.end(), t0.sizes().begin(), t0.sizes().end());
+      out.push_back({name, t0.scalar_type(), std::move(shape)});
+    }
+    return out;
+  }
+
+  void fill(const std::vector<Sample>& samples, std::vector<at::Tensor>& outputs) override {
+    size_t k = 0;
+    for (const auto& item : samples[0]) {
+      for (size_t i = 0; i < samples.size(); ++i) copy_into(outputs[k][i], samples[i][item.first]);
+      ++k;
+    }
+  }
+
+  std::optional<size_t> estimate_batch_bytes(const Sample& sample, size_t batch_size) override {
+    size_t bytes = 0;
+    for (const auto& item : sample) bytes += item.second.nbytes() * batch_size + 64;
+    return bytes;
+  }
+};
+
+class PadCollator : public Collator {
+ public:
+  PadCollator(double pad_value, std::string suffix)
+      : pad_value_(pad_value), suffix_(std::move(suffix)) {}
+
+  std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override {
+    if (samples.empty()) throw std::invalid_argument("cannot collate an empty batch");
+    check_same_names(samples);
+    std::vector<TensorLayout> out;
+    const int64_t batch = static_cast<int64_t>(samples.size());
+    for (const auto& [name, t0] : samples[0]) {
+      if (t0.dim() == 0) {
+        out.push_back({name, t0.scalar_type(), {batch}});
+        continue;
+      }
+      int64_t longest = 0;
+      for (size_t i = 0; i < samples.size(); ++i) {
+        const at::Tensor& t = samples[i][name];
+        if (t.dim() != t0.dim() || t.sizes().slice(1) != t0.sizes().slice(1)) {
+          throw std::invalid_argument("cannot pad '" + name + "': sample " + std::to_string(i) +
+                                      " has shape " + shape_text(t.sizes()) +
+                                      " but sample 0 has " + shape_text(t0.sizes()) +
+                                      "; only the first dimension may differ");
+        }
+        longest = std::max(longest, t.size(0));
+      }
+      std::vector<int64_t> shape{batch, longest};
+      shape.insert(shape.end(), t0.sizes().begin() + 1, t0.sizes().end());
+      out.push_back({name, t0.scalar_type(), std::move(shape)});
+      out.push_back({name + suffix_, at::kLong, {batch}});
+    }
+    return out;
+  }
+
+  void fill(const std::vector<Sample>& samples, std::vector<at::Tensor>& outputs) override {
+    size_t k = 0;
+    for (const auto& [name, t0] : samples[0]) {
+      at::Tensor& out = outputs[k++];
+      if (t0.dim() == 0) {
+        for (size_t i = 0; i < samples.size(); ++i) copy_into(out[i], samples[i][name]);
+        continue;
+      }
+      at::Tensor& lengths = outputs[k++];
+      out.fill_(pad_value_);
+      for (size_t i = 0; i < samples.size(); ++i) {
+        const at::Tensor& t = samples[i][name];
+        copy_into(out[i].narrow(0, 0, t.size(0)), t);
+        lengths[i] = t.size(0);
+      }
+    }
+  }
+
+  // Lengths vary by batch: twice the first sample's length leaves room for most batches; the
+  // rest travel in overflow segments.
+  std::optional<size_t> estimate_batch_bytes(const Sample& sample, size_t batch_size) override {
+    size_t bytes = 0;
+    for (const auto& item : sample) bytes += 2 * item.second.nbytes() * batch_size + 128;
+    return bytes + 8 * batch_size * sample.size();
+  }
+
+ private:
+  double pad_value_;
+  std::string suffix_;
+};
+
+class FunctionCollator : public Collator {
+ public:
+  explicit FunctionCollator(CollateFunction fn) : fn_(std::move(fn)) {}
+
+  std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override {
+    result_ = fn_(samples);
+    std::vector<TensorLayout> out;
+    for (const auto& [name, t] : result_) {
+      out.push_back({name, t.scalar_type(), t.sizes().vec()});
+    }
+    return out;
+  }
+
+  void fill(const std::vector<Sample>&, std::vector<at::Tensor>& outputs) override {
+    size_t k = 0;
+    for (const auto& item : result_) copy_into(outputs[k++], item.second);
+    result_ = TensorDict();
+  }
+
+ private:
+  CollateFunction fn_;
+  TensorDict result_;  // between layout() and fill(); workers are single-threaded
+};
+
+}  // namespace
+
+std::optional<size_t> Collator::estimate_batch_bytes(const Sample&, size_t) {
+  return std::nullopt;
+}
+
+std::shared_ptr<Collator> stack_collate() { return std::make_shared<StackCollator>(); }
+
+std::shared_ptr<Collator> pad_collate(double pad_value, std::string lengths_suffix) {
+  return std::make_shared<PadCollator>(pad_value, std::move(lengths_suffix));
+}
+
+std::shared_ptr<Collator> function_collate(CollateFunction fn) {
+  return std::make_shared<FunctionCollator>(std::move(fn));
+}
+
+}  // namespace mploader

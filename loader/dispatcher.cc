@@ -1,0 +1,241 @@
+#include "loader/dispatcher.h"
+
+#include "loader/batch_builder.h"
+#include "loader/messages.h"
+
+#include <mploader/errors.h>
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace mploader::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Returns a payload slot to its worker when the last tensor viewing it is destroyed.
+class SlotLease {
+ public:
+  SlotLease(std::shared_ptr<ipc::ShmRegion> region, std::shared_ptr<SlotPool> pool, uint32_t slot)
+      : region_(std::move(region)), pool_(std::move(pool)), slot_(slot) {}
+  SlotLease(const SlotLease&) = delete;
+  SlotLease& operator=(const SlotLease&) = delete;
+  ~SlotLease() { pool_->release(slot_); }
+
+ private:
+  std::shared_ptr<ipc::ShmRegion> region_;  // keeps the mapping alive
+  std::shared_ptr<SlotPool> pool_;
+  uint32_t slot_;
+};
+
+}  // namespace
+
+Dispatcher::Dispatcher(WorkerPool& pool, const LoaderOptions& options)
+    : pool_(pool), options_(options), workers_(pool.size()) {
+  for (WorkerState& w : workers_) {
+    for (uint32_t id = pool.config().num_descriptors; id > 0; --id) {
+      w.free_descriptors.push_back(id - 1);
+    }
+  }
+}
+
+void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) {
+  if (broken_) std::rethrow_exception(broken_);
+  ++generation_;
+  for (size_t w = 0; w < pool_.size(); ++w) {
+    pool_.channel(w).view.header().cancel_generation.store(generation_,
+                                                          std::memory_order_release);
+  }
+  reorder_.clear();
+  unordered_.clear();
+  batches_ = std::move(batches);
+  epoch_ = epoch;
+  next_issue_ = 0;
+  next_deliver_ = 0;
+}
+
+std::optional<Batch> Dispatcher::next() {
+  if (broken_) std::rethrow_exception(broken_);
+  if (next_deliver_ >= batches_.size()) return std::nullopt;
+  const auto deadline = options_.timeout.count() > 0 ? Clock::now() + options_.timeout
+                                                     : Clock::time_point::max();
+  for (;;) {
+    issue_tasks();
+    if (std::optional<Ready> ready = take_ready()) {
+      ++next_deliver_;
+      if (ready->error) std::rethrow_exception(ready->error);
+      return std::move(ready->batch);
+    }
+    wait_for_results(deadline);
+  }
+}
+
+std::optional<Dispatcher::Ready> Dispatcher::take_ready() {
+  if (options_.in_order) {
+    auto it = reorder_.find(next_deliver_);
+    if (it == reorder_.end()) return std::nullopt;
+    Ready r = std::move(it->second);
+    reorder_.erase(it);
+    return r;
+  }
+  if (unordered_.empty()) return std::nullopt;
+  Ready r = std::move(unordered_.front());
+  unordered_.pop_front();
+  return r;
+}
+
+// Keeps every worker busy up to prefetch_factor tasks, within a window of batches ahead of
+// the training loop so that a slow worker cannot make the reorder buffer grow without bound.
+void Dispatcher::issue_tasks() {
+  const size_t window = workers_.size() * static_cast<size_t>(options_.prefetch_factor);
+  while (next_issue_ < batches_.size() && next_issue_ < next_deliver_ + window) {
+    if (issue_one(/*require_slot=*/true)) continue;
+    // No worker has a free slot: the training loop holds them. Only when the loop would
+    // otherwise wait forever does a batch go out without one (into an overflow segment).
+    size_t in_flight = 0;
+    for (const WorkerState& w : workers_) in_flight += w.in_flight.size();
+    const bool must = options_.in_order ? next_issue_ == next_deliver_
+                                        : in_flight == 0 && unordered_.empty();
+    if (!must || !issue_one(/*require_slot=*/false)) return;
+  }
+}
+
+// Gives batch next_issue_ to the least-loaded worker that can take it.
+bool Dispatcher::issue_one(bool require_slot) {
+  const size_t prefetch = static_cast<size_t>(options_.prefetch_factor);
+  std::vector<size_t> order(workers_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = (next_worker_hint_ + i) % order.size();
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return workers_[a].in_flight.size() < workers_[b].in_flight.size();
+  });
+  for (size_t w : order) {
+    WorkerState& state = workers_[w];
+    if (state.in_flight.size() >= prefetch || state.free_descriptors.empty()) continue;
+    std::optional<uint32_t> slot = pool_.channel(w).slots->acquire();
+    if (!slot && require_slot) continue;
+    if (!slot && !state.warned_overflow) {
+      state.warned_overflow = true;
+      spdlog::warn(messages::overflow_warning(static_cast<int>(w), next_issue_));
+    }
+    send_task(w, slot ? static_cast<int64_t>(*slot) : -1);
+    next_worker_hint_ = (w + 1) % workers_.size();
+    return true;
+  }
+  return false;
+}
+
+void Dispatcher::send_task(size_t w, int64_t slot) {
+  WorkerState& state = workers_[w];
+  WorkerChannel& channel = pool_.channel(w);
+  const std::vector<int64_t>& indices = batches_[next_issue_];
+  const uint32_t id = state.free_descriptors.back();
+  state.free_descriptors.pop_back();
+  ipc::TaskDescriptor& d = channel.view.descriptor(id);
+  d.sequence = next_issue_;
+  d.epoch = epoch_;
+  d.generation = generation_;
+  d.payload_slot = static_cast<int32_t>(slot);
+  d.num_indices = static_cast<uint32_t>(indices.size());
+  d.status = static_cast<uint32_t>(ipc::TaskStatus::kPending);
+  std::memcpy(channel.view.indices(id), indices.data(), indices.size() * sizeof(int64_t));
+  state.in_flight[id] = InFlight{generation_, next_issue_, slot};
+  channel.view.task_ring().try_push(id);  // never full: capacity exceeds the descriptors
+  channel.task_event.notify();
+  ++next_issue_;
+}
+
+void Dispatcher::wait_for_results(Clock::time_point deadline) {
+  std::vector<pollfd> fds;
+  bool missing_pidfd = false;
+  for (size_t w = 0; w < pool_.size(); ++w) {
+    WorkerChannel& c = pool_.channel(w);
+    fds.push_back({c.done_event.fd(), POLLIN, 0});
+    fds.push_back({c.process.pidfd, POLLIN, 0});  // a negative fd is ignored by poll
+    missing_pidfd |= c.process.pidfd < 0;
+  }
+  int timeout_ms = -1;
+  if (deadline != Clock::time_point::max()) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 1 << 30));
+  }
+  if (missing_pidfd && (timeout_ms < 0 || timeout_ms > 100)) timeout_ms = 100;
+  int rc = poll(fds.data(), fds.size(), timeout_ms);
+  if (rc < 0 && errno != EINTR) throw Error(std::string("mploader: poll: ") + strerror(errno));
+  for (size_t w = 0; w < pool_.size(); ++w) receive_from(w);
+  for (size_t w = 0; w < pool_.size(); ++w) {
+    const worker::WorkerProcess& p = pool_.channel(w).process;
+    const bool exited = p.pidfd >= 0 ? (fds[2 * w + 1].revents & POLLIN) != 0
+                                     : worker::peek_exit(p.pid).has_value();
+    if (exited) worker_died(w);
+  }
+  if (rc == 0 && Clock::now() >= deadline) timed_out();
+}
+
+void Dispatcher::receive_from(size_t w) {
+  WorkerChannel& c = pool_.channel(w);
+  c.done_event.drain();
+  uint32_t id;
+  while (c.view.done_ring().try_pop(id)) handle_result(w, id);
+}
+
+void Dispatcher::handle_result(size_t w, uint32_t id) {
+  WorkerState& state = workers_[w];
+  auto it = state.in_flight.find(id);
+  if (it == state.in_flight.end()) {
+    broken_ = std::make_exception_ptr(Error(messages::corrupt_ring(static_cast<int>(w), id)));
+    std::rethrow_exception(broken_);
+  }
+  const InFlight f = it->second;
+  state.in_flight.erase(it);
+  state.free_descriptors.push_back(id);
+  const ipc::TaskDescriptor& d = pool_.channel(w).view.descriptor(id);
+  const bool current = f.generation == generation_;
+  Ready ready;
+  if (d.status == static_cast<uint32_t>(ipc::TaskStatus::kOk)) {
+    ready.batch = build_batch(w, f, id);  // builds even when stale, to consume an overflow fd
+  } else {
+    if (f.slot >= 0) pool_.channel(w).slots->release(static_cast<uint32_t>(f.slot));
+    ready.error = error_for(w, id, f);
+  }
+  if (!current) return;  // an abandoned epoch: dropping it returns its slot
+  if (options_.in_order) {
+    reorder_[f.sequence] = std::move(ready);
+  } else {
+    unordered_.push_back(std::move(ready));
+  }
+}
+
+std::optional<Batch> Dispatcher::build_batch(size_t w, const InFlight& f, uint32_t id) {
+  WorkerChannel& c = pool_.channel(w);
+  const ipc::TaskDescriptor& d = c.view.descriptor(id);
+  std::vector<int64_t> indices(c.view.indices(id), c.view.indices(id) + d.num_indices);
+  if (d.payload_slot >= 0) {
+    if (d.payload_slot != f.slot) throw Error(messages::corrupt_ring(static_cast<int>(w), id));
+    auto lease = std::make_shared<SlotLease>(c.region, c.slots, static_cast<uint32_t>(f.slot));
+    return BatchBuilder::from_table(d, c.view.slot(static_cast<uint32_t>(f.slot)),
+                                    c.view.header().slot_bytes, lease, std::move(indices),
+                                    static_cast<int>(w));
+  }
+  if (f.slot >= 0) c.slots->release(static_cast<uint32_t>(f.slot));  // too big for it
+  auto received = ipc::receive_fd(c.sockets.parent);
+  if (!received.ok() || received.value().tag != id) {
+    throw Error(messages::overflow_receive_failed(
+        static_cast<int>(w), received.ok() ? "descriptor tag mismatch"
+                                           : received.error().describe()));
+  }
+  const uint64_t bytes = std::max<uint64_t>(d.batch_bytes, 1);
+  auto segment = ipc::ShmRegion::adopt(received.value().fd, bytes);
+  if (!segment.ok()) {
+    throw Error(messages::overflow_receive_failed(static_cast<int>(w),
+                                                  segment.error().describe()));
+  }
+  auto owner = std::make_shared<ipc::ShmRegion>(segment.take());
+  owner->close_fd();
+  return BatchBuilder::from_table(d, static_cast<uint8_t*>(owner->base()), bytes, owner,
+                                  std::move(indices), static_cast<int>(w));
+}
+
+}  // namespace mploader::detail

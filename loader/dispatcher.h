@@ -1,0 +1,75 @@
+// Dispatcher: hands index batches to workers and turns their results into Batches.
+//
+// Each worker has at most prefetch_factor tasks in flight. A new task goes to the worker with
+// the fewest in flight, so one slow worker does not take more than its share. Results are
+// received through poll() on every worker's done-eventfd and pidfd at once: a worker that dies
+// is noticed while the loop waits, not after a timeout. With in_order, results wait in a
+// reorder buffer until their turn.
+//
+// Used by one thread (the Loader's).
+#pragma once
+
+#include "loader/batch_source.h"
+#include "loader/worker_pool.h"
+
+#include <mploader/options.h>
+
+#include <chrono>
+#include <deque>
+#include <exception>
+#include <map>
+#include <unordered_map>
+
+namespace mploader::detail {
+
+class Dispatcher : public BatchSource {
+ public:
+  Dispatcher(WorkerPool& pool, const LoaderOptions& options);
+  void start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) override;
+  std::optional<Batch> next() override;
+
+ private:
+  struct InFlight {
+    uint64_t generation = 0;
+    uint64_t sequence = 0;
+    int64_t slot = -1;  // the payload slot we assigned; -1: overflow
+  };
+  struct WorkerState {
+    std::vector<uint32_t> free_descriptors;
+    std::unordered_map<uint32_t, InFlight> in_flight;
+    bool warned_overflow = false;
+  };
+  // A result waiting for its turn: a batch, or the error that replaces it.
+  struct Ready {
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+  };
+
+  void issue_tasks();
+  bool issue_one(bool require_slot);
+  void send_task(size_t worker, int64_t slot);
+  std::optional<Ready> take_ready();
+  void wait_for_results(std::chrono::steady_clock::time_point deadline);
+  void receive_from(size_t worker);
+  void handle_result(size_t worker, uint32_t id);
+  std::optional<Batch> build_batch(size_t worker, const InFlight& f, uint32_t id);
+  std::exception_ptr error_for(size_t worker, uint32_t id, const InFlight& f);
+  [[noreturn]] void worker_died(size_t worker);
+  [[noreturn]] void timed_out();
+  std::string describe_batch(uint64_t sequence) const;
+
+  WorkerPool& pool_;
+  LoaderOptions options_;
+  std::vector<WorkerState> workers_;
+  size_t next_worker_hint_ = 0;
+  uint64_t generation_ = 0;
+  uint64_t epoch_ = 0;
+  std::vector<std::vector<int64_t>> batches_;
+  size_t next_issue_ = 0;
+  size_t next_deliver_ = 0;  // in_order: next sequence due; otherwise batches delivered
+  std::map<uint64_t, Ready> reorder_;
+  std::deque<Ready> unordered_;
+  std::exception_ptr broken_;  // a dead worker makes the loader unusable
+};
+
+}  // namespace mploader::detail

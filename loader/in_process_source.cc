@@ -1,0 +1,67 @@
+#include "loader/in_process_source.h"
+
+#include "loader/batch_builder.h"
+#include "loader/messages.h"
+#include "worker/batch_writer.h"
+
+#include <mploader/errors.h>
+
+#include <ATen/ATen.h>
+
+#include <typeinfo>
+
+namespace mploader::detail {
+
+void InProcessSource::start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) {
+  batches_ = std::move(batches);
+  epoch_ = epoch;
+  position_ = 0;
+}
+
+std::optional<Batch> InProcessSource::next() {
+  if (position_ >= batches_.size()) return std::nullopt;
+  const uint64_t sequence = position_++;
+  std::vector<int64_t>& indices = batches_[sequence];
+  const std::string where = "batch " + std::to_string(sequence) + " of epoch " +
+                            std::to_string(epoch_) + ", indices " +
+                            messages::index_list(indices) + ", num_workers = 0";
+  std::vector<Sample> samples;
+  for (int64_t index : indices) {
+    try {
+      samples.push_back(dataset_.get(index));
+    } catch (const std::exception& e) {
+      throw WorkerError("mploader: Dataset::get(" + std::to_string(index) + ") threw: " +
+                            e.what() + " [" + where + "]",
+                        -1, index, typeid(e).name(), e.what());
+    }
+  }
+  worker::PlannedBatch plan;
+  std::string error;
+  try {
+    error = worker::plan_batch(collator_.layout(samples), plan);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!error.empty()) {
+    throw WorkerError("mploader: collating " + where + " failed: " + error, -1, -1, "collate",
+                      error);
+  }
+  auto buffer = std::make_shared<at::Tensor>(
+      at::empty({static_cast<int64_t>(std::max<uint64_t>(plan.total_bytes, 1))}, at::kByte));
+  auto* base = buffer->data_ptr<uint8_t>();
+  std::vector<at::Tensor> views = worker::views_into(base, plan);
+  try {
+    collator_.fill(samples, views);
+  } catch (const std::exception& e) {
+    throw WorkerError("mploader: collating " + where + " failed: " + e.what(), -1, -1,
+                      typeid(e).name(), e.what());
+  }
+  auto descriptor = std::make_unique<ipc::TaskDescriptor>();
+  worker::write_tensor_table(plan, *descriptor);
+  descriptor->epoch = epoch_;
+  descriptor->sequence = sequence;
+  return BatchBuilder::from_table(*descriptor, base, plan.total_bytes, buffer,
+                                  std::move(indices), -1);
+}
+
+}  // namespace mploader::detail

@@ -1,0 +1,160 @@
+// Loader: the public entry point. Validates options, sizes the ring slots, starts the worker
+// pool (or the in-process source) and runs epochs.
+#include <mploader/loader.h>
+
+#include "ipc/region_layout.h"
+#include "loader/dispatcher.h"
+#include "loader/in_process_source.h"
+#include "loader/options_check.h"
+#include "loader/units.h"
+#include "loader/worker_pool.h"
+#include "worker/batch_writer.h"
+
+#include <mploader/errors.h>
+
+#include <spdlog/spdlog.h>
+
+namespace mploader {
+namespace detail {
+namespace {
+
+// Bytes for one ring slot: max_batch_bytes, or an estimate from the first sample (the whole
+// first batch when the collator cannot estimate) with a quarter of headroom.
+uint64_t choose_slot_bytes(Dataset& dataset, const LoaderOptions& o) {
+  if (o.max_batch_bytes > 0) return o.max_batch_bytes;
+  const size_t n = dataset.size();
+  if (n == 0) return ipc::kPageBytes;
+  const size_t max_batch = o.batch_sampler->max_batch_size();
+  std::optional<size_t> estimate;
+  try {
+    estimate = o.collate->estimate_batch_bytes(dataset.get(0), max_batch);
+    if (!estimate) {
+      const size_t probe = std::min(n, max_batch);
+      std::vector<Sample> samples;
+      for (size_t i = 0; i < probe; ++i) samples.push_back(dataset.get(static_cast<int64_t>(i)));
+      worker::PlannedBatch plan;
+      std::string error = worker::plan_batch(o.collate->layout(samples), plan);
+      if (!error.empty()) throw std::invalid_argument(error);
+      estimate = plan.total_bytes * max_batch / probe;
+    }
+  } catch (const std::exception& e) {
+    throw Error(std::string("mploader: sizing the ring slots needs one sample, and "
+                            "Dataset::get(0) or collate failed in the main process: ") +
+                e.what() + ". Fix the dataset, or set max_batch_bytes to skip this probe.");
+  }
+  return *estimate + *estimate / 4 + ipc::kPageBytes;
+}
+
+void check_batches(const std::vector<std::vector<int64_t>>& batches, size_t dataset_size,
+                   size_t max_batch) {
+  for (size_t b = 0; b < batches.size(); ++b) {
+    if (batches[b].empty() || batches[b].size() > max_batch) {
+      throw OptionError("batch_sampler",
+                        "mploader: the batch sampler returned batch " + std::to_string(b) +
+                            " with " + std::to_string(batches[b].size()) +
+                            " indices; batches must hold 1 to max_batch_size() = " +
+                            std::to_string(max_batch));
+    }
+    for (int64_t index : batches[b]) {
+      if (index < 0 || static_cast<size_t>(index) >= dataset_size) {
+        throw OptionError("sampler", "mploader: the sampler produced index " +
+                                         std::to_string(index) + " for a dataset of " +
+                                         std::to_string(dataset_size) + " samples");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+class LoaderCore {
+ public:
+  LoaderCore(std::shared_ptr<Dataset> dataset, LoaderOptions options)
+      : options_(checked_options(dataset.get(), std::move(options))),
+        dataset_(std::move(dataset)) {
+    if (options_.num_workers == 0) {
+      source_ = std::make_unique<InProcessSource>(*dataset_, *options_.collate);
+      return;
+    }
+    PoolConfig config;
+    config.num_workers = static_cast<int>(options_.num_workers);
+    config.num_descriptors = static_cast<uint32_t>(options_.prefetch_factor);
+    config.num_slots = static_cast<uint32_t>(options_.prefetch_factor) + 1;
+    config.max_indices = static_cast<uint32_t>(options_.batch_sampler->max_batch_size());
+    config.slot_bytes = choose_slot_bytes(*dataset_, options_);
+    config.shm_dir = options_.shm_dir;
+    config.allow_overflow = options_.allow_overflow;
+    spdlog::debug("mploader: {} workers, {} slots of {} each", config.num_workers,
+                  config.num_slots, human_bytes(config.slot_bytes));
+    pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config);
+    source_ = std::make_unique<Dispatcher>(*pool_, options_);
+  }
+
+  ~LoaderCore() {
+    source_.reset();
+    if (pool_) pool_->shutdown();
+  }
+
+  void start_epoch() {
+    epoch_ = requested_epoch_ ? *requested_epoch_ : (started_any_ ? epoch_ + 1 : 0);
+    requested_epoch_.reset();
+    started_any_ = true;
+    auto batches = options_.batch_sampler->batches(dataset_->size(), epoch_);
+    check_batches(batches, dataset_->size(), options_.batch_sampler->max_batch_size());
+    source_->start_epoch(std::move(batches), epoch_);
+    running_ = true;
+  }
+
+  std::optional<Batch> next() {
+    if (!running_) start_epoch();
+    std::optional<Batch> batch = source_->next();
+    if (!batch) running_ = false;
+    return batch;
+  }
+
+  LoaderOptions options_;
+  std::shared_ptr<Dataset> dataset_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<BatchSource> source_;
+  std::optional<uint64_t> requested_epoch_;
+  uint64_t epoch_ = 0;
+  bool started_any_ = false;
+  bool running_ = false;
+};
+
+}  // namespace detail
+
+Loader::Loader(std::shared_ptr<Dataset> dataset, LoaderOptions options)
+    : core_(std::make_unique<detail::LoaderCore>(std::move(dataset), std::move(options))) {}
+
+Loader::~Loader() = default;
+
+void Loader::set_epoch(uint64_t epoch) { core_->requested_epoch_ = epoch; }
+
+uint64_t Loader::epoch() const { return core_->epoch_; }
+
+size_t Loader::batches_per_epoch() const {
+  const uint64_t next = core_->requested_epoch_ ? *core_->requested_epoch_
+                                                : (core_->started_any_ ? core_->epoch_ + 1 : 0);
+  return core_->options_.batch_sampler->batches(core_->dataset_->size(), next).size();
+}
+
+Loader::Iterator Loader::begin() {
+  core_->start_epoch();
+  return Iterator(this, next());
+}
+
+std::optional<Batch> Loader::next() { return core_->next(); }
+
+const LoaderOptions& Loader::options() const { return core_->options_; }
+
+std::vector<int> Loader::worker_pids() const {
+  std::vector<int> pids;
+  if (!core_->pool_) return pids;
+  for (size_t i = 0; i < core_->pool_->size(); ++i) {
+    pids.push_back(core_->pool_->channel(i).process.pid);
+  }
+  return pids;
+}
+
+}  // namespace mploader

@@ -1,0 +1,74 @@
+#include "loader/options_check.h"
+
+#include "ipc/region_layout.h"
+
+#include <mploader/errors.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+namespace mploader::detail {
+namespace {
+
+constexpr int64_t kMaxWorkers = 1024;
+
+void require(bool ok, const char* option, const std::string& message) {
+  if (!ok) throw OptionError(option, std::string("mploader: ") + message);
+}
+
+void check_shm_dir(const std::string& dir) {
+  if (dir.empty()) return;
+  struct stat st;
+  require(stat(dir.c_str(), &st) == 0, "shm_dir",
+          "shm_dir '" + dir + "' does not exist (" + std::strerror(errno) +
+              "); create it, or leave shm_dir empty to use anonymous shared memory");
+  require(S_ISDIR(st.st_mode), "shm_dir",
+          "shm_dir '" + dir + "' is not a directory; give a directory on a tmpfs such as "
+          "/dev/shm, or leave shm_dir empty");
+  require(access(dir.c_str(), W_OK | X_OK) == 0, "shm_dir",
+          "shm_dir '" + dir + "' is not writable by this process (" + std::strerror(errno) +
+              "); fix its permissions or choose another directory");
+}
+
+void check_counts(const LoaderOptions& o) {
+  require(o.num_workers >= 0, "num_workers",
+          "num_workers must be 0 (load in this process) or more, got " +
+              std::to_string(o.num_workers));
+  require(o.num_workers <= kMaxWorkers, "num_workers",
+          "num_workers " + std::to_string(o.num_workers) + " is more than " +
+              std::to_string(kMaxWorkers) + "; use about as many workers as CPU cores");
+  require(o.batch_sampler || o.batch_size >= 1, "batch_size",
+          "batch_size must be at least 1, got " + std::to_string(o.batch_size));
+  const int64_t max_prefetch = ipc::kMaxDescriptors - 1;
+  require(o.prefetch_factor >= 1 && o.prefetch_factor <= max_prefetch, "prefetch_factor",
+          "prefetch_factor must be between 1 and " + std::to_string(max_prefetch) + ", got " +
+              std::to_string(o.prefetch_factor) + "; 2 is a good start");
+  require(o.timeout.count() >= 0, "timeout",
+          "timeout must be 0 (wait forever) or positive, got " +
+              std::to_string(o.timeout.count()) + " ms");
+}
+
+}  // namespace
+
+LoaderOptions checked_options(const Dataset* dataset, LoaderOptions o) {
+  require(dataset != nullptr, "dataset", "mploader::Loader needs a dataset, got a null pointer");
+  check_counts(o);
+  check_shm_dir(o.shm_dir);
+  if (!o.collate) o.collate = stack_collate();
+  if (!o.sampler) {
+    o.sampler = o.shuffle ? std::shared_ptr<Sampler>(std::make_shared<RandomSampler>(o.seed))
+                          : std::make_shared<SequentialSampler>();
+  }
+  if (!o.batch_sampler) {
+    o.batch_sampler = std::make_shared<FixedSizeBatchSampler>(
+        o.sampler, static_cast<size_t>(o.batch_size), o.drop_last);
+  }
+  require(o.batch_sampler->max_batch_size() >= 1, "batch_sampler",
+          "the batch sampler's max_batch_size() is 0; it must bound the batch length");
+  return o;
+}
+
+}  // namespace mploader::detail

@@ -1,0 +1,173 @@
+#include "loader/worker_pool.h"
+
+#include "loader/units.h"
+#include "worker/worker_loop.h"
+
+#include <mploader/errors.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+
+namespace mploader::detail {
+namespace {
+
+// How long an orderly stop may take before workers are killed. A worker stops between samples,
+// so this bounds one sample's load time.
+constexpr int kStopGraceMs = 5000;
+
+[[noreturn]] void throw_shm_error(const ipc::SysError& e, uint64_t bytes, const PoolConfig& c,
+                                  int worker_id, int64_t free_bytes) {
+  const std::string where = c.shm_dir.empty() ? "anonymous shared memory (memfd)"
+                                              : "'" + c.shm_dir + "'";
+  std::string msg = "mploader: cannot reserve " + human_bytes(bytes) + " of shared memory for "
+                    "worker " + std::to_string(worker_id) + "'s ring in " + where;
+  if (free_bytes >= 0 && !c.shm_dir.empty()) msg += " (" + human_bytes(free_bytes) + " free)";
+  msg += ": " + e.describe() + ". Each worker needs " + std::to_string(c.num_slots) +
+         " slots of " + human_bytes(c.slot_bytes) +
+         " (prefetch_factor + 1 slots; slot size from max_batch_bytes or the first sample). "
+         "Fix: lower prefetch_factor, batch_size or max_batch_bytes; point shm_dir at a larger "
+         "tmpfs; in Docker run with --shm-size=<N>g or --ipc=host.";
+  throw ShmError(msg, bytes, free_bytes < 0 ? 0 : static_cast<uint64_t>(free_bytes));
+}
+
+template <class T>
+T checked(ipc::Result<T> r, const char* what) {
+  if (!r.ok()) throw Error(std::string("mploader: ") + what + ": " + r.error().describe());
+  return r.take();
+}
+
+}  // namespace
+
+SlotPool::SlotPool(uint32_t num_slots) {
+  for (uint32_t i = num_slots; i > 0; --i) free_.push_back(i - 1);
+}
+
+std::optional<uint32_t> SlotPool::acquire() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_.empty()) return std::nullopt;
+  uint32_t slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
+void SlotPool::release(uint32_t slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(slot);
+}
+
+WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& config)
+    : config_(config) {
+  const auto geometry = ipc::RegionGeometry::compute(config.num_descriptors, config.num_slots,
+                                                     config.max_indices, config.slot_bytes);
+  const uint64_t total = geometry.total_bytes * static_cast<uint64_t>(config.num_workers);
+  if (!config.shm_dir.empty()) {
+    const int64_t free_bytes = ipc::free_bytes_of_dir(config.shm_dir);
+    if (free_bytes >= 0 && static_cast<uint64_t>(free_bytes) < total) {
+      throw_shm_error(ipc::SysError{"statvfs", ENOSPC, "all rings together"}, total, config_, 0,
+                      free_bytes);
+    }
+  }
+  for (int id = 0; id < config.num_workers; ++id) create_channel(id, geometry);
+  try {
+    for (auto& channel : channels_) start_worker(*channel, dataset, collator);
+  } catch (...) {
+    shutdown();
+    throw;
+  }
+}
+
+WorkerPool::~WorkerPool() { shutdown(); }
+
+void WorkerPool::create_channel(int id, const ipc::RegionGeometry& geometry) {
+  auto channel = std::make_unique<WorkerChannel>();
+  channel->id = id;
+  auto region = ipc::ShmRegion::create(geometry.total_bytes, config_.shm_dir,
+                                       "mploader-worker-" + std::to_string(id));
+  if (!region.ok()) {
+    const int64_t free_bytes =
+        config_.shm_dir.empty() ? -1 : ipc::free_bytes_of_dir(config_.shm_dir);
+    throw_shm_error(region.error(), geometry.total_bytes, config_, id, free_bytes);
+  }
+  channel->region = std::make_shared<ipc::ShmRegion>(region.take());
+  ipc::RegionView::initialize(channel->region->base(), geometry, id);
+  channel->view = ipc::RegionView(channel->region->base());
+  channel->task_event = checked(ipc::EventFd::create(), "creating an eventfd");
+  channel->done_event = checked(ipc::EventFd::create(), "creating an eventfd");
+  channel->sockets = checked(ipc::make_socket_pair(), "creating a socket pair");
+  channel->slots = std::make_shared<SlotPool>(config_.num_slots);
+  channels_.push_back(std::move(channel));
+}
+
+void WorkerPool::start_worker(WorkerChannel& channel, Dataset& dataset, Collator& collator) {
+  worker::WorkerContext context;
+  context.worker_id = channel.id;
+  context.parent_pid = getpid();
+  context.region = channel.view;
+  context.task_event_fd = channel.task_event.fd();
+  context.done_event_fd = channel.done_event.fd();
+  context.socket_fd = channel.sockets.child;
+  context.allow_overflow = config_.allow_overflow;
+  context.dataset = &dataset;
+  context.collator = &collator;
+  const int keep = channel.id;
+  auto process = worker::fork_worker([this, keep, context] {
+    drop_other_channels_in_child(keep);
+    return worker::run_worker(context);
+  });
+  if (!process.ok()) {
+    throw Error("mploader: could not start worker " + std::to_string(channel.id) + ": " +
+                process.error().describe() +
+                ". Check the process limit (ulimit -u) and free memory, or use fewer workers.");
+  }
+  channel.process = process.take();
+  close(channel.sockets.child);  // the worker has its copy
+  channel.sockets.child = -1;
+}
+
+// In a new worker: release what belongs to the other workers, so that each worker holds only
+// its own ring and descriptors.
+void WorkerPool::drop_other_channels_in_child(int keep) {
+  for (auto& c : channels_) {
+    if (c->id == keep) {
+      if (c->sockets.parent >= 0) close(c->sockets.parent);
+      continue;
+    }
+    c->region->reset();
+    c->task_event.reset();
+    c->done_event.reset();
+    if (c->sockets.parent >= 0) close(c->sockets.parent);
+    if (c->sockets.child >= 0) close(c->sockets.child);
+    if (c->process.pidfd >= 0) close(c->process.pidfd);
+  }
+}
+
+void WorkerPool::shutdown() {
+  for (auto& c : channels_) {
+    if (c->reaped || c->process.pid <= 0) continue;
+    c->view.header().stop.store(1, std::memory_order_release);
+    c->view.task_ring().try_push(ipc::kShutdownId);
+    c->task_event.notify();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopGraceMs);
+  for (auto& c : channels_) {
+    if (c->reaped || c->process.pid <= 0) continue;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!worker::wait_exit(c->process, static_cast<int>(std::max<int64_t>(0, left.count())))) {
+      kill(c->process.pid, SIGKILL);
+    }
+    worker::reap(c->process.pid);
+    c->reaped = true;
+    if (c->process.pidfd >= 0) close(c->process.pidfd);
+    c->process.pidfd = -1;
+    if (c->sockets.parent >= 0) close(c->sockets.parent);
+    c->sockets.parent = -1;
+    c->task_event.reset();
+    c->done_event.reset();
+    c->region->close_fd();  // the mapping stays while batches use it
+  }
+}
+
+}  // namespace mploader::detail

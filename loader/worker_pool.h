@@ -1,0 +1,82 @@
+// WorkerPool: the worker processes of one Loader and everything each shares with the main
+// process: its shared-memory region, two eventfds, a socket for overflow segments, its pidfd,
+// and the pool of its free payload slots.
+//
+// Owned and used by one thread (the Loader's). SlotPool alone is thread-safe, because a Batch
+// may be destroyed on any thread.
+#pragma once
+
+#include "ipc/event_fd.h"
+#include "ipc/fd_passing.h"
+#include "ipc/region_layout.h"
+#include "ipc/shm_region.h"
+#include "worker/worker_process.h"
+
+#include <mploader/collate.h>
+#include <mploader/dataset.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mploader::detail {
+
+class SlotPool {
+ public:
+  explicit SlotPool(uint32_t num_slots);
+  std::optional<uint32_t> acquire();
+  void release(uint32_t slot);
+
+ private:
+  std::mutex mutex_;
+  std::vector<uint32_t> free_;
+};
+
+struct WorkerChannel {
+  int id = 0;
+  std::shared_ptr<ipc::ShmRegion> region;  // shared: batches keep it mapped after the pool
+  ipc::RegionView view;
+  ipc::EventFd task_event;
+  ipc::EventFd done_event;
+  ipc::SocketPair sockets;
+  worker::WorkerProcess process;
+  std::shared_ptr<SlotPool> slots;
+  bool reaped = false;
+};
+
+struct PoolConfig {
+  int num_workers = 0;
+  uint32_t num_descriptors = 0;
+  uint32_t num_slots = 0;
+  uint32_t max_indices = 0;
+  uint64_t slot_bytes = 0;
+  std::string shm_dir;
+  bool allow_overflow = true;
+};
+
+class WorkerPool {
+ public:
+  // Creates every region first (ShmError if any cannot be reserved), then forks the workers.
+  WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& config);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  size_t size() const { return channels_.size(); }
+  WorkerChannel& channel(size_t i) { return *channels_[i]; }
+  const PoolConfig& config() const { return config_; }
+  // Asks every worker to stop, waits briefly, kills stragglers, reaps all. Idempotent.
+  void shutdown();
+
+ private:
+  void create_channel(int id, const ipc::RegionGeometry& geometry);
+  void start_worker(WorkerChannel& channel, Dataset& dataset, Collator& collator);
+  void drop_other_channels_in_child(int keep);
+
+  PoolConfig config_;
+  std::vector<std::unique_ptr<WorkerChannel>> channels_;
+};
+
+}  // namespace mploader::detail

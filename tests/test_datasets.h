@@ -1,0 +1,76 @@
+// Small datasets for the tests: each sample says which index it came from, so a test can check
+// exactly-once delivery and order from the batch contents alone.
+#pragma once
+
+#include <mploader/mploader.h>
+
+#include <ATen/ATen.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+namespace testing_datasets {
+
+// "x": float [4] filled with the index; "label": int64 scalar = index.
+class CountingDataset : public mploader::Dataset {
+ public:
+  explicit CountingDataset(size_t n) : n_(n) {}
+  size_t size() const override { return n_; }
+  mploader::Sample get(int64_t index) override {
+    return {{"x", at::full({4}, static_cast<double>(index), at::kFloat)},
+            {"label", at::scalar_tensor(index, at::kLong)}};
+  }
+
+ private:
+  size_t n_;
+};
+
+// Like CountingDataset, but misbehaves at one index: throws, dies by a signal, or hangs.
+class FaultyDataset : public CountingDataset {
+ public:
+  enum class Fault { kThrow, kSignal, kExit, kSleep };
+  FaultyDataset(size_t n, int64_t bad_index, Fault fault, int signal = SIGKILL)
+      : CountingDataset(n), bad_(bad_index), fault_(fault), signal_(signal) {}
+  mploader::Sample get(int64_t index) override {
+    if (index == bad_) {
+      switch (fault_) {
+        case Fault::kThrow:
+          throw std::runtime_error("cannot decode sample " + std::to_string(index));
+        case Fault::kSignal:
+          raise(signal_);
+          break;
+        case Fault::kExit:
+          _exit(3);
+        case Fault::kSleep:
+          std::this_thread::sleep_for(std::chrono::seconds(3));
+          break;
+      }
+    }
+    return CountingDataset::get(index);
+  }
+
+ private:
+  int64_t bad_;
+  Fault fault_;
+  int signal_;
+};
+
+// Sample i has "tokens" of length 1 + i % 7 (values i), for the padding collate.
+class VarLenDataset : public mploader::Dataset {
+ public:
+  explicit VarLenDataset(size_t n) : n_(n) {}
+  size_t size() const override { return n_; }
+  mploader::Sample get(int64_t index) override {
+    return {{"tokens", at::full({1 + index % 7}, index, at::kLong)},
+            {"label", at::scalar_tensor(index, at::kLong)}};
+  }
+
+ private:
+  size_t n_;
+};
+
+}  // namespace testing_datasets

@@ -1,0 +1,138 @@
+// What reaches the training loop when dataset code fails: exceptions with the worker and the
+// sample, crashed workers with the signal and the in-flight indices, timeouts, oversized
+// batches. No case may hang or leave a process behind.
+#include "test_datasets.h"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+using namespace mploader;
+using testing_datasets::CountingDataset;
+using testing_datasets::FaultyDataset;
+using Fault = FaultyDataset::Fault;
+
+namespace {
+
+LoaderOptions options(int64_t workers, int64_t batch) {
+  LoaderOptions o;
+  o.num_workers = workers;
+  o.batch_size = batch;
+  return o;
+}
+
+bool process_gone(int pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+}  // namespace
+
+TEST_CASE("failures: a dataset exception reaches the loop typed, and the epoch goes on",
+          "[failures][process]") {
+  Loader loader(std::make_shared<FaultyDataset>(100, 37, Fault::kThrow), options(2, 10));
+  std::vector<uint64_t> delivered;
+  int errors = 0;
+  for (;;) {
+    try {
+      auto b = loader.next();
+      if (!b) break;
+      delivered.push_back(b->sequence());
+    } catch (const WorkerError& e) {
+      ++errors;
+      CHECK(e.sample_index() == 37);
+      CHECK(e.worker_id() >= 0);
+      CHECK(e.original_message() == "cannot decode sample 37");
+      CHECK(e.exception_type() == "std::runtime_error");
+      CHECK_THAT(std::string(e.what()), Catch::Contains("Dataset::get(37)") &&
+                                            Catch::Contains("batch 3 of epoch 0"));
+    }
+  }
+  CHECK(errors == 1);
+  CHECK(delivered == std::vector<uint64_t>{0, 1, 2, 4, 5, 6, 7, 8, 9});
+}
+
+TEST_CASE("failures: the same exception with num_workers 0", "[failures]") {
+  Loader loader(std::make_shared<FaultyDataset>(100, 5, Fault::kThrow), options(0, 10));
+  try {
+    loader.next();
+    FAIL("expected WorkerError");
+  } catch (const WorkerError& e) {
+    CHECK(e.sample_index() == 5);
+    CHECK(e.worker_id() == -1);
+  }
+}
+
+TEST_CASE("failures: a worker killed by a signal is reported with its in-flight indices",
+          "[failures][process]") {
+  std::vector<int> pids;
+  {
+    auto o = options(2, 10);
+    Loader loader(std::make_shared<FaultyDataset>(100, 42, Fault::kSignal, SIGKILL), o);
+    pids = loader.worker_pids();
+    try {
+      while (loader.next()) {
+      }
+      FAIL("expected WorkerCrashed");
+    } catch (const WorkerCrashed& e) {
+      CHECK(e.signal() == SIGKILL);
+      const auto& in_flight = e.in_flight_indices();
+      CHECK(std::find(in_flight.begin(), in_flight.end(), 42) != in_flight.end());
+      CHECK_THAT(std::string(e.what()), Catch::Contains("signal 9") &&
+                                            Catch::Contains("Dataset::get(42)") &&
+                                            Catch::Contains("OOM"));
+    }
+    CHECK_THROWS_AS(loader.next(), WorkerCrashed);  // the loader stays failed, never hangs
+  }
+  for (int pid : pids) CHECK(process_gone(pid));
+}
+
+TEST_CASE("failures: a worker that exits is reported with its exit code", "[failures][process]") {
+  Loader loader(std::make_shared<FaultyDataset>(100, 3, Fault::kExit), options(1, 10));
+  try {
+    loader.next();
+    FAIL("expected WorkerCrashed");
+  } catch (const WorkerCrashed& e) {
+    CHECK(e.signal() == 0);
+    CHECK(e.exit_code() == 3);
+  }
+}
+
+TEST_CASE("failures: a worker killed from outside while the loop waits", "[failures][process]") {
+  Loader loader(std::make_shared<FaultyDataset>(100, 15, Fault::kSleep), options(1, 10));
+  REQUIRE(loader.next());  // batch 0; batch 1 (index 15) now sleeps in the worker
+  kill(loader.worker_pids()[0], SIGTERM);
+  CHECK_THROWS_AS(loader.next(), WorkerCrashed);
+}
+
+TEST_CASE("failures: no batch within timeout names the worker and the sample",
+          "[failures][process]") {
+  auto o = options(1, 10);
+  o.timeout = std::chrono::milliseconds(300);
+  Loader loader(std::make_shared<FaultyDataset>(100, 12, Fault::kSleep), o);
+  REQUIRE(loader.next());
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    loader.next();
+    FAIL("expected TimeoutError");
+  } catch (const TimeoutError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("300 ms") &&
+                                          Catch::Contains("Dataset::get(12)") &&
+                                          Catch::Contains("worker 0"));
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+}
+
+TEST_CASE("failures: an oversized batch without overflow names both sizes",
+          "[failures][process]") {
+  auto o = options(1, 256);  // 256 x (16 + 8) bytes: more than one 4 KiB page
+  o.max_batch_bytes = 1024;
+  o.allow_overflow = false;
+  Loader loader(std::make_shared<CountingDataset>(512), o);
+  try {
+    loader.next();
+    FAIL("expected BatchTooLarge");
+  } catch (const BatchTooLarge& e) {
+    CHECK(e.slot_bytes() == 4096);  // slots are whole pages
+    CHECK(e.batch_bytes() > 4096);
+    CHECK_THAT(std::string(e.what()), Catch::Contains("max_batch_bytes") &&
+                                          Catch::Contains("allow_overflow"));
+  }
+}

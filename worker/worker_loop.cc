@@ -1,0 +1,189 @@
+#include "worker/worker_loop.h"
+
+#include "ipc/fd_passing.h"
+#include "ipc/shm_region.h"
+#include "worker/batch_writer.h"
+
+#include <ATen/Parallel.h>
+#include <cxxabi.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <typeinfo>
+
+namespace mploader::worker {
+namespace {
+
+// How often an idle worker checks that its parent still exists (a fallback for PDEATHSIG).
+constexpr int kIdleCheckMs = 1000;
+
+std::string demangled(const std::type_info& type) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(
+      abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
+  return status == 0 && name ? name.get() : type.name();
+}
+
+void fail(ipc::TaskDescriptor& d, ipc::TaskStatus status, int64_t index, const std::string& type,
+          const std::string& message) {
+  d.status = static_cast<uint32_t>(status);
+  d.failed_index = index;
+  ipc::copy_text(d.error_type, sizeof d.error_type, type.c_str());
+  ipc::copy_text(d.error_message, sizeof d.error_message, message.c_str());
+}
+
+// The current exception as (type, message) for a descriptor.
+std::pair<std::string, std::string> describe_current_exception() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return {demangled(typeid(e)), e.what()};
+  } catch (...) {
+    return {"unknown", "a non-std::exception was thrown"};
+  }
+}
+
+class Worker {
+ public:
+  explicit Worker(const WorkerContext& c) : c_(c), header_(c.region.header()) {}
+
+  int run() {
+    uint32_t id;
+    while (next_task(id)) {
+      run_task(id);
+      header_.tasks_done.fetch_add(1, std::memory_order_relaxed);
+      c_.region.done_ring().try_push(id);  // cannot be full: it holds every descriptor id
+      notify(c_.done_event_fd);
+    }
+    return 0;
+  }
+
+ private:
+  static void notify(int fd) {
+    uint64_t one = 1;
+    while (write(fd, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+  }
+
+  bool parent_alive() const { return getppid() == c_.parent_pid; }
+
+  // False on shutdown, stop, or a parent that has gone away.
+  bool next_task(uint32_t& id) {
+    for (;;) {
+      if (header_.stop.load(std::memory_order_acquire) != 0) return false;
+      if (c_.region.task_ring().try_pop(id)) {
+        return id != ipc::kShutdownId && c_.region.valid_descriptor_id(id);
+      }
+      pollfd p{c_.task_event_fd, POLLIN, 0};
+      int rc = poll(&p, 1, kIdleCheckMs);
+      if (rc > 0) {
+        uint64_t value;
+        while (read(c_.task_event_fd, &value, sizeof value) < 0 && errno == EINTR) {
+        }
+      }
+      if (!parent_alive()) return false;
+    }
+  }
+
+  bool cancelled(const ipc::TaskDescriptor& d) const {
+    return d.generation < header_.cancel_generation.load(std::memory_order_acquire);
+  }
+
+  void run_task(uint32_t id) {
+    ipc::TaskDescriptor& d = c_.region.descriptor(id);
+    d.num_tensors = 0;
+    d.batch_bytes = 0;
+    d.failed_index = -1;
+    std::vector<Sample> samples;
+    if (!load_samples(id, d, samples)) return;
+    PlannedBatch plan;
+    try {
+      std::string error = plan_batch(c_.collator->layout(samples), plan);
+      if (!error.empty()) return fail(d, ipc::TaskStatus::kCollateError, -1, "layout", error);
+    } catch (...) {
+      auto [type, message] = describe_current_exception();
+      return fail(d, ipc::TaskStatus::kCollateError, -1, type, message);
+    }
+    write_batch(id, d, samples, plan);
+  }
+
+  bool load_samples(uint32_t id, ipc::TaskDescriptor& d, std::vector<Sample>& samples) {
+    const int64_t* indices = c_.region.indices(id);
+    samples.reserve(d.num_indices);
+    for (uint32_t i = 0; i < d.num_indices; ++i) {
+      if (header_.stop.load(std::memory_order_relaxed) != 0) _exit(0);
+      if (cancelled(d)) {
+        d.status = static_cast<uint32_t>(ipc::TaskStatus::kCancelled);
+        return false;
+      }
+      header_.current_index.store(indices[i], std::memory_order_relaxed);
+      try {
+        samples.push_back(c_.dataset->get(indices[i]));
+      } catch (...) {
+        auto [type, message] = describe_current_exception();
+        fail(d, ipc::TaskStatus::kDatasetError, indices[i], type, message);
+        header_.current_index.store(-1, std::memory_order_relaxed);
+        return false;
+      }
+    }
+    header_.current_index.store(-1, std::memory_order_relaxed);
+    return true;
+  }
+
+  void write_batch(uint32_t id, ipc::TaskDescriptor& d, const std::vector<Sample>& samples,
+                   const PlannedBatch& plan) {
+    write_tensor_table(plan, d);
+    const bool fits = d.payload_slot >= 0 && plan.total_bytes <= header_.slot_bytes;
+    if (!fits && !c_.allow_overflow && d.payload_slot >= 0) {
+      d.status = static_cast<uint32_t>(ipc::TaskStatus::kTooLarge);
+      return;
+    }
+    ipc::ShmRegion overflow;
+    uint8_t* base;
+    if (fits) {
+      base = c_.region.slot(static_cast<uint32_t>(d.payload_slot));
+    } else {
+      auto segment = ipc::ShmRegion::create(std::max<uint64_t>(plan.total_bytes, 1), "",
+                                            "mploader-overflow");
+      if (!segment.ok()) {
+        return fail(d, ipc::TaskStatus::kInternalError, -1, "shared memory",
+                    "overflow segment of " + std::to_string(plan.total_bytes) +
+                        " bytes: " + segment.error().describe());
+      }
+      overflow = segment.take();
+      base = static_cast<uint8_t*>(overflow.base());
+    }
+    try {
+      std::vector<at::Tensor> views = views_into(base, plan);
+      c_.collator->fill(samples, views);
+    } catch (...) {
+      auto [type, message] = describe_current_exception();
+      return fail(d, ipc::TaskStatus::kCollateError, -1, type, message);
+    }
+    if (!fits) {
+      d.payload_slot = -1;  // tells the main process to receive the segment
+      ipc::Status sent = ipc::send_fd(c_.socket_fd, overflow.fd(), id);
+      if (!sent.ok()) {
+        return fail(d, ipc::TaskStatus::kInternalError, -1, "fd passing",
+                    sent.error().describe());
+      }
+    }
+    d.status = static_cast<uint32_t>(ipc::TaskStatus::kOk);
+  }
+
+  const WorkerContext& c_;
+  ipc::RegionHeader& header_;
+};
+
+}  // namespace
+
+int run_worker(const WorkerContext& context) {
+  // One intra-op thread: the workers are the parallelism, and a forked OpenMP pool is unsafe.
+  at::set_num_threads(1);
+  return Worker(context).run();
+}
+
+}  // namespace mploader::worker

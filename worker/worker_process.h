@@ -1,0 +1,42 @@
+// Starting, watching and reaping worker processes.
+//
+// Workers are tied to the main process three ways: PR_SET_PDEATHSIG(SIGKILL) set in the child,
+// a getppid() check right after it (the parent may already be gone), and an idle-time getppid
+// check in the worker loop. The main process watches each worker through a pidfd, which poll()
+// reports readable when the worker exits, so no SIGCHLD handler is installed.
+#pragma once
+
+#include "ipc/status.h"
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace mploader::worker {
+
+struct WorkerProcess {
+  pid_t pid = -1;
+  int pidfd = -1;  // -1 when the kernel has no pidfd_open; callers then poll with a timeout
+};
+
+// Forks. In the child, ties it to the parent, runs `body` and _exit()s with its result, so no
+// atexit handler or static destructor of the parent's runs twice. Returns in the parent only.
+ipc::Result<WorkerProcess> fork_worker(const std::function<int()>& body);
+
+struct ExitStatus {
+  int signal = 0;     // terminating signal, 0 if it exited
+  int exit_code = 0;  // when signal == 0
+  bool core_dumped = false;
+  std::string describe() const;  // "killed by signal 9 (Killed)" / "exited with code 3"
+};
+
+// The status of an exited worker without reaping it (WNOWAIT), or nullopt while it runs.
+std::optional<ExitStatus> peek_exit(pid_t pid);
+// Waits for the worker to exit and reaps it.
+ExitStatus reap(pid_t pid);
+// Waits up to timeout_ms for the pidfd (or the pid) to exit. True when it has.
+bool wait_exit(const WorkerProcess& process, int timeout_ms);
+
+}  // namespace mploader::worker
