@@ -228,3 +228,31 @@ TEST_CASE("loader: num_workers 0 has the same API and an empty dataset has no ba
   Loader empty(std::make_shared<CountingDataset>(0), options(2, 10));
   CHECK(run_epoch(empty).empty());
 }
+
+namespace {
+// Each sample runs ATen ops big enough to use the intra-op pool if one were there.
+class HeavyOpsDataset : public mploader::Dataset {
+ public:
+  size_t size() const override { return 24; }
+  Sample get(int64_t index) override {
+    at::Tensor m = at::ones({256, 256});
+    return {{"v", at::mm(m, m).sum(0) + static_cast<double>(index)}};
+  }
+};
+}  // namespace
+
+TEST_CASE("loader: workers run ATen ops after the parent used its thread pool",
+          "[loader][process]") {
+  at::Tensor big = at::rand({512, 512});
+  at::Tensor warm = at::mm(big, big);  // starts the parent's intra-op threads before fork
+  REQUIRE(warm.size(0) == 512);
+  auto o = options(2, 4);
+  o.timeout = std::chrono::milliseconds(20000);  // a forked, locked pool would hang here
+  Loader loader(std::make_shared<HeavyOpsDataset>(), o);
+  size_t batches = 0;
+  for (Batch& b : loader) {
+    CHECK(b["v"][0][0].item<float>() == 65536.0f + static_cast<float>(b.indices()[0]));
+    ++batches;
+  }
+  CHECK(batches == 6);
+}
