@@ -1,12 +1,12 @@
 #include "loader/dispatcher.h"
 
 #include "loader/batch_builder.h"
+#include "loader/log.h"
 #include "loader/messages.h"
 
 #include <mploader/errors.h>
 
 #include <poll.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstring>
@@ -118,7 +118,7 @@ bool Dispatcher::issue_one(bool require_slot) {
     if (!slot && require_slot) continue;
     if (!slot && !state.warned_overflow) {
       state.warned_overflow = true;
-      spdlog::warn(messages::overflow_warning(static_cast<int>(w), next_issue_));
+      log().warn(messages::overflow_warning(static_cast<int>(w), next_issue_));
     }
     send_task(w, slot ? static_cast<int64_t>(*slot) : -1);
     next_worker_hint_ = (w + 1) % workers_.size();

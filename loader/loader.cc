@@ -5,6 +5,7 @@
 #include "ipc/region_layout.h"
 #include "loader/dispatcher.h"
 #include "loader/in_process_source.h"
+#include "loader/log.h"
 #include "loader/options_check.h"
 #include "loader/units.h"
 #include "loader/worker_pool.h"
@@ -12,7 +13,6 @@
 
 #include <mploader/errors.h>
 
-#include <spdlog/spdlog.h>
 
 namespace mploader {
 namespace detail {
@@ -84,7 +84,7 @@ class LoaderCore {
     config.slot_bytes = choose_slot_bytes(*dataset_, options_);
     config.shm_dir = options_.shm_dir;
     config.allow_overflow = options_.allow_overflow;
-    spdlog::debug("mploader: {} workers, {} slots of {} each", config.num_workers,
+    log().debug("mploader: {} workers, {} slots of {} each", config.num_workers,
                   config.num_slots, human_bytes(config.slot_bytes));
     pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config);
     source_ = std::make_unique<Dispatcher>(*pool_, options_);

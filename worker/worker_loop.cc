@@ -6,6 +6,7 @@
 
 #include <ATen/Parallel.h>
 #include <cxxabi.h>
+#include <malloc.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -180,9 +181,22 @@ class Worker {
 
 }  // namespace
 
+// A worker allocates a whole batch of samples and frees it again for every task. With glibc's
+// defaults, large samples go to fresh mmaps and the heap top is trimmed after each batch, so
+// every batch pays for page faults and brk calls again (measured: 5-10x slower on 150 KB
+// samples). Keep freed memory for reuse instead; the heap stays near one batch of samples.
+void tune_malloc_for_batches() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_TOP_PAD, 16 << 20);
+}
+
 int run_worker(const WorkerContext& context) {
-  // One intra-op thread: the workers are the parallelism, and a forked OpenMP pool is unsafe.
+  // Thread-pool state copied by fork belongs to the parent's threads: start afresh, with one
+  // intra-op thread, since the workers themselves are the parallelism.
+  at::init_num_threads();
   at::set_num_threads(1);
+  tune_malloc_for_batches();
   return Worker(context).run();
 }
 
