@@ -1,0 +1,33 @@
+// Command line of mploader-bench: parsing (CLI11) and validation of every option value.
+// A bad value throws UsageError with a one-line message naming the option and the fix.
+#pragma once
+
+#include "run_config.h"
+
+#include <string>
+#include <vector>
+
+namespace bench {
+
+// What to measure: every workload x workers value x loader, with `base` for the rest.
+struct Plan {
+  std::vector<std::string> workloads;
+  std::vector<std::string> loaders;
+  std::vector<int64_t> workers;
+  RunConfig base;
+  bool json = false;
+};
+
+// Fills `plan`. Returns false when it printed the help (exit 0); throws UsageError.
+bool parse_command_line(int argc, char** argv, Plan& plan);
+
+// Parsers for option values, exposed for reuse. `option` is the option's name, e.g.
+// "--workers", and `example` a good value for the error message.
+int64_t parse_count(const std::string& option, const std::string& text, int64_t min,
+                    const std::string& example);
+std::vector<int64_t> parse_count_list(const std::string& option, const std::string& text,
+                                      int64_t min, const std::string& example);
+std::vector<std::string> parse_name_list(const std::string& option, const std::string& text,
+                                         const std::vector<std::string>& allowed);
+
+}  // namespace bench

@@ -1,0 +1,97 @@
+// JSON lines, the readable table, and the mploader-to-others ratios.
+#include "report.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <stdexcept>
+#include <map>
+#include <utility>
+
+namespace bench {
+
+std::string json_line(const RunResult& r) {
+  nlohmann::ordered_json j;
+  j["loader"] = r.config.loader;
+  j["workload"] = r.config.workload;
+  j["workers"] = r.config.workers;
+  j["batch_size"] = r.config.batch_size;
+  j["prefetch"] = r.config.prefetch;
+  j["samples_per_s"] = r.samples_per_s;
+  j["mb_per_s"] = r.mb_per_s;
+  j["first_batch_s"] = r.first_batch_s;
+  j["batches"] = r.batches;
+  j["wall_s"] = r.wall_s;
+  j["samples"] = r.samples;
+  j["teardown_s"] = r.teardown_s;
+  j["dataset_size"] = r.dataset_size;
+  if (r.config.workload == "synthetic") j["sample_shape"] = r.config.sample_shape;
+  return j.dump();
+}
+
+RunResult parse_json_line(const RunConfig& config, const std::string& line) try {
+  const nlohmann::json j = nlohmann::json::parse(line);
+  RunResult r{config};
+  r.config.workers = j.at("workers").get<int64_t>();
+  r.dataset_size = j.at("dataset_size").get<int64_t>();
+  r.batches = j.at("batches").get<int64_t>();
+  r.samples = j.at("samples").get<int64_t>();
+  r.first_batch_s = j.at("first_batch_s").get<double>();
+  r.samples_per_s = j.at("samples_per_s").get<double>();
+  r.mb_per_s = j.at("mb_per_s").get<double>();
+  r.wall_s = j.at("wall_s").get<double>();
+  r.teardown_s = j.at("teardown_s").get<double>();
+  return r;
+} catch (const nlohmann::json::exception& e) {
+  throw std::runtime_error(e.what());
+}
+
+void print_table_header(std::ostream& out) {
+  char line[160];
+  std::snprintf(line, sizeof line, "%-10s %-10s %7s %6s %8s %12s %10s %13s %8s %8s %10s",
+                "loader", "workload", "workers", "batch", "prefetch", "samples/s", "MB/s",
+                "first_batch_s", "batches", "wall_s", "teardown_s");
+  out << line << '\n';
+}
+
+void print_table_row(std::ostream& out, const RunResult& r) {
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "%-10s %-10s %7lld %6lld %8lld %12.1f %10.1f %13.4f %8lld %8.3f %10.4f",
+                r.config.loader.c_str(), r.config.workload.c_str(),
+                static_cast<long long>(r.config.workers),
+                static_cast<long long>(r.config.batch_size),
+                static_cast<long long>(r.config.prefetch), r.samples_per_s, r.mb_per_s,
+                r.first_batch_s, static_cast<long long>(r.batches), r.wall_s, r.teardown_s);
+  out << line << '\n';
+}
+
+void print_ratios(std::ostream& out, const std::vector<RunResult>& results) {
+  // (workload, workers) -> mploader's rate, in the order first seen.
+  std::vector<std::pair<std::string, int64_t>> keys;
+  std::map<std::pair<std::string, int64_t>, double> mploader_rate;
+  for (const RunResult& r : results) {
+    if (r.config.loader != "mploader") continue;
+    const auto key = std::make_pair(r.config.workload, r.config.workers);
+    if (mploader_rate.emplace(key, r.samples_per_s).second) keys.push_back(key);
+  }
+  if (keys.empty()) return;
+  out << "\nmploader samples/s relative to the others:\n";
+  for (const auto& key : keys) {
+    std::string line = "  " + key.first + " workers=" + std::to_string(key.second) + ":";
+    const size_t bare = line.size();
+    for (const RunResult& r : results) {
+      if (r.config.loader == "mploader" || r.config.workload != key.first ||
+          r.config.workers != key.second) {
+        continue;
+      }
+      char ratio[64];
+      const double x = r.samples_per_s > 0 ? mploader_rate[key] / r.samples_per_s : 0.0;
+      std::snprintf(ratio, sizeof ratio, "  mploader/%s %.2fx", r.config.loader.c_str(), x);
+      line += ratio;
+    }
+    out << line << (line.size() == bare ? "  (no other loader measured)" : "") << '\n';
+  }
+}
+
+}  // namespace bench

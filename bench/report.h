@@ -1,0 +1,30 @@
+// Output of mploader-bench: JSON lines (--json) or an aligned table followed by the ratios of
+// mploader's throughput to each other loader's.
+#pragma once
+
+#include "run_config.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+// One line of JSON, without the newline. Fields: loader, workload, workers, batch_size,
+// prefetch, samples_per_s, mb_per_s, first_batch_s, batches, wall_s, then samples,
+// teardown_s, dataset_size, sample_shape (synthetic only).
+std::string json_line(const RunResult& result);
+
+// Reads a json_line() back into `config` overlaid with the line's measurements and workers.
+// Throws std::runtime_error when a field is missing or mistyped.
+RunResult parse_json_line(const RunConfig& config, const std::string& line);
+
+// The table header, and one row of it; widths match.
+void print_table_header(std::ostream& out);
+void print_table_row(std::ostream& out, const RunResult& result);
+
+// For each workload and workers value with an mploader row: "mploader/<other> 3.40x" by
+// samples_per_s. Prints nothing when mploader was not measured.
+void print_ratios(std::ostream& out, const std::vector<RunResult>& results);
+
+}  // namespace bench

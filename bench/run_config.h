@@ -1,0 +1,59 @@
+// Types shared by the parts of mploader-bench: one configuration to measure, what one run
+// measured, and the entry point of each loader's runner.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mploader {
+class Dataset;
+}
+
+namespace bench {
+
+// A bad command-line value. The message names the option and the fix; main exits with 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One configuration: one loader on one workload with one worker count.
+struct RunConfig {
+  std::string loader;    // mploader | libtorch | inprocess | pytorch
+  std::string workload;  // synthetic | fmnist
+  std::string data_dir;  // fmnist IDX folder
+  std::vector<int64_t> sample_shape;  // synthetic "image" shape
+  int64_t workers = 2;
+  int64_t batch_size = 64;
+  int64_t batches = 200;
+  int64_t prefetch = 2;
+  std::string shm_dir;  // mploader only; empty = memfd
+};
+
+// What one run measured. Rates cover the steady state: the batches after the first.
+struct RunResult {
+  RunConfig config;
+  int64_t dataset_size = 0;
+  int64_t batches = 0;
+  int64_t samples = 0;       // in all batches
+  double first_batch_s = 0;  // loader construction start -> first batch in hand
+  double samples_per_s = 0;
+  double mb_per_s = 0;       // MB = bytes of all tensors of a batch / 1e6
+  double wall_s = 0;         // loader construction start -> last batch in hand
+  double teardown_s = 0;     // destroying the loader (workers stopped and joined)
+};
+
+// Runners. Each constructs its loader, takes config.batches batches (more epochs when one is
+// not enough; drop_last, sequential order), touching each batch only lightly, and tears down.
+RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data);
+RunResult run_libtorch(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data);
+RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data);
+// Runs pytorch_dataloader.py under /usr/bin/python3 and parses its JSON lines.
+std::vector<RunResult> run_pytorch(const RunConfig& config);
+// Whether run_pytorch can work here; otherwise `reason` says why not, in one line.
+bool pytorch_available(std::string& reason);
+
+}  // namespace bench

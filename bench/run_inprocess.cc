@@ -1,0 +1,91 @@
+// The in-process ideal: the same per-sample work (Dataset::get) done by the same number of
+// threads straight into preallocated batch memory, with no processes, no IPC and no queue:
+// the reference point for what the loading work itself costs. `workers` threads do the work
+// (the calling thread and workers - 1 helpers, so no thread sits waiting); workers == 0 and
+// workers == 1 both load in the calling thread alone.
+#include "fill_pool.h"
+#include "run_config.h"
+#include "run_timer.h"
+
+#include <mploader/dataset.h>
+
+#include <ATen/ops/empty.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+namespace bench {
+
+namespace {
+
+// One named tensor of the reused batch.
+struct Column {
+  std::string name;
+  at::Tensor batch;  // [B, sample shape...]
+  int64_t sample_bytes = 0;
+};
+
+std::vector<Column> make_columns(const mploader::Sample& probe, int64_t batch_size) {
+  std::vector<Column> columns;
+  for (const auto& [name, t] : probe) {
+    std::vector<int64_t> shape{batch_size};
+    shape.insert(shape.end(), t.sizes().begin(), t.sizes().end());
+    columns.push_back({name, at::empty(shape, t.scalar_type()), tensor_bytes(t)});
+  }
+  return columns;
+}
+
+// The light touch every runner gives a batch: the row count of its "image".
+int64_t image_rows(const std::vector<Column>& columns) {
+  for (const Column& c : columns) {
+    if (c.name == "image") return c.batch.size(0);
+  }
+  throw std::runtime_error("inprocess: the samples have no \"image\" tensor");
+}
+
+// Copies one sample into row `row` of every column.
+void copy_sample(const mploader::Sample& sample, std::vector<Column>& columns, int64_t row) {
+  for (Column& c : columns) {
+    const at::Tensor t = sample[c.name].contiguous();
+    if (t.scalar_type() != c.batch.scalar_type() || t.sizes() != c.batch.sizes().slice(1)) {
+      throw std::runtime_error("inprocess: sample tensor '" + c.name +
+                               "' differs in dtype or shape from the first sample");
+    }
+    std::memcpy(static_cast<char*>(c.batch.data_ptr()) + row * c.sample_bytes, t.data_ptr(),
+                static_cast<size_t>(c.sample_bytes));
+  }
+}
+
+}  // namespace
+
+RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data) {
+  const int64_t per_epoch = static_cast<int64_t>(data->size()) / config.batch_size;
+  if (per_epoch == 0) throw std::runtime_error("inprocess: the dataset is smaller than a batch");
+  RunTimer timer;
+  {
+    std::vector<Column> columns = make_columns(data->get(0), config.batch_size);
+    FillPool pool(std::max<int64_t>(config.workers - 1, 0));
+    int64_t first_index = 0;
+    const std::function<void(int64_t)> fill = [&](int64_t row) {
+      copy_sample(data->get(first_index + row), columns, row);
+    };
+    for (int64_t b = 0; b < config.batches; ++b) {
+      first_index = (b % per_epoch) * config.batch_size;
+      pool.run(config.batch_size, fill);
+      int64_t bytes = 0;
+      for (const Column& c : columns) bytes += tensor_bytes(c.batch);
+      timer.batch(image_rows(columns), bytes);
+    }
+    timer.loop_done();
+  }
+  timer.torn_down();
+  RunResult result{config};
+  result.dataset_size = static_cast<int64_t>(data->size());
+  timer.finish(result);
+  return result;
+}
+
+}  // namespace bench

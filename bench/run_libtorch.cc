@@ -1,0 +1,69 @@
+// Runs libtorch's own torch::data DataLoader (worker threads) over the same mploader::Dataset,
+// wrapped as a torch::data dataset of Example<>{image, label} stacked with Stack<>.
+// The only file that includes the torch::data headers (they are slow to compile).
+#include "run_config.h"
+#include "run_timer.h"
+
+#include <mploader/dataset.h>
+
+#include <torch/data/dataloader.h>
+#include <torch/data/datasets/base.h>
+#include <torch/data/datasets/map.h>
+#include <torch/data/samplers/sequential.h>
+#include <torch/data/transforms/stack.h>
+
+#include <stdexcept>
+
+namespace bench {
+
+namespace {
+
+// get(i) -> Example<>{sample["image"], sample["label"]}. Copies share the mploader::Dataset,
+// which is safe for concurrent get().
+class DatasetAdapter : public torch::data::datasets::Dataset<DatasetAdapter> {
+ public:
+  explicit DatasetAdapter(std::shared_ptr<mploader::Dataset> data) : data_(std::move(data)) {}
+  torch::data::Example<> get(size_t index) override {
+    mploader::Sample s = data_->get(static_cast<int64_t>(index));
+    return {s["image"], s["label"]};
+  }
+  torch::optional<size_t> size() const override { return data_->size(); }
+
+ private:
+  std::shared_ptr<mploader::Dataset> data_;
+};
+
+torch::data::DataLoaderOptions loader_options(const RunConfig& config) {
+  torch::data::DataLoaderOptions options(static_cast<size_t>(config.batch_size));
+  options.workers(static_cast<size_t>(config.workers)).drop_last(true);
+  if (config.workers > 0) options.max_jobs(static_cast<size_t>(config.prefetch * config.workers));
+  return options;
+}
+
+}  // namespace
+
+RunResult run_libtorch(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data) {
+  using torch::data::samplers::SequentialSampler;
+  RunTimer timer;
+  auto loader = torch::data::make_data_loader<SequentialSampler>(
+      DatasetAdapter(data).map(torch::data::transforms::Stack<>()), loader_options(config));
+  while (timer.batches() < config.batches) {
+    const int64_t before = timer.batches();
+    for (torch::data::Example<>& b : *loader) {
+      timer.batch(b.data.size(0), tensor_bytes(b.data) + tensor_bytes(b.target));
+      if (timer.batches() == config.batches) break;
+    }
+    if (timer.batches() == before) {
+      throw std::runtime_error("libtorch: an epoch gave no batch (dataset smaller than a batch?)");
+    }
+  }
+  timer.loop_done();
+  loader.reset();
+  timer.torn_down();
+  RunResult result{config};
+  result.dataset_size = static_cast<int64_t>(data->size());
+  timer.finish(result);
+  return result;
+}
+
+}  // namespace bench

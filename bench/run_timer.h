@@ -1,0 +1,45 @@
+// RunTimer: the one place where mploader-bench turns batch arrival times into the numbers it
+// reports, so that every loader is measured the same way.
+#pragma once
+
+#include "run_config.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <cstdint>
+
+namespace bench {
+
+class RunTimer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Starts the clock: construct it right before the loader is constructed.
+  RunTimer() : start_(Clock::now()) {}
+
+  // Call as soon as a batch is in hand, with its sample count and the bytes of its tensors.
+  void batch(int64_t samples, int64_t bytes);
+  int64_t batches() const { return batches_; }
+  // Call once the last batch has been taken, then again once the loader is destroyed.
+  void loop_done() { loop_end_ = Clock::now(); }
+  void torn_down() { teardown_end_ = Clock::now(); }
+
+  // Fills the measured fields of `result` (not its config).
+  void finish(RunResult& result) const;
+
+ private:
+  Clock::time_point start_;
+  Clock::time_point first_;
+  Clock::time_point last_;
+  Clock::time_point loop_end_;
+  Clock::time_point teardown_end_;
+  int64_t batches_ = 0;
+  int64_t samples_ = 0;
+  int64_t steady_samples_ = 0;  // in the batches after the first
+  int64_t steady_bytes_ = 0;
+};
+
+inline int64_t tensor_bytes(const at::Tensor& t) { return static_cast<int64_t>(t.nbytes()); }
+
+}  // namespace bench

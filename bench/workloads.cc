@@ -1,0 +1,57 @@
+// Workload datasets: synthetic fixed-size samples and in-memory Fashion-MNIST.
+#include "workloads.h"
+
+#include "fmnist_idx.h"
+
+#include <ATen/ops/full.h>
+#include <ATen/ops/scalar_tensor.h>
+
+#include <stdexcept>
+
+namespace bench {
+
+namespace {
+void check_index(int64_t index, size_t size, const char* workload) {
+  if (index < 0 || static_cast<size_t>(index) >= size) {
+    throw std::out_of_range(std::string(workload) + ": index " + std::to_string(index) +
+                            " out of range [0, " + std::to_string(size) + ")");
+  }
+}
+}  // namespace
+
+SyntheticDataset::SyntheticDataset(std::vector<int64_t> shape, size_t size)
+    : shape_(std::move(shape)), size_(size) {}
+
+mploader::Sample SyntheticDataset::get(int64_t index) {
+  check_index(index, size_, "synthetic");
+  return mploader::Sample{
+      {"image", at::full(shape_, index % 256, at::kByte)},
+      {"label", at::scalar_tensor(index % 10, at::kLong)},
+  };
+}
+
+FmnistDataset::FmnistDataset(const std::string& data_dir) {
+  FmnistSplit split = load_fmnist(data_dir, "train");
+  images_ = split.images.unsqueeze(1);  // [N, 1, 28, 28]
+  labels_ = split.labels;
+}
+
+mploader::Sample FmnistDataset::get(int64_t index) {
+  check_index(index, size(), "fmnist");
+  return mploader::Sample{
+      {"image", images_[index].to(at::kFloat).div_(255)},
+      {"label", labels_[index]},
+  };
+}
+
+std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config) {
+  if (config.workload == "synthetic") {
+    const auto size = static_cast<size_t>(config.batches * config.batch_size);
+    return std::make_shared<SyntheticDataset>(config.sample_shape, size);
+  }
+  if (config.workload == "fmnist") return std::make_shared<FmnistDataset>(config.data_dir);
+  throw UsageError("--workload: unknown workload '" + config.workload +
+                   "'; use synthetic or fmnist");
+}
+
+}  // namespace bench

@@ -1,0 +1,48 @@
+// The datasets mploader-bench loads, as mploader::Dataset subclasses that every runner shares.
+// Both are safe for concurrent get() from several threads (the libtorch and in-process runners
+// call it from threads; mploader's workers each have their own copy after fork).
+#pragma once
+
+#include "run_config.h"
+
+#include <mploader/dataset.h>
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+// "image": uint8 of `shape`, every element index % 256 (the work of torch.full);
+// "label": int64 scalar index % 10.
+class SyntheticDataset : public mploader::Dataset {
+ public:
+  SyntheticDataset(std::vector<int64_t> shape, size_t size);
+  size_t size() const override { return size_; }
+  mploader::Sample get(int64_t index) override;
+
+ private:
+  std::vector<int64_t> shape_;
+  size_t size_;
+};
+
+// Fashion-MNIST train split, read into memory once at construction (before any fork, so the
+// workers share it). "image": float32 [1, 28, 28] in [0, 1]; "label": int64 scalar.
+class FmnistDataset : public mploader::Dataset {
+ public:
+  explicit FmnistDataset(const std::string& data_dir);
+  size_t size() const override { return static_cast<size_t>(labels_.size(0)); }
+  mploader::Sample get(int64_t index) override;
+
+ private:
+  at::Tensor images_;  // uint8 [N, 1, 28, 28]
+  at::Tensor labels_;  // int64 [N]
+};
+
+// The dataset of `config.workload`. Synthetic holds exactly batches * batch_size samples.
+std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config);
+
+}  // namespace bench
