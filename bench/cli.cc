@@ -126,6 +126,9 @@ void add_options(CLI::App& app, RawOptions& raw) {
       ->capture_default_str();
   app.add_flag("--json", raw.json, "one JSON object per configuration per line on stdout");
   app.add_option("--shm-dir", raw.shm_dir, "tmpfs folder for mploader's rings (default: memfd)");
+  // Any option above may also come from a TOML file (see configs/); the command line wins.
+  app.set_config("--config", "", "read options from a TOML file, e.g. configs/synthetic.toml");
+  app.allow_config_extras(false);  // a misspelt key is an error, not silently ignored
 }
 
 std::vector<int64_t> parse_shape(const std::string& text) {
@@ -193,6 +196,10 @@ bool parse_command_line(int argc, char** argv, Plan& plan) {
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
     return false;
+  } catch (const CLI::ConfigError& e) {
+    throw UsageError("in the --config file: " + std::string(e.what()) +
+                     " (an unknown or misspelt key?); keys are the long option names without "
+                     "'--', as mploader-bench --help lists them");
   } catch (const CLI::ParseError& e) {
     throw UsageError(std::string(e.what()) + "; see mploader-bench --help");
   }
