@@ -43,6 +43,10 @@ void RegionView::initialize(void* base, const RegionGeometry& g, int worker_id) 
   h->cancel_generation.store(0);
   h->tasks_done.store(0);
   h->current_index.store(-1);
+  h->current_sequence.store(0);
+  h->phase.store(static_cast<uint32_t>(WorkerPhase::kStarting));
+  h->crash.state.store(CrashRecord::kEmpty);
+  h->stack_dump.state.store(CrashRecord::kEmpty);
   auto* bytes = static_cast<uint8_t*>(base);
   new (bytes + g.task_ring_offset) TaskRing();
   new (bytes + g.done_ring_offset) TaskRing();

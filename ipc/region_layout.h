@@ -13,6 +13,7 @@
 // Everything here is standard-layout and offset-based: it means the same in every process.
 #pragma once
 
+#include "ipc/crash_record.h"
 #include "ipc/spsc_ring.h"
 
 #include <atomic>
@@ -22,7 +23,7 @@
 namespace mploader::ipc {
 
 constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;
 constexpr uint32_t kRingCapacity = 64;
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
 constexpr uint32_t kMaxTensors = 16;
@@ -86,6 +87,11 @@ struct alignas(64) RegionHeader {
   std::atomic<uint64_t> cancel_generation;          // main: drop tasks of older generations
   std::atomic<uint64_t> tasks_done;                 // worker: progress counter
   std::atomic<int64_t> current_index;               // worker: sample being loaded, -1 idle
+  std::atomic<uint64_t> current_sequence;           // worker: batch being built
+  std::atomic<uint32_t> phase;                      // worker: WorkerPhase
+  // Written by the worker's signal handlers (worker/crash_handler.h), read by the main process.
+  alignas(64) CrashRecord crash;
+  alignas(64) CrashRecord stack_dump;
 };
 
 struct RegionGeometry {

@@ -33,8 +33,10 @@ class SlotLease {
 
 }  // namespace
 
-Dispatcher::Dispatcher(WorkerPool& pool, const LoaderOptions& options)
-    : pool_(pool), options_(options), workers_(pool.size()) {
+Dispatcher::Dispatcher(WorkerPool& pool, Supervisor& supervisor, InFlightBook& book,
+                       const LoaderOptions& options)
+    : pool_(pool), supervisor_(supervisor), book_(book), options_(options),
+      workers_(pool.size()) {
   for (WorkerState& w : workers_) {
     for (uint32_t id = pool.config().num_descriptors; id > 0; --id) {
       w.free_descriptors.push_back(id - 1);
@@ -55,13 +57,18 @@ void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t
   epoch_ = epoch;
   next_issue_ = 0;
   next_deliver_ = 0;
+  reissue_.clear();
+  restarts_this_epoch_ = 0;
 }
 
 std::optional<Batch> Dispatcher::next() {
   if (broken_) std::rethrow_exception(broken_);
   if (next_deliver_ >= batches_.size()) return std::nullopt;
-  const auto deadline = options_.timeout.count() > 0 ? Clock::now() + options_.timeout
-                                                     : Clock::time_point::max();
+  auto fresh_deadline = [this] {
+    return options_.timeout.count() > 0 ? Clock::now() + options_.timeout
+                                        : Clock::time_point::max();
+  };
+  auto deadline = fresh_deadline();
   for (;;) {
     issue_tasks();
     if (std::optional<Ready> ready = take_ready()) {
@@ -69,7 +76,9 @@ std::optional<Batch> Dispatcher::next() {
       if (ready->error) std::rethrow_exception(ready->error);
       return std::move(ready->batch);
     }
+    const int64_t restarts = restarts_this_epoch_;
     wait_for_results(deadline);
+    if (restarts_this_epoch_ != restarts) deadline = fresh_deadline();  // a new worker's time
   }
 }
 
@@ -87,24 +96,32 @@ std::optional<Dispatcher::Ready> Dispatcher::take_ready() {
   return r;
 }
 
-// Keeps every worker busy up to prefetch_factor tasks, within a window of batches ahead of
-// the training loop so that a slow worker cannot make the reorder buffer grow without bound.
-void Dispatcher::issue_tasks() {
+// The next batch to hand out: one a dead worker left behind, else the next in order within a
+// window of batches ahead of the training loop (so that a slow worker cannot make the reorder
+// buffer grow without bound).
+std::optional<uint64_t> Dispatcher::next_to_issue() const {
+  if (!reissue_.empty()) return reissue_.front();
   const size_t window = workers_.size() * static_cast<size_t>(options_.prefetch_factor);
-  while (next_issue_ < batches_.size() && next_issue_ < next_deliver_ + window) {
-    if (issue_one(/*require_slot=*/true)) continue;
+  if (next_issue_ < batches_.size() && next_issue_ < next_deliver_ + window) return next_issue_;
+  return std::nullopt;
+}
+
+// Keeps every worker busy up to prefetch_factor tasks.
+void Dispatcher::issue_tasks() {
+  while (std::optional<uint64_t> sequence = next_to_issue()) {
+    if (issue_one(*sequence, /*require_slot=*/true)) continue;
     // No worker has a free slot: the training loop holds them. Only when the loop would
     // otherwise wait forever does a batch go out without one (into an overflow segment).
     size_t in_flight = 0;
     for (const WorkerState& w : workers_) in_flight += w.in_flight.size();
-    const bool must = options_.in_order ? next_issue_ == next_deliver_
+    const bool must = options_.in_order ? *sequence == next_deliver_
                                         : in_flight == 0 && unordered_.empty();
-    if (!must || !issue_one(/*require_slot=*/false)) return;
+    if (!must || !issue_one(*sequence, /*require_slot=*/false)) return;
   }
 }
 
-// Gives batch next_issue_ to the least-loaded worker that can take it.
-bool Dispatcher::issue_one(bool require_slot) {
+// Gives batch `sequence` to the least-loaded worker that can take it.
+bool Dispatcher::issue_one(uint64_t sequence, bool require_slot) {
   const size_t prefetch = static_cast<size_t>(options_.prefetch_factor);
   std::vector<size_t> order(workers_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = (next_worker_hint_ + i) % order.size();
@@ -118,33 +135,38 @@ bool Dispatcher::issue_one(bool require_slot) {
     if (!slot && require_slot) continue;
     if (!slot && !state.warned_overflow) {
       state.warned_overflow = true;
-      log().warn(messages::overflow_warning(static_cast<int>(w), next_issue_));
+      log().warn(messages::overflow_warning(static_cast<int>(w), sequence));
     }
-    send_task(w, slot ? static_cast<int64_t>(*slot) : -1);
+    send_task(w, slot ? static_cast<int64_t>(*slot) : -1, sequence);
     next_worker_hint_ = (w + 1) % workers_.size();
     return true;
   }
   return false;
 }
 
-void Dispatcher::send_task(size_t w, int64_t slot) {
+void Dispatcher::send_task(size_t w, int64_t slot, uint64_t sequence) {
   WorkerState& state = workers_[w];
   WorkerChannel& channel = pool_.channel(w);
-  const std::vector<int64_t>& indices = batches_[next_issue_];
+  const std::vector<int64_t>& indices = batches_[sequence];
   const uint32_t id = state.free_descriptors.back();
   state.free_descriptors.pop_back();
   ipc::TaskDescriptor& d = channel.view.descriptor(id);
-  d.sequence = next_issue_;
+  d.sequence = sequence;
   d.epoch = epoch_;
   d.generation = generation_;
   d.payload_slot = static_cast<int32_t>(slot);
   d.num_indices = static_cast<uint32_t>(indices.size());
   d.status = static_cast<uint32_t>(ipc::TaskStatus::kPending);
   std::memcpy(channel.view.indices(id), indices.data(), indices.size() * sizeof(int64_t));
-  state.in_flight[id] = InFlight{generation_, next_issue_, slot};
+  state.in_flight[id] = InFlight{generation_, sequence, slot};
+  book_.add(w, id, InFlightBatch{epoch_, sequence, indices});
   channel.view.task_ring().try_push(id);  // never full: capacity exceeds the descriptors
   channel.task_event.notify();
-  ++next_issue_;
+  if (!reissue_.empty() && reissue_.front() == sequence) {
+    reissue_.pop_front();
+  } else {
+    ++next_issue_;
+  }
 }
 
 void Dispatcher::wait_for_results(Clock::time_point deadline) {
@@ -191,6 +213,7 @@ void Dispatcher::handle_result(size_t w, uint32_t id) {
   const InFlight f = it->second;
   state.in_flight.erase(it);
   state.free_descriptors.push_back(id);
+  book_.remove(w, id);
   const ipc::TaskDescriptor& d = pool_.channel(w).view.descriptor(id);
   const bool current = f.generation == generation_;
   Ready ready;

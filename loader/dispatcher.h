@@ -6,10 +6,14 @@
 // is noticed while the loop waits, not after a timeout. With in_order, results wait in a
 // reorder buffer until their turn.
 //
+// A dead or hung worker is reported by the Supervisor; with max_restarts_per_epoch it is
+// replaced and its batches are issued again, so every index still arrives exactly once.
+//
 // Used by one thread (the Loader's).
 #pragma once
 
 #include "loader/batch_source.h"
+#include "loader/supervisor.h"
 #include "loader/worker_pool.h"
 
 #include <mploader/options.h>
@@ -24,7 +28,8 @@ namespace mploader::detail {
 
 class Dispatcher : public BatchSource {
  public:
-  Dispatcher(WorkerPool& pool, const LoaderOptions& options);
+  Dispatcher(WorkerPool& pool, Supervisor& supervisor, InFlightBook& book,
+             const LoaderOptions& options);
   void start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) override;
   std::optional<Batch> next() override;
 
@@ -46,19 +51,26 @@ class Dispatcher : public BatchSource {
   };
 
   void issue_tasks();
-  bool issue_one(bool require_slot);
-  void send_task(size_t worker, int64_t slot);
+  std::optional<uint64_t> next_to_issue() const;
+  bool issue_one(uint64_t sequence, bool require_slot);
+  void send_task(size_t worker, int64_t slot, uint64_t sequence);
   std::optional<Ready> take_ready();
   void wait_for_results(std::chrono::steady_clock::time_point deadline);
   void receive_from(size_t worker);
   void handle_result(size_t worker, uint32_t id);
   std::optional<Batch> build_batch(size_t worker, const InFlight& f, uint32_t id);
   std::exception_ptr error_for(size_t worker, uint32_t id, const InFlight& f);
-  [[noreturn]] void worker_died(size_t worker);
-  [[noreturn]] void timed_out();
+  // A worker died: restart it if allowed, else fail the loader with its report.
+  void worker_died(size_t worker);
+  // No batch within the timeout: the worker owing the awaited batch is reported as hung.
+  void timed_out();
+  void restart_or_fail(size_t worker, const DeathRecord& record, bool hang);
+  void restart_worker(size_t worker);
   std::string describe_batch(uint64_t sequence) const;
 
   WorkerPool& pool_;
+  Supervisor& supervisor_;
+  InFlightBook& book_;
   LoaderOptions options_;
   std::vector<WorkerState> workers_;
   size_t next_worker_hint_ = 0;
@@ -66,6 +78,8 @@ class Dispatcher : public BatchSource {
   uint64_t epoch_ = 0;
   std::vector<std::vector<int64_t>> batches_;
   size_t next_issue_ = 0;
+  std::deque<uint64_t> reissue_;  // batches of a dead worker, issued again first
+  int64_t restarts_this_epoch_ = 0;
   size_t next_deliver_ = 0;  // in_order: next sequence due; otherwise batches delivered
   std::map<uint64_t, Ready> reorder_;
   std::deque<Ready> unordered_;

@@ -1,10 +1,13 @@
 // The dispatcher's error paths: failed tasks, dead workers, and timeouts, each turned into a
 // public exception that carries the evidence.
 #include "loader/dispatcher.h"
+#include "loader/log.h"
 #include "loader/messages.h"
 #include "loader/units.h"
 
 #include <mploader/errors.h>
+
+#include <algorithm>
 
 namespace mploader::detail {
 
@@ -50,53 +53,73 @@ std::string Dispatcher::describe_batch(uint64_t sequence) const {
 }
 
 void Dispatcher::worker_died(size_t w) {
-  WorkerChannel& c = pool_.channel(w);
-  const worker::ExitStatus status = worker::peek_exit(c.process.pid).value_or(worker::ExitStatus{});
-  std::vector<int64_t> in_flight;
-  std::string batches;
-  for (const auto& [id, f] : workers_[w].in_flight) {
-    if (f.generation != generation_) continue;
-    const auto& b = batches_[f.sequence];
-    in_flight.insert(in_flight.end(), b.begin(), b.end());
-    batches += (batches.empty() ? "" : ", ") + std::to_string(f.sequence);
+  std::shared_ptr<const DeathRecord> record = supervisor_.death_of(w);
+  restart_or_fail(w, *record, /*hang=*/false);
+}
+
+// The worker owing the batch the loop waits for (in order), or any worker with work (out of
+// order) is the one that hangs.
+void Dispatcher::timed_out() {
+  std::optional<size_t> owing;
+  for (size_t w = 0; w < workers_.size() && !owing; ++w) {
+    for (const auto& [id, f] : workers_[w].in_flight) {
+      if (f.generation == generation_ && (!options_.in_order || f.sequence == next_deliver_)) {
+        owing = w;
+        break;
+      }
+    }
   }
-  const int64_t loading = c.view.header().current_index.load();
-  std::string msg = "mploader: worker " + std::to_string(w) + " (pid " +
-                    std::to_string(c.process.pid) + ") " + status.describe();
-  if (in_flight.empty()) {
-    msg += " while idle.";
-  } else {
-    msg += " while loading batch(es) " + batches + " of epoch " + std::to_string(epoch_) +
-           ", indices " + messages::index_list(in_flight) +
-           (loading >= 0 ? "; it was in Dataset::get(" + std::to_string(loading) + ")" : "") +
-           ".";
+  if (!owing) {
+    throw Error("mploader: waited " + std::to_string(options_.timeout.count()) +
+                " ms (timeout) for " + describe_batch(next_deliver_) +
+                ", which no worker holds: a bug in mploader. Recreate the loader.");
   }
-  msg += " " + messages::death_hint(status) + " The loader cannot go on; recreate it.";
-  broken_ = std::make_exception_ptr(WorkerCrashed(msg, static_cast<int>(w), c.process.pid,
-                                                  status.signal, status.exit_code, in_flight));
+  std::shared_ptr<const DeathRecord> record =
+      supervisor_.hang_of(*owing, static_cast<int64_t>(options_.timeout.count()));
+  restart_or_fail(*owing, *record, /*hang=*/true);
+}
+
+void Dispatcher::restart_or_fail(size_t w, const DeathRecord& record, bool hang) {
+  if (restarts_this_epoch_ < options_.max_restarts_per_epoch) {
+    restart_worker(w);
+    return;
+  }
+  std::string message = record.message;
+  if (options_.max_restarts_per_epoch > 0) {
+    message += " The restart limit of this epoch (max_restarts_per_epoch = " +
+               std::to_string(options_.max_restarts_per_epoch) + ") is used up.";
+  }
+  message += " The loader cannot go on; recreate it.";
+  broken_ = hang ? std::make_exception_ptr(TimeoutError(message, record.summary))
+                 : std::make_exception_ptr(WorkerCrashed(message, record.summary));
   std::rethrow_exception(broken_);
 }
 
-void Dispatcher::timed_out() {
-  std::string msg = "mploader: no batch arrived within " +
-                    std::to_string(options_.timeout.count()) + " ms (timeout).";
-  for (size_t w = 0; w < workers_.size(); ++w) {
-    for (const auto& [id, f] : workers_[w].in_flight) {
-      if (f.generation != generation_ || (options_.in_order && f.sequence != next_deliver_)) {
-        continue;
-      }
-      const auto& h = pool_.channel(w).view.header();
-      const int64_t loading = h.current_index.load();
-      msg += " Waiting for " + describe_batch(f.sequence) + " from worker " + std::to_string(w) +
-             " (pid " + std::to_string(pool_.channel(w).process.pid) + "), which has finished " +
-             std::to_string(h.tasks_done.load()) + " tasks" +
-             (loading >= 0 ? " and is in Dataset::get(" + std::to_string(loading) + ")" : "") +
-             ".";
-      break;
-    }
+// Replaces a dead worker. Its published results are taken first; what it still held is issued
+// again, so no index is lost and none arrives twice.
+void Dispatcher::restart_worker(size_t w) {
+  ++restarts_this_epoch_;
+  receive_from(w);
+  WorkerState& state = workers_[w];
+  std::vector<uint64_t> again;
+  for (const auto& [id, f] : state.in_flight) {
+    if (f.slot >= 0) pool_.channel(w).slots->release(static_cast<uint32_t>(f.slot));
+    if (f.generation == generation_) again.push_back(f.sequence);
   }
-  msg += " Raise timeout if samples are slow to load, or look for a stuck dataset call.";
-  throw TimeoutError(msg);
+  std::sort(again.begin(), again.end());
+  reissue_.insert(reissue_.end(), again.begin(), again.end());
+  state.in_flight.clear();
+  book_.clear(w);
+  state.free_descriptors.clear();
+  for (uint32_t id = pool_.config().num_descriptors; id > 0; --id) {
+    state.free_descriptors.push_back(id - 1);
+  }
+  pool_.restart(w);
+  supervisor_.worker_replaced(w);
+  log().warn("mploader: restarted worker {} as pid {} (restart {} of at most {} this epoch); "
+             "{} batch(es) it held are issued again",
+             w, pool_.channel(w).process.pid, restarts_this_epoch_,
+             options_.max_restarts_per_epoch, again.size());
 }
 
 }  // namespace mploader::detail

@@ -7,6 +7,7 @@
 #include "loader/in_process_source.h"
 #include "loader/log.h"
 #include "loader/options_check.h"
+#include "loader/supervisor.h"
 #include "loader/units.h"
 #include "loader/worker_pool.h"
 #include "worker/batch_writer.h"
@@ -87,11 +88,14 @@ class LoaderCore {
     log().debug("mploader: {} workers, {} slots of {} each", config.num_workers,
                   config.num_slots, human_bytes(config.slot_bytes));
     pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config);
-    source_ = std::make_unique<Dispatcher>(*pool_, options_);
+    book_ = std::make_unique<InFlightBook>(pool_->size());
+    supervisor_ = std::make_unique<Supervisor>(*pool_, *book_, options_);
+    source_ = std::make_unique<Dispatcher>(*pool_, *supervisor_, *book_, options_);
   }
 
   ~LoaderCore() {
     source_.reset();
+    supervisor_.reset();  // before the orderly shutdown, whose exits are no deaths
     if (pool_) pool_->shutdown();
   }
 
@@ -115,6 +119,8 @@ class LoaderCore {
   LoaderOptions options_;
   std::shared_ptr<Dataset> dataset_;
   std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<InFlightBook> book_;
+  std::unique_ptr<Supervisor> supervisor_;
   std::unique_ptr<BatchSource> source_;
   std::optional<uint64_t> requested_epoch_;
   uint64_t epoch_ = 0;

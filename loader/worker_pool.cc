@@ -1,6 +1,7 @@
 #include "loader/worker_pool.h"
 
 #include "loader/units.h"
+#include "loader/worker_info_setter.h"
 #include "worker/worker_loop.h"
 
 #include <mploader/errors.h>
@@ -58,7 +59,7 @@ void SlotPool::release(uint32_t slot) {
 }
 
 WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& config)
-    : config_(config) {
+    : dataset_(dataset), collator_(collator), config_(config) {
   const auto geometry = ipc::RegionGeometry::compute(config.num_descriptors, config.num_slots,
                                                      config.max_indices, config.slot_bytes);
   const uint64_t total = geometry.total_bytes * static_cast<uint64_t>(config.num_workers);
@@ -71,7 +72,7 @@ WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& c
   }
   for (int id = 0; id < config.num_workers; ++id) create_channel(id, geometry);
   try {
-    for (auto& channel : channels_) start_worker(*channel, dataset, collator);
+    for (auto& channel : channels_) start_worker(*channel);
   } catch (...) {
     shutdown();
     throw;
@@ -100,7 +101,7 @@ void WorkerPool::create_channel(int id, const ipc::RegionGeometry& geometry) {
   channels_.push_back(std::move(channel));
 }
 
-void WorkerPool::start_worker(WorkerChannel& channel, Dataset& dataset, Collator& collator) {
+void WorkerPool::start_worker(WorkerChannel& channel) {
   worker::WorkerContext context;
   context.worker_id = channel.id;
   context.parent_pid = getpid();
@@ -109,11 +110,13 @@ void WorkerPool::start_worker(WorkerChannel& channel, Dataset& dataset, Collator
   context.done_event_fd = channel.done_event.fd();
   context.socket_fd = channel.sockets.child;
   context.allow_overflow = config_.allow_overflow;
-  context.dataset = &dataset;
-  context.collator = &collator;
+  context.dataset = &dataset_;
+  context.collator = &collator_;
   const int keep = channel.id;
-  auto process = worker::fork_worker([this, keep, context] {
+  const int count = config_.num_workers;
+  auto process = worker::fork_worker([this, keep, count, context] {
     drop_other_channels_in_child(keep);
+    set_worker_info(WorkerInfo{keep, count, static_cast<int>(getpid())});
     return worker::run_worker(context);
   });
   if (!process.ok()) {
@@ -141,6 +144,32 @@ void WorkerPool::drop_other_channels_in_child(int keep) {
     if (c->sockets.child >= 0) close(c->sockets.child);
     if (c->process.pidfd >= 0) close(c->process.pidfd);
   }
+}
+
+void WorkerPool::restart(size_t worker) {
+  WorkerChannel& c = *channels_[worker];
+  if (c.process.pid > 0 && !c.reaped) {
+    kill(c.process.pid, SIGKILL);  // normally dead already; a hung one is not
+    worker::reap(c.process.pid);
+  }
+  if (c.process.pidfd >= 0) close(c.process.pidfd);
+  c.process = worker::WorkerProcess{};
+  if (c.sockets.parent >= 0) close(c.sockets.parent);
+  // A fresh socket: descriptors the dead worker sent but never published must not be read as
+  // the new worker's.
+  c.sockets = checked(ipc::make_socket_pair(), "creating a socket pair");
+  c.task_event.drain();
+  c.done_event.drain();
+  ipc::RegionHeader& h = c.view.header();
+  h.stop.store(0);
+  h.current_index.store(-1);
+  h.phase.store(static_cast<uint32_t>(ipc::WorkerPhase::kStarting));
+  h.crash.state.store(ipc::CrashRecord::kEmpty);
+  h.stack_dump.state.store(ipc::CrashRecord::kEmpty);
+  c.view.task_ring().init();
+  c.view.done_ring().init();
+  c.reaped = false;
+  start_worker(c);
 }
 
 void WorkerPool::shutdown() {

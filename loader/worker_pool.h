@@ -69,12 +69,17 @@ class WorkerPool {
   const PoolConfig& config() const { return config_; }
   // Asks every worker to stop, waits briefly, kills stragglers, reaps all. Idempotent.
   void shutdown();
+  // Replaces a dead worker: reaps it, resets its rings, and forks a new process for the same
+  // region. Payload slots still viewed by batches stay valid and keep their owners.
+  void restart(size_t worker);
 
  private:
   void create_channel(int id, const ipc::RegionGeometry& geometry);
-  void start_worker(WorkerChannel& channel, Dataset& dataset, Collator& collator);
+  void start_worker(WorkerChannel& channel);
   void drop_other_channels_in_child(int keep);
 
+  Dataset& dataset_;
+  Collator& collator_;
   PoolConfig config_;
   std::vector<std::unique_ptr<WorkerChannel>> channels_;
 };

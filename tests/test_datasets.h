@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
 #include <stdexcept>
 #include <thread>
 
@@ -32,9 +33,22 @@ class CountingDataset : public mploader::Dataset {
 // Like CountingDataset, but misbehaves at one index: throws, dies by a signal, or hangs.
 class FaultyDataset : public CountingDataset {
  public:
-  enum class Fault { kThrow, kSignal, kExit, kSleep };
-  FaultyDataset(size_t n, int64_t bad_index, Fault fault, int signal = SIGKILL)
-      : CountingDataset(n), bad_(bad_index), fault_(fault), signal_(signal) {}
+  enum class Fault {
+    kThrow,     // std::runtime_error
+    kSignal,    // raise(signal) from outside dataset logic (SIGKILL, SIGTERM, ...)
+    kExit,      // _exit(3)
+    kSleep,     // 3 s, then carry on
+    kHang,      // sleep forever
+    kSegv,      // write through a null pointer
+    kFpe,       // integer division by zero
+    kAbort,     // std::abort()
+    kBusFile,   // write past the end of a shared file mapping in `path`
+    kAllocate,  // allocate and touch memory without bound (run under a memory limit)
+  };
+  FaultyDataset(size_t n, int64_t bad_index, Fault fault, int signal = SIGKILL,
+                std::string path = "/dev/shm")
+      : CountingDataset(n), bad_(bad_index), fault_(fault), signal_(signal),
+        path_(std::move(path)) {}
   mploader::Sample get(int64_t index) override {
     if (index == bad_) {
       switch (fault_) {
@@ -48,15 +62,20 @@ class FaultyDataset : public CountingDataset {
         case Fault::kSleep:
           std::this_thread::sleep_for(std::chrono::seconds(3));
           break;
+        default:
+          misbehave();
       }
     }
     return CountingDataset::get(index);
   }
 
  private:
+  void misbehave();
+
   int64_t bad_;
   Fault fault_;
   int signal_;
+  std::string path_;
 };
 
 // Sample i has "tokens" of length 1 + i % 7 (values i), for the padding collate.

@@ -3,6 +3,7 @@
 #include "ipc/fd_passing.h"
 #include "ipc/shm_region.h"
 #include "worker/batch_writer.h"
+#include "worker/crash_handler.h"
 
 #include <ATen/Parallel.h>
 #include <cxxabi.h>
@@ -73,6 +74,7 @@ class Worker {
 
   // False on shutdown, stop, or a parent that has gone away.
   bool next_task(uint32_t& id) {
+    set_phase(ipc::WorkerPhase::kIdle);
     for (;;) {
       if (header_.stop.load(std::memory_order_acquire) != 0) return false;
       if (c_.region.task_ring().try_pop(id)) {
@@ -93,14 +95,20 @@ class Worker {
     return d.generation < header_.cancel_generation.load(std::memory_order_acquire);
   }
 
+  void set_phase(ipc::WorkerPhase phase) {
+    header_.phase.store(static_cast<uint32_t>(phase), std::memory_order_relaxed);
+  }
+
   void run_task(uint32_t id) {
     ipc::TaskDescriptor& d = c_.region.descriptor(id);
+    header_.current_sequence.store(d.sequence, std::memory_order_relaxed);
     d.num_tensors = 0;
     d.batch_bytes = 0;
     d.failed_index = -1;
     std::vector<Sample> samples;
     if (!load_samples(id, d, samples)) return;
     PlannedBatch plan;
+    set_phase(ipc::WorkerPhase::kCollate);
     try {
       std::string error = plan_batch(c_.collator->layout(samples), plan);
       if (!error.empty()) return fail(d, ipc::TaskStatus::kCollateError, -1, "layout", error);
@@ -109,6 +117,7 @@ class Worker {
       return fail(d, ipc::TaskStatus::kCollateError, -1, type, message);
     }
     write_batch(id, d, samples, plan);
+    set_phase(ipc::WorkerPhase::kPublish);
   }
 
   bool load_samples(uint32_t id, ipc::TaskDescriptor& d, std::vector<Sample>& samples) {
@@ -121,6 +130,7 @@ class Worker {
         return false;
       }
       header_.current_index.store(indices[i], std::memory_order_relaxed);
+      set_phase(ipc::WorkerPhase::kDatasetGet);
       try {
         samples.push_back(c_.dataset->get(indices[i]));
       } catch (...) {
@@ -197,6 +207,9 @@ int run_worker(const WorkerContext& context) {
   at::init_num_threads();
   at::set_num_threads(1);
   tune_malloc_for_batches();
+  // Without handlers a crash still shows as a signal in the main process, only with less
+  // evidence, so a failure to install them is not fatal.
+  install_crash_handlers(context.region.header());
   return Worker(context).run();
 }
 

@@ -62,37 +62,60 @@ class WorkerError : public Error {
   std::string original_message_;
 };
 
-// A worker process died (signal or exit) while the loader needed it.
-class WorkerCrashed : public Error {
- public:
-  WorkerCrashed(const std::string& message, int worker_id, int pid, int signal, int exit_code,
-                std::vector<int64_t> in_flight_indices)
-      : Error(message),
-        worker_id_(worker_id),
-        pid_(pid),
-        signal_(signal),
-        exit_code_(exit_code),
-        in_flight_indices_(std::move(in_flight_indices)) {}
-  int worker_id() const { return worker_id_; }
-  int pid() const { return pid_; }
-  // The terminating signal, or 0 when the worker exited.
-  int signal() const { return signal_; }
-  // The exit status when signal() == 0.
-  int exit_code() const { return exit_code_; }
-  const std::vector<int64_t>& in_flight_indices() const { return in_flight_indices_; }
-
- private:
-  int worker_id_;
-  int pid_;
-  int signal_;
-  int exit_code_;
-  std::vector<int64_t> in_flight_indices_;
+// Why a worker died, as the main process classified it from the evidence.
+enum class DeathCause {
+  kShmFull,             // SIGBUS in a shared-memory mapping: its filesystem ran out of space
+  kOutOfMemory,         // SIGKILL with the memory cgroup's OOM-kill counter risen
+  kKilled,              // SIGKILL with no OOM evidence: another process killed it
+  kTerminated,          // SIGTERM, SIGINT, SIGHUP or SIGQUIT from outside
+  kSegfault,            // SIGSEGV in dataset or collate code
+  kBusError,            // SIGBUS outside a shared-memory mapping (a truncated file, say)
+  kFloatingPoint,       // SIGFPE (integer division by zero)
+  kIllegalInstruction,  // SIGILL
+  kAbort,               // SIGABRT (abort(), a failed assert, std::terminate)
+  kExit,                // the worker exited on its own
+  kHang,                // no progress within the timeout; killed after a stack was taken
+  kOtherSignal,         // any other signal
 };
 
-// No batch arrived within LoaderOptions::timeout.
-class TimeoutError : public Error {
+// "shm_full", "oom", ...: the names used in crash reports.
+const char* to_string(DeathCause cause);
+
+// The facts a WorkerCrashed carries; the full report is in the JSON file at report_path.
+struct CrashSummary {
+  int worker_id = -1;
+  int pid = 0;
+  DeathCause cause = DeathCause::kOtherSignal;
+  int signal = 0;     // the terminating signal, 0 when the worker exited
+  int exit_code = 0;  // when signal == 0
+  std::vector<int64_t> in_flight_indices;
+  std::string report_path;  // empty when the report could not be written
+};
+
+// A worker process died (signal, exit or hang) while the loader needed it. what() is a short
+// human summary: worker, pid, cause, evidence, in-flight indices, remedy.
+class WorkerCrashed : public Error {
  public:
-  using Error::Error;
+  WorkerCrashed(const std::string& message, CrashSummary summary)
+      : Error(message), summary_(std::move(summary)) {}
+  const CrashSummary& summary() const { return summary_; }
+  int worker_id() const { return summary_.worker_id; }
+  int pid() const { return summary_.pid; }
+  DeathCause cause() const { return summary_.cause; }
+  int signal() const { return summary_.signal; }
+  int exit_code() const { return summary_.exit_code; }
+  const std::vector<int64_t>& in_flight_indices() const { return summary_.in_flight_indices; }
+  const std::string& report_path() const { return summary_.report_path; }
+
+ private:
+  CrashSummary summary_;
+};
+
+// No batch arrived within LoaderOptions::timeout: the worker that owed it was asked for its
+// stack and killed (cause kHang).
+class TimeoutError : public WorkerCrashed {
+ public:
+  using WorkerCrashed::WorkerCrashed;
 };
 
 // A batch is larger than a ring slot and LoaderOptions::allow_overflow is false.

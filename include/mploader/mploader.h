@@ -9,3 +9,4 @@
 #include <mploader/options.h>
 #include <mploader/sampler.h>
 #include <mploader/tensor_dict.h>
+#include <mploader/worker_info.h>

@@ -38,6 +38,13 @@ struct LoaderOptions {
   uint64_t max_batch_bytes = 0;
   // A batch larger than a slot travels in a one-off shared segment; false makes it an error.
   bool allow_overflow = true;
+  // Where crash reports go, one JSON file per worker death, never overwritten. Empty: the
+  // environment variable MPLOADER_CRASH_DIR, else ./mploader-crashes. Read them with
+  // mploader-report.
+  std::string crash_dir;
+  // Replace a dead worker and issue its batches again, at most this many times per epoch;
+  // every index is still delivered exactly once. 0: a death raises WorkerCrashed.
+  int64_t max_restarts_per_epoch = 0;
   // How samples become a batch; null stacks them (stack_collate()).
   std::shared_ptr<Collator> collate;
   // Index order; null means RandomSampler(seed) when shuffle, else SequentialSampler.

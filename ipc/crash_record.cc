@@ -1,0 +1,93 @@
+#include "ipc/crash_record.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace mploader::ipc {
+namespace {
+
+// Signal context helpers: no allocation, no locale, no stdio.
+uint64_t parse_hex(const char*& p, const char* end) {
+  uint64_t v = 0;
+  for (; p < end; ++p) {
+    const char c = *p;
+    const int digit = c >= '0' && c <= '9'   ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                             : -1;
+    if (digit < 0) break;
+    v = v * 16 + static_cast<uint64_t>(digit);
+  }
+  return v;
+}
+
+bool line_holds(const char* line, size_t length, uint64_t address) {
+  const char* p = line;
+  const char* end = line + length;
+  const uint64_t start = parse_hex(p, end);
+  if (p >= end || *p != '-') return false;
+  ++p;
+  const uint64_t stop = parse_hex(p, end);
+  return address >= start && address < stop;
+}
+
+}  // namespace
+
+const char* phase_name(uint32_t phase) {
+  switch (static_cast<WorkerPhase>(phase)) {
+    case WorkerPhase::kStarting: return "starting";
+    case WorkerPhase::kIdle: return "idle";
+    case WorkerPhase::kDatasetGet: return "Dataset::get";
+    case WorkerPhase::kCollate: return "collate";
+    case WorkerPhase::kPublish: return "publishing a batch";
+  }
+  return "unknown";
+}
+
+std::optional<CrashSnapshot> snapshot(const CrashRecord& r) {
+  if (r.state.load(std::memory_order_acquire) != CrashRecord::kComplete) return std::nullopt;
+  CrashSnapshot s;
+  s.signal = r.signal;
+  s.si_code = r.si_code;
+  s.tid = r.tid;
+  s.fault_address = r.fault_address;
+  s.sample_index = r.sample_index;
+  s.sequence = r.sequence;
+  s.phase = r.phase;
+  s.pc = r.pc;
+  const uint32_t n = r.num_frames < kMaxFrames ? r.num_frames : kMaxFrames;
+  s.frames.assign(r.frames, r.frames + n);
+  size_t len = 0;
+  while (len < sizeof r.mapping && r.mapping[len] != '\0') ++len;
+  s.mapping.assign(r.mapping, len);
+  return s;
+}
+
+// Signal context. Reads the maps file in chunks, carrying a partial line between them.
+void find_mapping_line(uint64_t address, char* out, size_t size) {
+  out[0] = '\0';
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char chunk[2048];
+  char line[512];
+  size_t line_len = 0;
+  ssize_t n;
+  while ((n = read(fd, chunk, sizeof chunk)) > 0) {
+    for (ssize_t i = 0; i < n; ++i) {
+      if (chunk[i] != '\n') {
+        if (line_len + 1 < sizeof line) line[line_len++] = chunk[i];
+        continue;
+      }
+      if (line_holds(line, line_len, address)) {
+        size_t k = 0;
+        for (; k < line_len && k + 1 < size; ++k) out[k] = line[k];
+        out[k] = '\0';
+        close(fd);
+        return;
+      }
+      line_len = 0;
+    }
+  }
+  close(fd);
+}
+
+}  // namespace mploader::ipc

@@ -1,0 +1,222 @@
+#include "loader/diagnosis.h"
+
+#include "ipc/shm_region.h"
+#include "loader/messages.h"
+#include "loader/units.h"
+
+#include <signal.h>
+
+#include <cstdio>
+#include <sstream>
+
+namespace mploader::detail {
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// "where": the phase and sample the worker was in.
+std::string where(const DeathEvidence& e) {
+  const int64_t index = e.crash ? e.crash->sample_index : e.loading_index;
+  const uint32_t phase = e.crash ? e.crash->phase : e.phase;
+  std::string s = std::string("in ") + ipc::phase_name(phase);
+  if (index >= 0 && phase == static_cast<uint32_t>(ipc::WorkerPhase::kDatasetGet)) {
+    s = "in Dataset::get(" + std::to_string(index) + ")";
+  }
+  return s;
+}
+
+// The mapping line's path ("" if anonymous) and whether it is a shared mapping.
+std::pair<std::string, bool> mapping_path(const std::string& line) {
+  std::istringstream in(line);
+  std::string range, perms, offset, dev, inode, path;
+  in >> range >> perms >> offset >> dev >> inode;
+  std::getline(in, path);
+  path.erase(0, path.find_first_not_of(' '));
+  return {path, perms.size() >= 4 && perms[3] == 's'};
+}
+
+bool is_shared_memory_path(const std::string& path, const std::string& shm_dir) {
+  return path.rfind("/dev/shm/", 0) == 0 || path.rfind("/memfd:", 0) == 0 ||
+         path.rfind("/run/shm/", 0) == 0 || (!shm_dir.empty() && path.rfind(shm_dir, 0) == 0);
+}
+
+void diagnose_bus(const DeathEvidence& e, Diagnosis& d) {
+  const auto [path, shared] = mapping_path(e.crash ? e.crash->mapping : "");
+  const bool adrerr = e.crash && e.crash->si_code == BUS_ADRERR;
+  if (adrerr && shared && is_shared_memory_path(path, e.shm_dir)) {
+    d.cause = DeathCause::kShmFull;
+    const std::string dir = path.substr(0, path.find_last_of('/'));
+    const int64_t free_bytes = dir.empty() ? -1 : ipc::free_bytes_of_dir(dir);
+    d.what_happened = "bus error writing shared memory " + where(e) + ": its filesystem had no "
+                      "page left to give (or the file is shorter than its mapping)";
+    d.evidence = "SIGBUS (BUS_ADRERR) at " + hex(e.crash->fault_address) + " in the shared "
+                 "mapping '" + e.crash->mapping + "'";
+    if (free_bytes >= 0) d.evidence += "; " + human_bytes(free_bytes) + " free in " + dir;
+    d.remedy = "Give shared memory more room: in Docker run with --shm-size=8g (or more) or "
+               "--ipc=host; lower prefetch_factor or batch_size; point the dataset's shared "
+               "files (and shm_dir) at a larger tmpfs. mploader's own rings are reserved up "
+               "front and fail at construction instead.";
+    return;
+  }
+  d.cause = DeathCause::kBusError;
+  d.what_happened = "bus error " + where(e);
+  d.evidence = "SIGBUS" + (e.crash ? " (" + si_code_name(SIGBUS, e.crash->si_code) + ") at " +
+                                         hex(e.crash->fault_address) +
+                                         (e.crash->mapping.empty() ? "" : " in '" +
+                                          e.crash->mapping + "'")
+                                   : std::string());
+  d.remedy = "A memory-mapped file shrank under the worker, or memory was misaligned: look at "
+             "files the dataset maps. Reproduce with num_workers = 0.";
+}
+
+void diagnose_kill(const DeathEvidence& e, Diagnosis& d) {
+  const auto& b = e.oom_before;
+  const auto& a = e.oom_after;
+  const bool oom = b.oom_kills >= 0 && a.oom_kills > b.oom_kills;
+  std::string memory;
+  if (e.memory) {
+    memory = "last sampled RSS " + human_bytes(e.memory->rss_bytes) + " (peak " +
+             human_bytes(e.memory->hwm_bytes) + ", " + std::to_string(e.memory_age_ms) +
+             " ms before death), of which the ring is at most " + human_bytes(e.ring_bytes);
+  }
+  if (oom) {
+    d.cause = DeathCause::kOutOfMemory;
+    d.what_happened = "killed by the kernel's OOM killer " + where(e);
+    d.evidence = "SIGKILL; oom_kill in " + a.source + (a.path.empty() ? "" : " " + a.path) +
+                 " rose from " + std::to_string(b.oom_kills) + " to " +
+                 std::to_string(a.oom_kills) +
+                 (a.limit_bytes >= 0 ? "; memory limit " + human_bytes(a.limit_bytes) : "") +
+                 (memory.empty() ? "" : "; " + memory);
+    d.remedy = "Use less memory per worker or raise the limit: fewer workers, a smaller "
+               "batch_size or prefetch_factor, load data lazily per sample, share read-only "
+               "arrays through memory-mapped files instead of copies in each worker.";
+    return;
+  }
+  d.cause = DeathCause::kKilled;
+  d.what_happened = "killed by SIGKILL from outside " + where(e);
+  d.evidence = "SIGKILL with no OOM kill recorded in " + a.source +
+               (a.path.empty() ? "" : " " + a.path) + " (" + std::to_string(a.oom_kills) +
+               " before and after)" + (memory.empty() ? "" : "; " + memory);
+  d.remedy = "Another process sent SIGKILL: a job scheduler, a watchdog, kill -9. If memory was "
+             "short, the OOM killer of another cgroup may be involved: look at dmesg.";
+}
+
+void diagnose_fault(const DeathEvidence& e, Diagnosis& d, DeathCause cause, const char* what,
+                    const char* remedy) {
+  d.cause = cause;
+  d.what_happened = std::string(what) + " " + where(e);
+  d.evidence = std::string(strsignal(e.status.signal));
+  if (e.crash) {
+    d.evidence += " (" + si_code_name(e.status.signal, e.crash->si_code) + ") at " +
+                  hex(e.crash->fault_address) + ", thread " + std::to_string(e.crash->tid);
+  }
+  d.remedy = remedy;
+}
+
+void diagnose_signal(const DeathEvidence& e, Diagnosis& d) {
+  switch (e.status.signal) {
+    case SIGKILL: return diagnose_kill(e, d);
+    case SIGBUS: return diagnose_bus(e, d);
+    case SIGSEGV:
+      return diagnose_fault(e, d, DeathCause::kSegfault, "segmentation fault",
+                            "Dataset or collate code (or a library it calls) touched invalid "
+                            "memory; the frames below show where. Reproduce with num_workers = "
+                            "0 under gdb or AddressSanitizer.");
+    case SIGFPE:
+      return diagnose_fault(e, d, DeathCause::kFloatingPoint, "arithmetic fault",
+                            "An integer division by zero (or overflow) in dataset code; the "
+                            "frames below show where.");
+    case SIGILL:
+      return diagnose_fault(e, d, DeathCause::kIllegalInstruction, "illegal instruction",
+                            "Code built for a newer CPU than this one, or a corrupted function "
+                            "pointer; the frames below show where.");
+    case SIGABRT:
+      return diagnose_fault(e, d, DeathCause::kAbort, "abort",
+                            "abort() was called: a failed assert, or std::terminate (an "
+                            "exception leaving a noexcept function or a destructor). The frames "
+                            "below show where.");
+    case SIGTERM: case SIGINT: case SIGHUP: case SIGQUIT:
+      d.cause = DeathCause::kTerminated;
+      d.what_happened = std::string("terminated by ") + strsignal(e.status.signal) + " " + where(e);
+      d.evidence = "signal " + std::to_string(e.status.signal) + " sent from outside";
+      d.remedy = "A person, a scheduler or a job manager stopped the worker (Ctrl-C reaches the "
+                 "process group; mploader's workers ignore SIGINT).";
+      return;
+    default:
+      d.cause = DeathCause::kOtherSignal;
+      d.what_happened = std::string("killed by ") + strsignal(e.status.signal) + " " + where(e);
+      d.evidence = "signal " + std::to_string(e.status.signal);
+      d.remedy = "Reproduce with num_workers = 0 to see the failure in this process.";
+  }
+}
+
+}  // namespace
+
+Diagnosis diagnose(const DeathEvidence& e) {
+  Diagnosis d;
+  if (e.hang) {
+    d.cause = DeathCause::kHang;
+    d.what_happened = "no progress within the timeout (" + std::to_string(e.timeout_ms) +
+                      " ms) " + where(e) + "; the worker was asked for its stack and killed";
+    d.evidence = "finished " + std::to_string(e.tasks_done) + " tasks; " +
+                 (e.stack ? "stack taken" : "it did not answer the stack request");
+    d.remedy = "Raise timeout if samples are legitimately slow; otherwise look for a deadlock "
+               "(a lock inherited across fork, a network or file read with no timeout).";
+  } else if (e.status.signal == 0) {
+    d.cause = DeathCause::kExit;
+    d.what_happened = "exited with code " + std::to_string(e.status.exit_code) + " " + where(e);
+    d.evidence = "no signal; exit status " + std::to_string(e.status.exit_code);
+    d.remedy = "Dataset code (or a library it calls) called exit(); run with num_workers = 0 to "
+               "see it in this process.";
+  } else {
+    diagnose_signal(e, d);
+  }
+  const auto* record = e.hang ? &e.stack : &e.crash;
+  if (*record) d.frames = frames_after_signal(symbolize((*record)->frames), (*record)->pc);
+  return d;
+}
+
+std::string summary_text(const DeathEvidence& e, const Diagnosis& d,
+                         const std::string& report_path) {
+  std::string s = "mploader: worker " + std::to_string(e.worker_id) + " (pid " +
+                  std::to_string(e.pid) + ") died [" + to_string(d.cause) + "]: " +
+                  d.what_happened + ". Evidence: " + d.evidence + ".";
+  for (const InFlightBatch& b : e.in_flight) {
+    s += " In flight: batch " + std::to_string(b.sequence) + " of epoch " +
+         std::to_string(b.epoch) + ", indices " + messages::index_list(b.indices) + ".";
+  }
+  if (!d.frames.empty()) s += " Top frame: " + d.frames.front().describe() + ".";
+  s += " Remedy: " + d.remedy;
+  s += report_path.empty() ? " (The crash report could not be written.)"
+                           : " Full report: " + report_path + " (read it with mploader-report).";
+  return s;
+}
+
+std::string si_code_name(int signal, int code) {
+  if (code == SI_USER) return "SI_USER, sent by kill()";
+  if (code == SI_TKILL) return "SI_TKILL, raised by the process";
+  switch (signal) {
+    case SIGSEGV:
+      if (code == SEGV_MAPERR) return "SEGV_MAPERR, address not mapped";
+      if (code == SEGV_ACCERR) return "SEGV_ACCERR, access not permitted";
+      break;
+    case SIGBUS:
+      if (code == BUS_ADRALN) return "BUS_ADRALN, misaligned address";
+      if (code == BUS_ADRERR) return "BUS_ADRERR, no backing page";
+      if (code == BUS_OBJERR) return "BUS_OBJERR, hardware error";
+      break;
+    case SIGFPE:
+      if (code == FPE_INTDIV) return "FPE_INTDIV, integer division by zero";
+      if (code == FPE_INTOVF) return "FPE_INTOVF, integer overflow";
+      break;
+    default:
+      break;
+  }
+  return "si_code " + std::to_string(code);
+}
+
+}  // namespace mploader::detail

@@ -1,0 +1,230 @@
+// Worker deaths explained: each fault is injected in a real worker, and the test checks the
+// cause, the worker, the in-flight indices, how fast the loop heard of it, the crash report,
+// and that no process is left.
+#include "crash_test_support.h"
+#include "memory_cgroup.h"
+#include "tmpfs_mount.h"
+
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+
+#include <fstream>
+#include <set>
+#include <thread>
+
+using namespace mploader;
+using namespace crash_testing;
+using testing_datasets::FaultyDataset;
+using Fault = FaultyDataset::Fault;
+
+namespace {
+
+Outcome crash_with(Fault fault, int signal = SIGKILL, const std::string& path = "/dev/shm") {
+  const std::string dir = fresh_dir();
+  auto data = std::make_shared<FaultyDataset>(200, 47, fault, signal, path);
+  Outcome out = run_until_crash(data, crash_options(2, dir));
+  for (int pid : out.pids) CHECK(process_gone(pid));
+  return out;
+}
+
+void check_common(const Outcome& out, DeathCause cause, const char* cause_name) {
+  REQUIRE(out.threw);
+  CHECK(out.summary.cause == cause);
+  CHECK(out.summary.worker_id >= 0);
+  CHECK(contains(out.summary.in_flight_indices, 47));
+  CHECK(out.seconds < 1.0);
+  REQUIRE(out.report.is_object());
+  CHECK(out.report["cause"] == cause_name);
+  CHECK(out.report["worker"]["id"] == out.summary.worker_id);
+  CHECK(out.report["worker"]["pid"] == out.summary.pid);
+  CHECK_THAT(out.message, Catch::Contains(out.summary.report_path) &&
+                              Catch::Contains("Remedy:") &&
+                              Catch::Contains("worker " + std::to_string(out.summary.worker_id)));
+}
+
+}  // namespace
+
+TEST_CASE("crash: segfault in dataset code, with symbolized frames", "[crash][process]") {
+  Outcome out = crash_with(Fault::kSegv);
+  check_common(out, DeathCause::kSegfault, "segfault");
+  CHECK(out.summary.signal == SIGSEGV);
+  CHECK(out.report["crash_record"]["sample_index"] == 47);
+  CHECK(out.report["crash_record"]["phase"] == "Dataset::get");
+  CHECK(out.report["crash_record"]["fault_address"] == 0);
+  REQUIRE_FALSE(out.report["frames"].empty());  // the first frame is where it faulted
+  CHECK_THAT(out.report["frames"][0]["function"].get<std::string>(),
+             Catch::Contains("write_through_null"));
+  CHECK(has_frame(out.report, "FaultyDataset::get"));
+  CHECK_FALSE(has_frame(out.report, "on_fatal_signal"));  // the handler's own frames are cut
+  CHECK_THAT(out.message, Catch::Contains("Dataset::get(47)") &&
+                              Catch::Contains("SEGV_MAPERR"));
+}
+
+TEST_CASE("crash: integer division by zero", "[crash][process]") {
+  Outcome out = crash_with(Fault::kFpe);
+  check_common(out, DeathCause::kFloatingPoint, "fpe");
+  CHECK(has_frame(out.report, "divide"));
+  CHECK_THAT(out.message, Catch::Contains("FPE_INTDIV"));
+}
+
+TEST_CASE("crash: abort", "[crash][process]") {
+  Outcome out = crash_with(Fault::kAbort);
+  check_common(out, DeathCause::kAbort, "abort");
+  CHECK(out.summary.signal == SIGABRT);
+  CHECK(has_frame(out.report, "FaultyDataset"));
+}
+
+TEST_CASE("crash: bus error in a shared mapping is classified shm_full", "[crash][process]") {
+  Outcome out = crash_with(Fault::kBusFile, 0, "/dev/shm");
+  check_common(out, DeathCause::kShmFull, "shm_full");
+  CHECK(out.report["crash_record"]["si_code_name"].get<std::string>().find("BUS_ADRERR") == 0);
+  CHECK_THAT(out.report["crash_record"]["mapping"].get<std::string>(),
+             Catch::Contains("/dev/shm/mploader-test-bus"));
+  CHECK_THAT(out.message, Catch::Contains("--shm-size") && Catch::Contains("free in /dev/shm"));
+}
+
+TEST_CASE("crash: a full tmpfs under the dataset's shared file", "[crash][process][root]") {
+  TmpfsMount mount("64k");
+  if (!mount.ok()) {
+    WARN("skipped: " << mount.why_not());
+    return;
+  }
+  Outcome out = crash_with(Fault::kBusFile, 0, mount.path());
+  REQUIRE(out.threw);
+  CHECK(out.summary.cause == DeathCause::kBusError);  // not /dev/shm, not shm_dir: a plain file
+  CHECK_THAT(out.report["crash_record"]["mapping"].get<std::string>(),
+             Catch::Contains(mount.path()));
+}
+
+TEST_CASE("crash: SIGKILL from outside is not mistaken for OOM", "[crash][process]") {
+  Outcome out = crash_with(Fault::kSignal, SIGKILL);
+  check_common(out, DeathCause::kKilled, "killed");
+  CHECK(out.report["crash_record"].is_null());  // SIGKILL cannot be caught
+  CHECK(out.report["details"]["oom"]["oom_kills_before"] ==
+        out.report["details"]["oom"]["oom_kills_after"]);
+  CHECK_THAT(out.message, Catch::Contains("no OOM kill"));
+}
+
+TEST_CASE("crash: SIGTERM from outside", "[crash][process]") {
+  Outcome out = crash_with(Fault::kSignal, SIGTERM);
+  check_common(out, DeathCause::kTerminated, "terminated");
+}
+
+TEST_CASE("crash: a worker that exits", "[crash][process]") {
+  Outcome out = crash_with(Fault::kExit);
+  check_common(out, DeathCause::kExit, "exit");
+  CHECK(out.summary.exit_code == 3);
+}
+
+TEST_CASE("crash: a hang is reported within timeout + 1 s with the worker's stack",
+          "[crash][process]") {
+  const std::string dir = fresh_dir();
+  auto o = crash_options(2, dir);
+  o.timeout = std::chrono::milliseconds(700);
+  auto data = std::make_shared<FaultyDataset>(200, 47, Fault::kHang);
+  Loader loader(data, o);
+  const auto pids = loader.worker_pids();
+  auto start = std::chrono::steady_clock::now();
+  try {
+    for (;;) {
+      start = std::chrono::steady_clock::now();
+      if (!loader.next()) break;
+    }
+    FAIL("expected TimeoutError");
+  } catch (const TimeoutError& e) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(seconds < 0.7 + 1.0);
+    CHECK(e.cause() == DeathCause::kHang);
+    CHECK(contains(e.in_flight_indices(), 47));
+    std::ifstream in(e.report_path());
+    auto report = nlohmann::json::parse(in, nullptr, false);
+    REQUIRE(report.is_object());
+    CHECK(report["cause"] == "hang");
+    CHECK(has_frame(report, "FaultyDataset::misbehave"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("Dataset::get(47)") &&
+                                          Catch::Contains("700 ms"));
+  }
+  CHECK_THROWS_AS(loader.next(), TimeoutError);  // stays failed
+  (void)pids;
+}
+
+TEST_CASE("crash: a dataset exception stays a typed WorkerError, not a crash",
+          "[crash][process]") {
+  auto data = std::make_shared<FaultyDataset>(200, 47, Fault::kThrow);
+  Loader loader(data, crash_options(2, fresh_dir()));
+  CHECK_THROWS_AS([&] { while (loader.next()) {} }(), WorkerError);
+}
+
+TEST_CASE("crash: the death is noticed and reported while the loop is busy elsewhere",
+          "[crash][process]") {
+  const std::string dir = fresh_dir();
+  auto data = std::make_shared<FaultyDataset>(200, 1000, Fault::kThrow);
+  Loader loader(data, crash_options(2, dir));
+  REQUIRE(loader.next());
+  const int victim = loader.worker_pids()[1];
+  kill(victim, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // "training", not calling next
+  const std::string expected_part = "-worker1-pid" + std::to_string(victim);
+  bool found = false;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      found |= std::string(e->d_name).find(expected_part) != std::string::npos;
+    }
+    closedir(d);
+  }
+  CHECK(found);
+  CHECK_THROWS_AS([&] { while (loader.next()) {} }(), WorkerCrashed);
+}
+
+TEST_CASE("crash: OOM kill in a memory cgroup is classified with the limit and RSS",
+          "[crash][process][root]") {
+  MemoryCgroup cgroup(192ll << 20);
+  if (!cgroup.ok()) {
+    WARN("skipped: " << cgroup.why_not());
+    return;
+  }
+  const std::string dir = fresh_dir();
+  auto data = std::make_shared<FaultyDataset>(200, 47, Fault::kAllocate);
+  REQUIRE(cgroup.enter());
+  std::unique_ptr<Loader> loader;
+  try {
+    loader = std::make_unique<Loader>(data, crash_options(1, dir));
+  } catch (...) {
+    cgroup.leave();
+    throw;
+  }
+  REQUIRE(cgroup.leave());  // only the worker stays under the limit
+  try {
+    while (loader->next()) {
+    }
+    FAIL("expected WorkerCrashed");
+  } catch (const WorkerCrashed& e) {
+    CHECK(e.cause() == DeathCause::kOutOfMemory);
+    CHECK(e.signal() == SIGKILL);
+    CHECK(contains(e.in_flight_indices(), 47));
+    std::ifstream in(e.report_path());
+    auto report = nlohmann::json::parse(in, nullptr, false);
+    REQUIRE(report.is_object());
+    CHECK(report["cause"] == "oom");
+    CHECK(report["details"]["oom"]["limit_bytes"] == (192ll << 20));
+    CHECK(report["details"]["oom"]["oom_kills_after"].get<int64_t>() >
+          report["details"]["oom"]["oom_kills_before"].get<int64_t>());
+    CHECK_THAT(std::string(e.what()), Catch::Contains("OOM killer") &&
+                                          Catch::Contains(cgroup.path()));
+  }
+  loader.reset();
+}
+
+TEST_CASE("crash: reports are never overwritten", "[crash][process]") {
+  const std::string dir = fresh_dir();
+  std::set<std::string> paths;
+  for (int i = 0; i < 2; ++i) {
+    auto data = std::make_shared<FaultyDataset>(200, 47, Fault::kExit);
+    Outcome out = run_until_crash(data, crash_options(1, dir));
+    REQUIRE(out.threw);
+    paths.insert(out.summary.report_path);
+  }
+  CHECK(paths.size() == 2);
+}
