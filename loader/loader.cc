@@ -7,6 +7,7 @@
 #include "loader/in_process_source.h"
 #include "loader/log.h"
 #include "loader/options_check.h"
+#include "loader/preflight.h"
 #include "loader/supervisor.h"
 #include "loader/units.h"
 #include "loader/worker_pool.h"
@@ -87,6 +88,7 @@ class LoaderCore {
     config.allow_overflow = options_.allow_overflow;
     log().debug("mploader: {} workers, {} slots of {} each", config.num_workers,
                   config.num_slots, human_bytes(config.slot_bytes));
+    run_preflight(config);
     pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config);
     book_ = std::make_unique<InFlightBook>(pool_->size());
     supervisor_ = std::make_unique<Supervisor>(*pool_, *book_, options_);
@@ -97,6 +99,23 @@ class LoaderCore {
     source_.reset();
     supervisor_.reset();  // before the orderly shutdown, whose exits are no deaths
     if (pool_) pool_->shutdown();
+  }
+
+  // Logs what may go wrong on this machine; throws what cannot work.
+  void run_preflight(const PoolConfig& config) {
+    PreflightInput input;
+    input.num_workers = config.num_workers;
+    input.region_bytes = ipc::RegionGeometry::compute(config.num_descriptors, config.num_slots,
+                                                      config.max_indices, config.slot_bytes)
+                             .total_bytes;
+    input.slot_bytes = config.slot_bytes;
+    input.prefetch_factor = options_.prefetch_factor;
+    input.shm_dir = config.shm_dir;
+    measure_machine(input);
+    for (const PreflightFinding& finding : preflight(input)) {
+      if (finding.error) throw Error(finding.message);
+      log().warn(finding.message);
+    }
   }
 
   void start_epoch() {
