@@ -47,6 +47,7 @@ void RegionView::initialize(void* base, const RegionGeometry& g, int worker_id) 
   h->phase.store(static_cast<uint32_t>(WorkerPhase::kStarting));
   h->crash.state.store(CrashRecord::kEmpty);
   h->stack_dump.state.store(CrashRecord::kEmpty);
+  h->init_error[0] = '\0';
   auto* bytes = static_cast<uint8_t*>(base);
   new (bytes + g.task_ring_offset) TaskRing();
   new (bytes + g.done_ring_offset) TaskRing();

@@ -92,6 +92,7 @@ struct alignas(64) RegionHeader {
   // Written by the worker's signal handlers (worker/crash_handler.h), read by the main process.
   alignas(64) CrashRecord crash;
   alignas(64) CrashRecord stack_dump;
+  char init_error[512];  // worker: what worker_init threw ("" if nothing)
 };
 
 struct RegionGeometry {

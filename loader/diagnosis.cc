@@ -166,6 +166,12 @@ Diagnosis diagnose(const DeathEvidence& e) {
                  (e.stack ? "stack taken" : "it did not answer the stack request");
     d.remedy = "Raise timeout if samples are legitimately slow; otherwise look for a deadlock "
                "(a lock inherited across fork, a network or file read with no timeout).";
+  } else if (e.status.signal == 0 && !e.init_error.empty()) {
+    d.cause = DeathCause::kExit;
+    d.what_happened = "worker_init threw " + e.init_error;
+    d.evidence = "exit status " + std::to_string(e.status.exit_code) +
+                 " before the first sample";
+    d.remedy = "Fix the worker_init function; it runs in each worker before any sample.";
   } else if (e.status.signal == 0) {
     d.cause = DeathCause::kExit;
     d.what_happened = "exited with code " + std::to_string(e.status.exit_code) + " " + where(e);

@@ -33,6 +33,7 @@ struct DeathEvidence {
   int64_t loading_index = -1;  // the sample the worker was in, from its region header
   uint32_t phase = 0;
   uint64_t tasks_done = 0;
+  std::string init_error;  // what worker_init threw, if that is why it exited
   std::optional<ProcessMemory> memory;  // the last sample taken while it lived
   int64_t memory_age_ms = -1;
   OomCounter oom_before;

@@ -78,44 +78,57 @@ class LoaderCore {
       source_ = std::make_unique<InProcessSource>(*dataset_, *options_.collate);
       return;
     }
-    PoolConfig config;
-    config.num_workers = static_cast<int>(options_.num_workers);
-    config.num_descriptors = static_cast<uint32_t>(options_.prefetch_factor);
-    config.num_slots = static_cast<uint32_t>(options_.prefetch_factor) + 1;
-    config.max_indices = static_cast<uint32_t>(options_.batch_sampler->max_batch_size());
-    config.slot_bytes = choose_slot_bytes(*dataset_, options_);
-    config.shm_dir = options_.shm_dir;
-    config.allow_overflow = options_.allow_overflow;
-    log().debug("mploader: {} workers, {} slots of {} each", config.num_workers,
-                  config.num_slots, human_bytes(config.slot_bytes));
-    run_preflight(config);
-    pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config);
-    book_ = std::make_unique<InFlightBook>(pool_->size());
-    supervisor_ = std::make_unique<Supervisor>(*pool_, *book_, options_);
-    source_ = std::make_unique<Dispatcher>(*pool_, *supervisor_, *book_, options_);
+    config_.num_workers = static_cast<int>(options_.num_workers);
+    config_.num_descriptors = static_cast<uint32_t>(options_.prefetch_factor);
+    config_.num_slots = static_cast<uint32_t>(options_.prefetch_factor) + 1;
+    config_.max_indices = static_cast<uint32_t>(options_.batch_sampler->max_batch_size());
+    config_.slot_bytes = choose_slot_bytes(*dataset_, options_);
+    config_.shm_dir = options_.shm_dir;
+    config_.allow_overflow = options_.allow_overflow;
+    config_.seed = options_.seed;
+    config_.rank = options_.rank;
+    config_.worker_init = options_.worker_init;
+    log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
+                config_.num_slots, human_bytes(config_.slot_bytes));
+    run_preflight();
+    start_workers(0);  // now, so that whatever cannot work fails in the constructor
   }
 
-  ~LoaderCore() {
-    source_.reset();
-    supervisor_.reset();  // before the orderly shutdown, whose exits are no deaths
-    if (pool_) pool_->shutdown();
-  }
+  ~LoaderCore() { stop_workers(); }
 
   // Logs what may go wrong on this machine; throws what cannot work.
-  void run_preflight(const PoolConfig& config) {
+  void run_preflight() {
     PreflightInput input;
-    input.num_workers = config.num_workers;
-    input.region_bytes = ipc::RegionGeometry::compute(config.num_descriptors, config.num_slots,
-                                                      config.max_indices, config.slot_bytes)
+    input.num_workers = config_.num_workers;
+    input.region_bytes = ipc::RegionGeometry::compute(config_.num_descriptors, config_.num_slots,
+                                                      config_.max_indices, config_.slot_bytes)
                              .total_bytes;
-    input.slot_bytes = config.slot_bytes;
+    input.slot_bytes = config_.slot_bytes;
     input.prefetch_factor = options_.prefetch_factor;
-    input.shm_dir = config.shm_dir;
+    input.shm_dir = config_.shm_dir;
     measure_machine(input);
     for (const PreflightFinding& finding : preflight(input)) {
       if (finding.error) throw Error(finding.message);
       log().warn(finding.message);
     }
+  }
+
+  void start_workers(uint64_t epoch) {
+    config_.first_epoch = epoch;
+    pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config_);
+    book_ = std::make_unique<InFlightBook>(pool_->size());
+    supervisor_ = std::make_unique<Supervisor>(*pool_, *book_, options_);
+    source_ = std::make_unique<Dispatcher>(*pool_, *supervisor_, *book_, options_);
+  }
+
+  // Batches already delivered keep their memory: their slots hold the region mapped.
+  void stop_workers() {
+    if (!pool_) return;
+    source_.reset();
+    supervisor_.reset();  // before the orderly shutdown, whose exits are no deaths
+    pool_->shutdown();
+    pool_.reset();
+    book_.reset();
   }
 
   void start_epoch() {
@@ -124,6 +137,7 @@ class LoaderCore {
     started_any_ = true;
     auto batches = options_.batch_sampler->batches(dataset_->size(), epoch_);
     check_batches(batches, dataset_->size(), options_.batch_sampler->max_batch_size());
+    if (!source_) start_workers(epoch_);
     source_->start_epoch(std::move(batches), epoch_);
     running_ = true;
   }
@@ -131,12 +145,16 @@ class LoaderCore {
   std::optional<Batch> next() {
     if (!running_) start_epoch();
     std::optional<Batch> batch = source_->next();
-    if (!batch) running_ = false;
+    if (!batch) {
+      running_ = false;
+      if (!options_.persistent_workers) stop_workers();
+    }
     return batch;
   }
 
   LoaderOptions options_;
   std::shared_ptr<Dataset> dataset_;
+  PoolConfig config_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<InFlightBook> book_;
   std::unique_ptr<Supervisor> supervisor_;

@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstring>
+
 namespace mploader::detail {
 namespace {
 
@@ -202,6 +204,7 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.loading_index = h.current_index.load();
   e.phase = h.phase.load();
   e.tasks_done = h.tasks_done.load();
+  e.init_error.assign(h.init_error, strnlen(h.init_error, sizeof h.init_error));
   if (hang) {
     e.stack = request_stack(h, w.pid);
     kill(w.pid, SIGKILL);

@@ -1,7 +1,6 @@
 #include "loader/worker_pool.h"
 
 #include "loader/units.h"
-#include "loader/worker_info_setter.h"
 #include "worker/worker_loop.h"
 
 #include <mploader/errors.h>
@@ -110,13 +109,16 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
   context.done_event_fd = channel.done_event.fd();
   context.socket_fd = channel.sockets.child;
   context.allow_overflow = config_.allow_overflow;
+  context.num_workers = config_.num_workers;
+  context.base_seed = config_.seed;
+  context.first_epoch = config_.first_epoch;
+  context.rank = config_.rank;
+  context.init = config_.worker_init;
   context.dataset = &dataset_;
   context.collator = &collator_;
   const int keep = channel.id;
-  const int count = config_.num_workers;
-  auto process = worker::fork_worker([this, keep, count, context] {
+  auto process = worker::fork_worker([this, keep, context] {
     drop_other_channels_in_child(keep);
-    set_worker_info(WorkerInfo{keep, count, static_cast<int>(getpid())});
     return worker::run_worker(context);
   });
   if (!process.ok()) {

@@ -14,7 +14,9 @@
 
 #include <mploader/collate.h>
 #include <mploader/dataset.h>
+#include <mploader/worker_info.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,6 +56,10 @@ struct PoolConfig {
   uint64_t slot_bytes = 0;
   std::string shm_dir;
   bool allow_overflow = true;
+  uint64_t seed = 0;
+  uint64_t first_epoch = 0;  // the epoch the workers start in (for their first seed)
+  int64_t rank = 0;
+  std::function<void(const WorkerInfo&)> worker_init;
 };
 
 class WorkerPool {

@@ -4,7 +4,9 @@
 #include "ipc/shm_region.h"
 #include "worker/batch_writer.h"
 #include "worker/crash_handler.h"
+#include "worker/worker_info_setter.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <cxxabi.h>
 #include <malloc.h>
@@ -53,6 +55,7 @@ class Worker {
   explicit Worker(const WorkerContext& c) : c_(c), header_(c.region.header()) {}
 
   int run() {
+    if (!run_init()) return kInitFailedExit;
     uint32_t id;
     while (next_task(id)) {
       run_task(id);
@@ -71,6 +74,32 @@ class Worker {
   }
 
   bool parent_alive() const { return getppid() == c_.parent_pid; }
+
+  // Seeds libtorch's default generator and std::rand for `epoch`, so that random
+  // augmentation differs between workers and epochs yet repeats from run to run.
+  void enter_epoch(uint64_t epoch) {
+    const uint64_t seed = worker_seed(c_.base_seed, epoch, c_.worker_id);
+    at::manual_seed(seed);
+    std::srand(static_cast<unsigned>(seed));
+    set_worker_epoch(epoch, seed);
+    epoch_ = epoch;
+  }
+
+  bool run_init() {
+    set_worker_info(WorkerInfo{c_.worker_id, c_.num_workers, static_cast<int>(getpid()), 0, 0,
+                               c_.rank});
+    enter_epoch(c_.first_epoch);
+    if (!c_.init) return true;
+    try {
+      c_.init(*worker_info());
+      return true;
+    } catch (...) {
+      auto [type, message] = describe_current_exception();
+      const std::string text = type + ": " + message;
+      ipc::copy_text(header_.init_error, sizeof header_.init_error, text.c_str());
+      return false;
+    }
+  }
 
   // False on shutdown, stop, or a parent that has gone away.
   bool next_task(uint32_t& id) {
@@ -102,6 +131,7 @@ class Worker {
   void run_task(uint32_t id) {
     ipc::TaskDescriptor& d = c_.region.descriptor(id);
     header_.current_sequence.store(d.sequence, std::memory_order_relaxed);
+    if (d.epoch != epoch_) enter_epoch(d.epoch);
     d.num_tensors = 0;
     d.batch_bytes = 0;
     d.failed_index = -1;
@@ -187,6 +217,7 @@ class Worker {
 
   const WorkerContext& c_;
   ipc::RegionHeader& header_;
+  uint64_t epoch_ = 0;
 };
 
 }  // namespace

@@ -7,6 +7,9 @@
 
 #include <mploader/collate.h>
 #include <mploader/dataset.h>
+#include <mploader/worker_info.h>
+
+#include <functional>
 
 #include <sys/types.h>
 
@@ -22,7 +25,16 @@ struct WorkerContext {
   bool allow_overflow = true;
   Dataset* dataset = nullptr;
   Collator* collator = nullptr;
+  int num_workers = 0;
+  uint64_t base_seed = 0;    // LoaderOptions::seed
+  uint64_t first_epoch = 0;  // the epoch current when the worker starts
+  int64_t rank = 0;
+  // LoaderOptions::worker_init; runs once before the first task.
+  std::function<void(const WorkerInfo&)> init;
 };
+
+// Exit code of a worker whose worker_init threw; the text is in RegionHeader::init_error.
+constexpr int kInitFailedExit = 71;
 
 // Runs until shutdown; returns the process exit code (0 on an orderly shutdown).
 int run_worker(const WorkerContext& context);

@@ -3,8 +3,10 @@
 
 #include <mploader/collate.h>
 #include <mploader/sampler.h>
+#include <mploader/worker_info.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,6 +54,16 @@ struct LoaderOptions {
   // Whole batches; overrides sampler, batch_size and drop_last.
   std::shared_ptr<BatchSampler> batch_sampler;
   StartMethod start_method = StartMethod::kFork;
+  // Keep the workers (and their rings) from one epoch to the next. false: they stop at the end
+  // of each epoch and fresh ones start with the next, as PyTorch's default does; memory a
+  // worker gathers during an epoch goes with it.
+  bool persistent_workers = false;
+  // Runs in each worker after it starts, before its first sample: the place to open files and
+  // connections that must not cross a fork (HDF5, databases, sockets). An exception here is
+  // reported as a WorkerCrashed naming worker_init.
+  std::function<void(const WorkerInfo&)> worker_init;
+  // This process's rank in a distributed job; shows in worker_info().
+  int64_t rank = 0;
 };
 
 }  // namespace mploader

@@ -3,6 +3,8 @@
 
 #include <mploader/worker_info.h>
 
-namespace mploader::detail {
+namespace mploader::worker {
 void set_worker_info(const WorkerInfo& info);
-}  // namespace mploader::detail
+// A persistent worker moving to a new epoch.
+void set_worker_epoch(uint64_t epoch, uint64_t seed);
+}  // namespace mploader::worker

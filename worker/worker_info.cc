@@ -1,0 +1,32 @@
+#include <mploader/worker_info.h>
+
+#include "worker/worker_info_setter.h"
+
+namespace mploader {
+namespace {
+std::optional<WorkerInfo> g_worker_info;  // set once in each worker, right after fork
+}  // namespace
+
+std::optional<WorkerInfo> worker_info() { return g_worker_info; }
+
+uint64_t worker_seed(uint64_t seed, uint64_t epoch, int worker_id) {
+  // splitmix64 steps: nearby inputs give unrelated seeds.
+  auto mix = [](uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return mix(mix(mix(seed) ^ epoch) ^ static_cast<uint64_t>(worker_id));
+}
+
+namespace worker {
+void set_worker_info(const WorkerInfo& info) { g_worker_info = info; }
+void set_worker_epoch(uint64_t epoch, uint64_t seed) {
+  if (!g_worker_info) return;
+  g_worker_info->epoch = epoch;
+  g_worker_info->seed = seed;
+}
+}  // namespace worker
+
+}  // namespace mploader
