@@ -2,6 +2,7 @@
 // that each mistake gets one line that names the option and says how to fix it.
 #include "cli.h"
 
+#include "fault_injection.h"
 #include "fmnist_idx.h"
 
 #include <CLI/CLI.hpp>
@@ -106,7 +107,29 @@ struct RawOptions {
   std::string loader = "mploader,libtorch,inprocess";
   std::string shm_dir;
   bool json = false;
+  std::string crash_dir;
+  std::string timeout_ms;  // empty: 120000, or 2000 with --inject-fault hang
+  std::string max_restarts = "0";
+  std::string inject_fault;
+  std::string fault_at_batch;  // empty: 3
+  std::string fault_worker;    // empty: 0
 };
+
+// mploader's crash handling, and faults to exercise it.
+void add_fault_options(CLI::App& app, RawOptions& raw) {
+  app.add_option("--crash-dir", raw.crash_dir, "folder for mploader's crash reports (default: "
+                 "$MPLOADER_CRASH_DIR, else ./mploader-crashes)");
+  app.add_option("--timeout-ms", raw.timeout_ms, "mploader's longest wait for a batch, 0 for "
+                 "none (default: 120000; 2000 with --inject-fault hang)");
+  app.add_option("--max-restarts", raw.max_restarts, "dead mploader workers replaced per epoch "
+                 "before WorkerCrashed")->capture_default_str();
+  app.add_option("--inject-fault", raw.inject_fault, "make one mploader worker fail for real: "
+                 "segv, bus, fpe, abort, oom (run it under a memory limit), kill, exit, "
+                 "exception or hang");
+  app.add_option("--fault-at-batch", raw.fault_at_batch, "the fault fires at the first sample "
+                 "of the first batch from this one on that the worker loads (default: 3)");
+  app.add_option("--fault-worker", raw.fault_worker, "the worker id that fails (default: 0)");
+}
 
 void add_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--workload", raw.workload, "synthetic or fmnist (a comma list sweeps)")
@@ -126,6 +149,7 @@ void add_options(CLI::App& app, RawOptions& raw) {
       ->capture_default_str();
   app.add_flag("--json", raw.json, "one JSON object per configuration per line on stdout");
   app.add_option("--shm-dir", raw.shm_dir, "tmpfs folder for mploader's rings (default: memfd)");
+  add_fault_options(app, raw);
   // Any option above may also come from a TOML file (see configs/); the command line wins.
   app.set_config("--config", "", "read options from a TOML file, e.g. configs/synthetic.toml");
   app.allow_config_extras(false);  // a misspelt key is an error, not silently ignored
@@ -168,6 +192,48 @@ void check_shm_dir(const std::string& dir) {
   }
 }
 
+// --inject-fault and its companions; the others need it, and it needs mploader workers.
+void validate_fault(const RawOptions& raw, Plan& plan) {
+  RunConfig& c = plan.base;
+  if (raw.inject_fault.empty()) {
+    const std::string given = !raw.fault_at_batch.empty() ? "--fault-at-batch"
+                              : !raw.fault_worker.empty() ? "--fault-worker" : "";
+    if (!given.empty()) {
+      throw UsageError(given + ": only with --inject-fault, e.g. --inject-fault segv " + given +
+                       " 1");
+    }
+    return;
+  }
+  const std::vector<std::string>& names = fault_names();
+  if (std::find(names.begin(), names.end(), raw.inject_fault) == names.end()) {
+    throw UsageError("--inject-fault: unknown fault '" + raw.inject_fault + "'; give one of " +
+                     join(names) + ", e.g. --inject-fault segv");
+  }
+  c.fault = raw.inject_fault;
+  if (plan.loaders != std::vector<std::string>{"mploader"}) {
+    throw UsageError("--inject-fault: faults fire only in mploader's worker processes; run with "
+                     "--loader mploader");
+  }
+  const int64_t fewest = *std::min_element(plan.workers.begin(), plan.workers.end());
+  if (fewest < 1) {
+    throw UsageError("--inject-fault: faults fire only in worker processes, and --workers has "
+                     "0; give --workers 1 or more");
+  }
+  c.fault_at_batch = raw.fault_at_batch.empty()
+                         ? 3 : parse_count("--fault-at-batch", raw.fault_at_batch, 0, "3");
+  if (c.fault_at_batch >= c.batches) {
+    throw UsageError("--fault-at-batch: " + std::to_string(c.fault_at_batch) + " is not before "
+                     "--batches " + std::to_string(c.batches) + "; give a smaller batch number");
+  }
+  c.fault_worker =
+      raw.fault_worker.empty() ? 0 : parse_count("--fault-worker", raw.fault_worker, 0, "0");
+  if (c.fault_worker >= fewest) {
+    throw UsageError("--fault-worker: there is no worker " + std::to_string(c.fault_worker) +
+                     " with --workers " + std::to_string(fewest) + " (ids 0 to " +
+                     std::to_string(fewest - 1) + ")");
+  }
+}
+
 void validate(const RawOptions& raw, Plan& plan) {
   plan.workloads = parse_name_list("--workload", raw.workload, {"synthetic", "fmnist"});
   plan.loaders =
@@ -180,6 +246,14 @@ void validate(const RawOptions& raw, Plan& plan) {
   plan.base.data_dir = raw.data_dir;
   plan.base.shm_dir = raw.shm_dir;
   plan.json = raw.json;
+  plan.base.crash_dir = raw.crash_dir;
+  plan.base.max_restarts = parse_count("--max-restarts", raw.max_restarts, 0, "2");
+  validate_fault(raw, plan);
+  if (!raw.timeout_ms.empty()) {
+    plan.base.timeout_ms = parse_count("--timeout-ms", raw.timeout_ms, 0, "2000");
+  } else if (plan.base.fault == "hang") {
+    plan.base.timeout_ms = 2000;
+  }
   check_data_dir(plan);
   check_shm_dir(plan.base.shm_dir);
 }

@@ -31,6 +31,14 @@ struct RunConfig {
   int64_t batches = 200;
   int64_t prefetch = 2;
   std::string shm_dir;  // mploader only; empty = memfd
+  // mploader only: LoaderOptions::crash_dir, timeout and max_restarts_per_epoch.
+  std::string crash_dir;   // empty: $MPLOADER_CRASH_DIR, else ./mploader-crashes
+  int64_t timeout_ms = 120000;
+  int64_t max_restarts = 0;
+  // --inject-fault (fault_injection.h): empty for a normal run.
+  std::string fault;
+  int64_t fault_at_batch = 3;
+  int64_t fault_worker = 0;
 };
 
 // What one run measured. Rates cover the steady state: the batches after the first.

@@ -1,4 +1,6 @@
-// Runs mploader::Loader (worker processes, shared-memory rings) over the workload.
+// Runs mploader::Loader (worker processes, shared-memory rings) over the workload, with the
+// dataset wrapped by fault_injection.h when --inject-fault asks for a fault.
+#include "fault_injection.h"
 #include "run_config.h"
 #include "run_timer.h"
 
@@ -22,9 +24,22 @@ mploader::LoaderOptions loader_options(const RunConfig& config) {
   options.drop_last = true;
   options.in_order = true;
   options.shm_dir = config.shm_dir;
-  // Only so that a hung loader ends the run with TimeoutError instead of hanging the bench.
-  options.timeout = std::chrono::seconds(120);
+  // By default only so that a hung loader ends the run with TimeoutError instead of hanging
+  // the bench (120 s).
+  options.timeout = std::chrono::milliseconds(config.timeout_ms);
+  options.crash_dir = config.crash_dir;
+  options.max_restarts_per_epoch = config.max_restarts;
   return options;
+}
+
+FaultSpec fault_spec(const RunConfig& config) {
+  FaultSpec spec;
+  spec.kind = config.fault;
+  spec.at_batch = config.fault_at_batch;
+  spec.worker = config.fault_worker;
+  spec.batch_size = config.batch_size;
+  spec.shm_dir = config.shm_dir;
+  return spec;
 }
 
 int64_t batch_bytes(const mploader::Batch& batch) {
@@ -37,7 +52,8 @@ int64_t batch_bytes(const mploader::Batch& batch) {
 
 RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data) {
   RunTimer timer;
-  auto loader = std::make_unique<mploader::Loader>(data, loader_options(config));
+  auto loader = std::make_unique<mploader::Loader>(
+      config.fault.empty() ? data : inject_fault(data, fault_spec(config)), loader_options(config));
   int empty_in_a_row = 0;  // nullopt ends an epoch; the next call starts the next one
   while (timer.batches() < config.batches) {
     std::optional<mploader::Batch> b = loader->next();
