@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,6 +43,11 @@ MPLOADER_BENCH_FAULT void segfault() {
 
 // A write to the second page of a shared mapping of a one-page tmpfs file: SIGBUS (BUS_ADRERR),
 // as when a shared-memory file is shorter than its mapping or its filesystem is full.
+// A shared file in --shm-dir (default /dev/shm) written page by page. On a small tmpfs (1 GiB
+// free or less) the file is made larger than the free space, so the write that finds no page
+// dies of SIGBUS: a real full /dev/shm, as in a container with --shm-size=64m. With more room
+// than that, filling it would take too long; the write goes past the end of a one-page file
+// instead (also SIGBUS, BUS_ADRERR, diagnosed as a short file rather than a full tmpfs).
 MPLOADER_BENCH_FAULT void bus_error(const std::string& shm_dir) {
   const std::string dir = shm_dir.empty() ? "/dev/shm" : shm_dir;
   std::string path = dir + "/mploader-bench-bus-XXXXXX";
@@ -51,10 +57,16 @@ MPLOADER_BENCH_FAULT void bus_error(const std::string& shm_dir) {
                              std::strerror(errno));
   }
   unlink(path.c_str());  // the mapping keeps it; nothing is left behind after the crash
+  struct statvfs st {};
+  const uint64_t free_bytes =
+      fstatvfs(fd, &st) == 0 ? static_cast<uint64_t>(st.f_bavail) * st.f_frsize : 0;
   const long page = sysconf(_SC_PAGESIZE);
+  const bool fill = free_bytes <= (uint64_t{1} << 30);
+  const uint64_t file_bytes = fill ? free_bytes + (16 << 20) : static_cast<uint64_t>(page);
+  const uint64_t map_bytes = fill ? file_bytes : 2 * static_cast<uint64_t>(page);
   void* map = MAP_FAILED;
-  if (ftruncate(fd, page) == 0) {
-    map = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (ftruncate(fd, static_cast<off_t>(file_bytes)) == 0) {
+    map = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   }
   const int error = errno;
   close(fd);
@@ -62,7 +74,11 @@ MPLOADER_BENCH_FAULT void bus_error(const std::string& shm_dir) {
     throw std::runtime_error("--inject-fault bus: cannot map a file in " + dir + ": " +
                              std::strerror(error));
   }
-  static_cast<volatile char*>(map)[page] = 1;
+  auto* bytes = static_cast<volatile char*>(map);
+  for (uint64_t at = fill ? 0 : static_cast<uint64_t>(page); at < map_bytes;
+       at += static_cast<uint64_t>(page)) {
+    bytes[at] = 1;
+  }
 }
 
 // Both operands volatile: GCC turns 1 / x into compares, with no division left to trap.

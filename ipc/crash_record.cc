@@ -1,6 +1,8 @@
 #include "ipc/crash_record.h"
 
 #include <fcntl.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace mploader::ipc {
@@ -59,6 +61,8 @@ std::optional<CrashSnapshot> snapshot(const CrashRecord& r) {
   size_t len = 0;
   while (len < sizeof r.mapping && r.mapping[len] != '\0') ++len;
   s.mapping.assign(r.mapping, len);
+  s.mapping_fs_free = r.mapping_fs_free;
+  s.mapping_fs_type = r.mapping_fs_type;
   return s;
 }
 
@@ -88,6 +92,27 @@ void find_mapping_line(uint64_t address, char* out, size_t size) {
     }
   }
   close(fd);
+}
+
+// Signal context. The path starts at the first '/' of the line; its directory is statfs'ed.
+void mapping_filesystem(const char* line, int64_t* free_bytes, int64_t* fs_type) {
+  *free_bytes = -1;
+  *fs_type = 0;
+  const char* path = line;
+  while (*path != '\0' && *path != '/') ++path;
+  char dir[200];
+  size_t last_slash = 0;
+  size_t n = 0;
+  for (; path[n] != '\0' && n + 1 < sizeof dir; ++n) {
+    dir[n] = path[n];
+    if (path[n] == '/') last_slash = n;
+  }
+  if (n == 0 || last_slash == 0) return;
+  dir[last_slash] = '\0';
+  struct statfs st;
+  if (syscall(SYS_statfs, dir, &st) != 0) return;
+  *free_bytes = static_cast<int64_t>(st.f_bavail) * static_cast<int64_t>(st.f_bsize);
+  *fs_type = static_cast<int64_t>(st.f_type);
 }
 
 }  // namespace mploader::ipc

@@ -39,6 +39,8 @@ struct CrashRecord {
   uint64_t pc;           // the interrupted instruction, from the signal's ucontext
   uint64_t frames[kMaxFrames];  // raw return addresses, symbolized by the main process
   char mapping[200];  // the /proc/self/maps line holding fault_address ("" if none)
+  int64_t mapping_fs_free;  // free bytes on the mapping's filesystem at the fault, -1 unknown
+  int64_t mapping_fs_type;  // its statfs f_type (TMPFS_MAGIC for tmpfs), 0 unknown
 };
 
 // The same fields, copied out of shared memory by the main process.
@@ -53,6 +55,8 @@ struct CrashSnapshot {
   uint64_t pc = 0;
   std::vector<uint64_t> frames;
   std::string mapping;
+  int64_t mapping_fs_free = -1;
+  int64_t mapping_fs_type = 0;
 };
 
 // A complete record's contents, or nullopt while it is empty or half written.
@@ -61,5 +65,9 @@ std::optional<CrashSnapshot> snapshot(const CrashRecord& record);
 // Signal context: finds the line of /proc/self/maps whose range holds `address` and copies it
 // into `out` (terminated; "" when none), with open/read/close only.
 void find_mapping_line(uint64_t address, char* out, size_t size);
+
+// Signal context: free bytes and type of the filesystem holding the file of a maps line, by a
+// raw statfs system call (glibc's statvfs may read /proc/mounts). -1 / 0 when unknown.
+void mapping_filesystem(const char* maps_line, int64_t* free_bytes, int64_t* fs_type);
 
 }  // namespace mploader::ipc

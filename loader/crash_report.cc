@@ -31,7 +31,8 @@ json crash_json(const std::optional<ipc::CrashSnapshot>& c, int signal) {
           {"si_code_name", si_code_name(signal, c->si_code)},
           {"fault_address", c->fault_address}, {"thread", c->tid},
           {"phase", ipc::phase_name(c->phase)}, {"sample_index", c->sample_index},
-          {"sequence", c->sequence},    {"mapping", c->mapping}};
+          {"sequence", c->sequence},    {"mapping", c->mapping},
+          {"mapping_fs_free_bytes", c->mapping_fs_free}};
 }
 
 json evidence_json(const DeathEvidence& e) {

@@ -5,6 +5,8 @@
 #include "loader/units.h"
 
 #include <signal.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include <cstdio>
 #include <sstream>
@@ -29,33 +31,68 @@ std::string where(const DeathEvidence& e) {
   return s;
 }
 
-// The mapping line's path ("" if anonymous) and whether it is a shared mapping.
-std::pair<std::string, bool> mapping_path(const std::string& line) {
+// The fields of a /proc/<pid>/maps line that matter here.
+struct Mapping {
+  std::string path;  // "" when anonymous
+  bool shared = false;
+  uint64_t bytes = 0;
+  std::string tidy;  // the line with its runs of spaces folded, for messages
+};
+
+Mapping parse_mapping(const std::string& line) {
   std::istringstream in(line);
   std::string range, perms, offset, dev, inode, path;
   in >> range >> perms >> offset >> dev >> inode;
   std::getline(in, path);
   path.erase(0, path.find_first_not_of(' '));
-  return {path, perms.size() >= 4 && perms[3] == 's'};
+  Mapping m;
+  m.path = path;
+  m.shared = perms.size() >= 4 && perms[3] == 's';
+  const size_t dash = range.find('-');
+  if (dash != std::string::npos) {
+    m.bytes = std::stoull(range.substr(dash + 1), nullptr, 16) -
+              std::stoull(range.substr(0, dash), nullptr, 16);
+  }
+  std::istringstream words(line);
+  for (std::string w; words >> w;) m.tidy += (m.tidy.empty() ? "" : " ") + w;
+  return m;
 }
 
-bool is_shared_memory_path(const std::string& path, const std::string& shm_dir) {
-  return path.rfind("/dev/shm/", 0) == 0 || path.rfind("/memfd:", 0) == 0 ||
-         path.rfind("/run/shm/", 0) == 0 || (!shm_dir.empty() && path.rfind(shm_dir, 0) == 0);
+// Free bytes of the tmpfs holding `path`; -1 when it is not on a tmpfs (or unknown).
+int64_t tmpfs_free_bytes(const std::string& path) {
+  const std::string dir = path.substr(0, path.find_last_of('/'));
+  struct statfs st;
+  if (dir.empty() || statfs(dir.c_str(), &st) != 0 || st.f_type != TMPFS_MAGIC) return -1;
+  return static_cast<int64_t>(st.f_bavail) * static_cast<int64_t>(st.f_bsize);
+}
+
+std::string fault_at(const ipc::CrashSnapshot& c) {
+  // For a signal sent by a process (kill, raise, abort) si_addr holds no address.
+  return c.si_code <= 0 ? std::string() : " at " + hex(c.fault_address);
 }
 
 void diagnose_bus(const DeathEvidence& e, Diagnosis& d) {
-  const auto [path, shared] = mapping_path(e.crash ? e.crash->mapping : "");
-  const bool adrerr = e.crash && e.crash->si_code == BUS_ADRERR;
-  if (adrerr && shared && is_shared_memory_path(path, e.shm_dir)) {
+  const Mapping m = parse_mapping(e.crash ? e.crash->mapping : "");
+  const bool adrerr = e.crash && e.crash->si_code == BUS_ADRERR && m.shared;
+  const bool memfd = m.path.rfind("/memfd:", 0) == 0;
+  // The worker's handler measured the filesystem at the fault; measuring now would count the
+  // pages the dead worker has since released.
+  const bool measured = e.crash && e.crash->mapping_fs_type != 0;
+  const bool tmpfs = measured ? e.crash->mapping_fs_type == TMPFS_MAGIC
+                              : tmpfs_free_bytes(m.path) >= 0;
+  const int64_t free_bytes = !tmpfs ? -1 : measured ? e.crash->mapping_fs_free
+                                                    : tmpfs_free_bytes(m.path);
+  const bool on_shm = memfd || tmpfs;
+  d.evidence = "SIGBUS (" + si_code_name(SIGBUS, e.crash ? e.crash->si_code : 0) + ")" +
+               (e.crash ? fault_at(*e.crash) : "") +
+               (m.tidy.empty() ? "" : " in the mapping '" + m.tidy + "'") +
+               (free_bytes >= 0 ? "; " + human_bytes(free_bytes) + " free on its tmpfs" +
+                                      (measured ? " at the fault" : "")
+                                : "");
+  if (adrerr && on_shm && (free_bytes < 0 || static_cast<uint64_t>(free_bytes) < m.bytes)) {
     d.cause = DeathCause::kShmFull;
-    const std::string dir = path.substr(0, path.find_last_of('/'));
-    const int64_t free_bytes = dir.empty() ? -1 : ipc::free_bytes_of_dir(dir);
-    d.what_happened = "bus error writing shared memory " + where(e) + ": its filesystem had no "
-                      "page left to give (or the file is shorter than its mapping)";
-    d.evidence = "SIGBUS (BUS_ADRERR) at " + hex(e.crash->fault_address) + " in the shared "
-                 "mapping '" + e.crash->mapping + "'";
-    if (free_bytes >= 0) d.evidence += "; " + human_bytes(free_bytes) + " free in " + dir;
+    d.what_happened = "bus error writing shared memory " + where(e) + ": its tmpfs had no page "
+                      "left to give";
     d.remedy = "Give shared memory more room: in Docker run with --shm-size=8g (or more) or "
                "--ipc=host; lower prefetch_factor or batch_size; point the dataset's shared "
                "files (and shm_dir) at a larger tmpfs. mploader's own rings are reserved up "
@@ -64,13 +101,11 @@ void diagnose_bus(const DeathEvidence& e, Diagnosis& d) {
   }
   d.cause = DeathCause::kBusError;
   d.what_happened = "bus error " + where(e);
-  d.evidence = "SIGBUS" + (e.crash ? " (" + si_code_name(SIGBUS, e.crash->si_code) + ") at " +
-                                         hex(e.crash->fault_address) +
-                                         (e.crash->mapping.empty() ? "" : " in '" +
-                                          e.crash->mapping + "'")
-                                   : std::string());
-  d.remedy = "A memory-mapped file shrank under the worker, or memory was misaligned: look at "
-             "files the dataset maps. Reproduce with num_workers = 0.";
+  d.remedy = adrerr ? "The mapped file is shorter than its mapping: it was truncated while "
+                      "mapped, or mapped past its end. Check the file's size before mapping it "
+                      "and do not shrink files the workers map."
+                    : "A memory-mapped file shrank under the worker, or memory was misaligned: "
+                      "look at files the dataset maps. Reproduce with num_workers = 0.";
 }
 
 void diagnose_kill(const DeathEvidence& e, Diagnosis& d) {
@@ -111,8 +146,8 @@ void diagnose_fault(const DeathEvidence& e, Diagnosis& d, DeathCause cause, cons
   d.what_happened = std::string(what) + " " + where(e);
   d.evidence = std::string(strsignal(e.status.signal));
   if (e.crash) {
-    d.evidence += " (" + si_code_name(e.status.signal, e.crash->si_code) + ") at " +
-                  hex(e.crash->fault_address) + ", thread " + std::to_string(e.crash->tid);
+    d.evidence += " (" + si_code_name(e.status.signal, e.crash->si_code) + ")" +
+                  fault_at(*e.crash) + ", thread " + std::to_string(e.crash->tid);
   }
   d.remedy = remedy;
 }
@@ -124,21 +159,21 @@ void diagnose_signal(const DeathEvidence& e, Diagnosis& d) {
     case SIGSEGV:
       return diagnose_fault(e, d, DeathCause::kSegfault, "segmentation fault",
                             "Dataset or collate code (or a library it calls) touched invalid "
-                            "memory; the frames below show where. Reproduce with num_workers = "
+                            "memory; the frames show where. Reproduce with num_workers = "
                             "0 under gdb or AddressSanitizer.");
     case SIGFPE:
       return diagnose_fault(e, d, DeathCause::kFloatingPoint, "arithmetic fault",
                             "An integer division by zero (or overflow) in dataset code; the "
-                            "frames below show where.");
+                            "frames show where.");
     case SIGILL:
       return diagnose_fault(e, d, DeathCause::kIllegalInstruction, "illegal instruction",
                             "Code built for a newer CPU than this one, or a corrupted function "
-                            "pointer; the frames below show where.");
+                            "pointer; the frames show where.");
     case SIGABRT:
       return diagnose_fault(e, d, DeathCause::kAbort, "abort",
                             "abort() was called: a failed assert, or std::terminate (an "
                             "exception leaving a noexcept function or a destructor). The frames "
-                            "below show where.");
+                            "show where.");
     case SIGTERM: case SIGINT: case SIGHUP: case SIGQUIT:
       d.cause = DeathCause::kTerminated;
       d.what_happened = std::string("terminated by ") + strsignal(e.status.signal) + " " + where(e);
@@ -182,7 +217,9 @@ Diagnosis diagnose(const DeathEvidence& e) {
     diagnose_signal(e, d);
   }
   const auto* record = e.hang ? &e.stack : &e.crash;
-  if (*record) d.frames = frames_after_signal(symbolize((*record)->frames), (*record)->pc);
+  if (*record) {
+    d.frames = frames_after_signal(symbolize((*record)->frames, (*record)->pc), (*record)->pc);
+  }
   return d;
 }
 

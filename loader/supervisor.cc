@@ -3,6 +3,7 @@
 #include "loader/crash_report.h"
 #include "loader/log.h"
 #include "worker/crash_handler.h"
+#include "worker/launcher.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -75,6 +76,7 @@ Supervisor::Supervisor(WorkerPool& pool, const InFlightBook& book, const LoaderO
   if (!wake.ok()) throw Error("mploader: supervisor: " + wake.error().describe());
   wake_ = wake.take();
   for (size_t w = 0; w < pool.size(); ++w) watch(w);
+  worker::note_own_thread(+1);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -91,7 +93,10 @@ void Supervisor::stop() {
     stopping_ = true;
   }
   wake_.notify();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+    worker::note_own_thread(-1);
+  }
 }
 
 // Starts watching the current process of `worker`. The counters read here are the "before" of
@@ -240,7 +245,10 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
                                              b.indices.begin(), b.indices.end());
   }
   record->summary.report_path = path;
-  log().error(record->message);
+  // One line now, so a death is on record even while the loop is busy; the whole summary
+  // comes with the exception when the loop next asks for a batch.
+  log().error("mploader: worker {} (pid {}) died [{}]: {}. Report: {}", e.worker_id, e.pid,
+              to_string(d.cause), d.what_happened, path.empty() ? "not written" : path);
   return record;
 }
 

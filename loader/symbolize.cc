@@ -19,8 +19,8 @@ std::string demangle(const char* name) {
   return status == 0 && out ? std::string(out.get()) : std::string(name);
 }
 
-void describe_address(Dwfl* dwfl, uint64_t address, Frame& frame) {
-  const Dwarf_Addr pc = address > 0 ? address - 1 : 0;
+void describe_address(Dwfl* dwfl, uint64_t address, bool exact, Frame& frame) {
+  const Dwarf_Addr pc = exact || address == 0 ? address : address - 1;
   Dwfl_Module* module = dwfl_addrmodule(dwfl, pc);
   if (module == nullptr) return;
   const char* module_name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr,
@@ -47,7 +47,7 @@ std::string Frame::describe() const {
   return s;
 }
 
-std::vector<Frame> symbolize(const std::vector<uint64_t>& addresses) {
+std::vector<Frame> symbolize(const std::vector<uint64_t>& addresses, uint64_t exact_pc) {
   std::vector<Frame> frames;
   for (uint64_t a : addresses) frames.push_back(Frame{a, {}, {}, 0, {}});
   static char* debuginfo_path = nullptr;
@@ -58,7 +58,7 @@ std::vector<Frame> symbolize(const std::vector<uint64_t>& addresses) {
   if (dwfl == nullptr) return frames;
   if (dwfl_linux_proc_report(dwfl, getpid()) == 0 &&
       dwfl_report_end(dwfl, nullptr, nullptr) == 0) {
-    for (Frame& f : frames) describe_address(dwfl, f.address, f);
+    for (Frame& f : frames) describe_address(dwfl, f.address, f.address == exact_pc, f);
   }
   dwfl_end(dwfl);
   return frames;

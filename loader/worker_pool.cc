@@ -1,6 +1,8 @@
 #include "loader/worker_pool.h"
 
+#include "loader/fork_guard.h"
 #include "loader/units.h"
+#include "worker/launcher.h"
 #include "worker/worker_loop.h"
 
 #include <mploader/errors.h>
@@ -69,6 +71,7 @@ WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& c
                       free_bytes);
     }
   }
+  check_fork_safety(config.num_workers);
   for (int id = 0; id < config.num_workers; ++id) create_channel(id, geometry);
   try {
     for (auto& channel : channels_) start_worker(*channel);
@@ -117,7 +120,7 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
   context.dataset = &dataset_;
   context.collator = &collator_;
   const int keep = channel.id;
-  auto process = worker::fork_worker([this, keep, context] {
+  auto process = worker::fork_from_launcher([this, keep, context] {
     drop_other_channels_in_child(keep);
     return worker::run_worker(context);
   });

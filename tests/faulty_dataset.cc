@@ -41,6 +41,21 @@ __attribute__((noipa)) void write_past_shared_file(const std::string& dir) {
   static_cast<volatile char*>(m)[page + 1] = 1;
 }
 
+// A shared file of 64 MiB on a tmpfs that holds less: writing its pages in turn raises SIGBUS
+// (BUS_ADRERR) at the first page the tmpfs cannot provide, which is what a full /dev/shm does.
+__attribute__((noipa)) void fill_shared_file(const std::string& dir) {
+  const std::string path = dir + "/mploader-test-fill";
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const size_t bytes = 64 << 20;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) return;
+  auto* m = static_cast<volatile char*>(
+      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  if (m == MAP_FAILED) return;
+  const long page = sysconf(_SC_PAGESIZE);
+  for (size_t at = 0; at < bytes; at += static_cast<size_t>(page)) m[at] = 1;
+}
+
 __attribute__((noipa)) void allocate_without_bound() {
   std::ofstream("/proc/self/oom_score_adj") << 1000;  // be the one the OOM killer picks
   std::vector<char*> blocks;
@@ -67,6 +82,9 @@ void FaultyDataset::misbehave() {
       std::abort();
     case Fault::kBusFile:
       write_past_shared_file(path_);
+      break;
+    case Fault::kBusFull:
+      fill_shared_file(path_);
       break;
     case Fault::kAllocate:
       allocate_without_bound();

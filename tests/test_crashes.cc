@@ -75,26 +75,30 @@ TEST_CASE("crash: abort", "[crash][process]") {
   CHECK(has_frame(out.report, "FaultyDataset"));
 }
 
-TEST_CASE("crash: bus error in a shared mapping is classified shm_full", "[crash][process]") {
+TEST_CASE("crash: a shared file mapped past its end is a bus error, not shm_full",
+          "[crash][process]") {
   Outcome out = crash_with(Fault::kBusFile, 0, "/dev/shm");
-  check_common(out, DeathCause::kShmFull, "shm_full");
+  check_common(out, DeathCause::kBusError, "bus_error");
   CHECK(out.report["crash_record"]["si_code_name"].get<std::string>().find("BUS_ADRERR") == 0);
   CHECK_THAT(out.report["crash_record"]["mapping"].get<std::string>(),
              Catch::Contains("/dev/shm/mploader-test-bus"));
-  CHECK_THAT(out.message, Catch::Contains("--shm-size") && Catch::Contains("free in /dev/shm"));
+  CHECK_THAT(out.message, Catch::Contains("shorter than its mapping") &&
+                              Catch::Contains("free on its tmpfs"));
 }
 
-TEST_CASE("crash: a full tmpfs under the dataset's shared file", "[crash][process][root]") {
-  TmpfsMount mount("64k");
+TEST_CASE("crash: a full tmpfs under the dataset's shared file is shm_full",
+          "[crash][process][root]") {
+  TmpfsMount mount("256k");
   if (!mount.ok()) {
     WARN("skipped: " << mount.why_not());
     return;
   }
-  Outcome out = crash_with(Fault::kBusFile, 0, mount.path());
-  REQUIRE(out.threw);
-  CHECK(out.summary.cause == DeathCause::kBusError);  // not /dev/shm, not shm_dir: a plain file
+  Outcome out = crash_with(Fault::kBusFull, 0, mount.path());
+  check_common(out, DeathCause::kShmFull, "shm_full");
+  CHECK(out.summary.signal == SIGBUS);
   CHECK_THAT(out.report["crash_record"]["mapping"].get<std::string>(),
-             Catch::Contains(mount.path()));
+             Catch::Contains(mount.path() + "/mploader-test-fill"));
+  CHECK_THAT(out.message, Catch::Contains("--shm-size") && Catch::Contains("0 B"));
 }
 
 TEST_CASE("crash: SIGKILL from outside is not mistaken for OOM", "[crash][process]") {

@@ -43,6 +43,7 @@ class FaultyDataset : public CountingDataset {
     kFpe,       // integer division by zero
     kAbort,     // std::abort()
     kBusFile,   // write past the end of a shared file mapping in `path`
+    kBusFull,   // fill a shared file larger than the tmpfs at `path` holds
     kAllocate,  // allocate and touch memory without bound (run under a memory limit)
   };
   FaultyDataset(size_t n, int64_t bad_index, Fault fault, int signal = SIGKILL,

@@ -41,8 +41,14 @@ void fill_record(ipc::CrashRecord& r, int sig, const siginfo_t* info, const void
   r.num_frames = static_cast<uint32_t>(std::max(n, 0));
   for (int i = 0; i < n; ++i) r.frames[i] = reinterpret_cast<uint64_t>(frames[i]);
   r.mapping[0] = '\0';
+  r.mapping_fs_free = -1;
+  r.mapping_fs_type = 0;
   if (sig == SIGBUS || sig == SIGSEGV) {
     ipc::find_mapping_line(r.fault_address, r.mapping, sizeof r.mapping);
+    // Now, before the dying process releases its pages and the number means nothing.
+    if (r.mapping[0] != '\0') {
+      ipc::mapping_filesystem(r.mapping, &r.mapping_fs_free, &r.mapping_fs_type);
+    }
   }
 }
 

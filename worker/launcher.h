@@ -1,0 +1,25 @@
+// Forking from one long-lived thread. PR_SET_PDEATHSIG fires when the *thread* that forked a
+// child exits, not the process: were workers forked by whatever thread built a Loader, they
+// would be killed when that thread ended. The launcher thread lives as long as the process, so
+// the death signal means "the main process is gone" and nothing else.
+//
+// Thread-safe; any thread may ask for a fork. The launcher is started on first use and never
+// stopped (it sleeps on a condition variable when idle).
+#pragma once
+
+#include "worker/worker_process.h"
+
+#include <functional>
+
+namespace mploader::worker {
+
+// fork_worker(body) run on the launcher thread; blocks the caller until the fork is done.
+ipc::Result<WorkerProcess> fork_from_launcher(const std::function<int()>& body);
+
+// Threads of this process that are not mploader's own (the launcher and supervisors): those
+// that may hold a lock across fork. -1 if unknown.
+int foreign_thread_count();
+// Supervisors report themselves so that they are not counted as foreign.
+void note_own_thread(int delta);
+
+}  // namespace mploader::worker
