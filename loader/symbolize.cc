@@ -64,7 +64,21 @@ std::vector<Frame> symbolize(const std::vector<uint64_t>& addresses, uint64_t ex
   return frames;
 }
 
-std::vector<Frame> frames_after_signal(const std::vector<Frame>& frames, uint64_t pc) {
+namespace {
+
+// Ends the stack at the worker loop: what lies below it (the launcher thread, thread start) is
+// mploader's plumbing, the same in every report.
+std::vector<Frame> up_to_worker_loop(std::vector<Frame> frames) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].function.rfind("mploader::worker::run_worker", 0) == 0) {
+      frames.resize(i + 1);
+      break;
+    }
+  }
+  return frames;
+}
+
+std::vector<Frame> cut_handler_frames(const std::vector<Frame>& frames, uint64_t pc) {
   for (size_t i = 0; pc != 0 && i < frames.size(); ++i) {
     if (frames[i].address == pc) {
       return std::vector<Frame>(frames.begin() + static_cast<long>(i), frames.end());
@@ -76,6 +90,12 @@ std::vector<Frame> frames_after_signal(const std::vector<Frame>& frames, uint64_
     }
   }
   return frames;
+}
+
+}  // namespace
+
+std::vector<Frame> frames_after_signal(const std::vector<Frame>& frames, uint64_t pc) {
+  return up_to_worker_loop(cut_handler_frames(frames, pc));
 }
 
 }  // namespace mploader::detail

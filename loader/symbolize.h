@@ -24,7 +24,7 @@ std::vector<Frame> symbolize(const std::vector<uint64_t>& addresses, uint64_t ex
 
 // Drops the frames of the signal handler itself, so that the first frame left is where the
 // worker was when the signal came: the frame at `pc` (the interrupted instruction), else the
-// one after the kernel's signal trampoline.
+// one after the kernel's signal trampoline. The stack ends at the worker loop.
 std::vector<Frame> frames_after_signal(const std::vector<Frame>& frames, uint64_t pc);
 
 }  // namespace mploader::detail
