@@ -1,0 +1,214 @@
+// Lifecycle guarantees: whatever way the training process ends, its workers follow within a
+// second and nothing of ours is left behind; creating and destroying loaders leaks nothing.
+#include "crash_test_support.h"
+
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+using namespace mploader;
+using testing_datasets::CountingDataset;
+
+namespace {
+
+class SlowDataset : public CountingDataset {
+ public:
+  SlowDataset(size_t n, int sample_ms) : CountingDataset(n), sample_ms_(sample_ms) {}
+  Sample get(int64_t index) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(sample_ms_));
+    return CountingDataset::get(index);
+  }
+
+ private:
+  int sample_ms_;
+};
+
+int count_entries(const std::string& dir) {
+  int n = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+// Processes whose parent is this process (live ones and zombies).
+int count_children() {
+  int n = 0;
+  const std::string me = std::to_string(getpid());
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      const size_t close_paren = line.rfind(')');
+      if (close_paren == std::string::npos) continue;
+      std::istringstream rest(line.substr(close_paren + 2));
+      std::string state, ppid;
+      rest >> state >> ppid;
+      n += ppid == me;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// Waits until every pid in `pids` (our children by subreaping) is reaped; seconds taken, or a
+// negative number if some were still there after `limit_s`.
+double reap_all(std::vector<int> pids, double limit_s) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    for (auto it = pids.begin(); it != pids.end();) {
+      it = waitpid(*it, nullptr, WNOHANG) == *it || (kill(*it, 0) != 0 && errno == ESRCH)
+               ? pids.erase(it)
+               : it + 1;
+    }
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (pids.empty()) return t;
+    if (t > limit_s) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Forks a "training process" that builds a loader on `shm_dir`, reports its worker pids
+// through a pipe and then runs `then`. Returns the child's pid and the worker pids.
+std::pair<int, std::vector<int>> start_training(const std::string& shm_dir,
+                                                const std::function<void(Loader&)>& then) {
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    close(pipe_fds[0]);
+    LoaderOptions o;
+    o.num_workers = 2;
+    o.batch_size = 2;
+    o.shm_dir = shm_dir;
+    o.persistent_workers = true;
+    Loader loader(std::make_shared<SlowDataset>(100000, 5), o);
+    loader.next();
+    for (int pid : loader.worker_pids()) {
+      if (write(pipe_fds[1], &pid, sizeof pid) != sizeof pid) _exit(2);
+    }
+    close(pipe_fds[1]);
+    then(loader);
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  std::vector<int> pids(2);
+  for (int& pid : pids) REQUIRE(read(pipe_fds[0], &pid, sizeof pid) == sizeof pid);
+  close(pipe_fds[0]);
+  return {child, pids};
+}
+
+struct Subreaper {  // orphaned workers come to us, so the test can see them end
+  Subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+  ~Subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 0); }
+};
+
+}  // namespace
+
+TEST_CASE("lifecycle: the main process SIGKILLed takes its workers within 1 s, leaving no file",
+          "[lifecycle][process]") {
+  Subreaper subreaper;
+  const std::string dir = crash_testing::fresh_dir();
+  auto [child, workers] = start_training(dir, [](Loader& loader) {
+    for (;;) loader.next();
+  });
+  kill(child, SIGKILL);
+  REQUIRE(waitpid(child, nullptr, 0) == child);
+  const double seconds = reap_all(workers, 1.0);
+  CHECK(seconds >= 0);
+  CHECK(count_entries(dir) == 0);
+}
+
+TEST_CASE("lifecycle: SIGINT handled by the training loop ends it cleanly", "[lifecycle][process]") {
+  Subreaper subreaper;
+  const std::string dir = crash_testing::fresh_dir();
+  static volatile sig_atomic_t interrupted = 0;
+  auto [child, workers] = start_training(dir, [](Loader& loader) {
+    setpgid(0, 0);
+    signal(SIGINT, [](int) { interrupted = 1; });
+    while (!interrupted) loader.next();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(child, SIGINT);
+  for (int w : workers) kill(w, SIGINT);  // Ctrl-C reaches the whole process group
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(reap_all(workers, 1.0) >= 0);
+  CHECK(count_entries(dir) == 0);
+}
+
+TEST_CASE("lifecycle: a worker SIGKILLed leaves no file either", "[lifecycle][process]") {
+  const std::string dir = crash_testing::fresh_dir();
+  {
+    LoaderOptions o = crash_testing::crash_options(2, crash_testing::fresh_dir());
+    o.shm_dir = dir;
+    Loader loader(std::make_shared<CountingDataset>(400), o);
+    REQUIRE(loader.next());
+    kill(loader.worker_pids()[0], SIGKILL);
+    CHECK_THROWS_AS([&] { while (loader.next()) {} }(), WorkerCrashed);
+  }
+  CHECK(count_entries(dir) == 0);
+}
+
+TEST_CASE("lifecycle: destroying a loader mid-epoch returns within 100 ms plus one sample",
+          "[lifecycle][process]") {
+  constexpr int kSampleMs = 30;
+  auto loader = std::make_unique<Loader>(std::make_shared<SlowDataset>(1000, kSampleMs),
+                                         crash_testing::crash_options(2, "/tmp"));
+  REQUIRE(loader->next());
+  const auto start = std::chrono::steady_clock::now();
+  loader.reset();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  CHECK(ms < 100 + kSampleMs);
+}
+
+TEST_CASE("lifecycle: a loader built in a short-lived thread keeps its workers",
+          "[lifecycle][process]") {
+  std::unique_ptr<Loader> loader;
+  std::thread([&] {
+    LoaderOptions o;
+    o.num_workers = 2;
+    o.batch_size = 10;
+    o.persistent_workers = true;
+    loader = std::make_unique<Loader>(std::make_shared<CountingDataset>(200), o);
+  }).join();  // the constructing thread is gone; PR_SET_PDEATHSIG must not fire
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  size_t batches = 0;
+  while (loader->next()) ++batches;
+  CHECK(batches == 20);
+}
+
+TEST_CASE("lifecycle: 1,000 create/destroy cycles leave fds, threads, children and /dev/shm "
+          "as they were", "[lifecycle][process][slow]") {
+  auto cycle = [] {
+    LoaderOptions o;
+    o.num_workers = 2;
+    o.batch_size = 5;
+    Loader loader(std::make_shared<CountingDataset>(20), o);
+    REQUIRE(loader.next());
+  };
+  cycle();  // the launcher thread starts once per process
+  const int fds = count_entries("/proc/self/fd");
+  const int threads = count_entries("/proc/self/task");
+  const int children = count_children();
+  const int shm = count_entries("/dev/shm");
+  for (int i = 0; i < 1000; ++i) cycle();
+  CHECK(count_entries("/proc/self/fd") == fds);
+  CHECK(count_entries("/proc/self/task") == threads);
+  CHECK(count_children() == children);
+  CHECK(count_entries("/dev/shm") == shm);
+}
