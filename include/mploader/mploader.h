@@ -6,6 +6,7 @@
 #include <mploader/dataset.h>
 #include <mploader/errors.h>
 #include <mploader/loader.h>
+#include <mploader/npy.h>
 #include <mploader/options.h>
 #include <mploader/sampler.h>
 #include <mploader/tensor_dict.h>
