@@ -72,6 +72,8 @@ class StackCollator : public Collator {
     for (const auto& item : sample) bytes += item.second.nbytes() * batch_size + 64;
     return bytes;
   }
+
+  std::optional<std::string> recipe() const override { return "stack"; }
 };
 
 class PadCollator : public Collator {
@@ -132,6 +134,13 @@ class PadCollator : public Collator {
     size_t bytes = 0;
     for (const auto& item : sample) bytes += 2 * item.second.nbytes() * batch_size + 128;
     return bytes + 8 * batch_size * sample.size();
+  }
+
+  std::optional<std::string> recipe() const override {
+    std::ostringstream r;
+    r.precision(17);
+    r << "pad " << pad_value_ << ' ' << suffix_;
+    return r.str();
   }
 
  private:

@@ -218,7 +218,8 @@ Diagnosis diagnose(const DeathEvidence& e) {
   }
   const auto* record = e.hang ? &e.stack : &e.crash;
   if (*record) {
-    d.frames = frames_after_signal(symbolize((*record)->frames, (*record)->pc), (*record)->pc);
+    d.frames = frames_after_signal(symbolize((*record)->frames, (*record)->pc, e.maps),
+                                   (*record)->pc);
   }
   return d;
 }

@@ -88,6 +88,12 @@ class LoaderCore {
     config_.seed = options_.seed;
     config_.rank = options_.rank;
     config_.worker_init = options_.worker_init;
+    if (options_.start_method == StartMethod::kSpawn) {
+      config_.spawn = true;
+      config_.dataset_factory = dataset_->recipe()->factory;
+      config_.dataset_config = dataset_->recipe()->config;
+      config_.collator_recipe = *options_.collate->recipe();
+    }
     log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
                 config_.num_slots, human_bytes(config_.slot_bytes));
     run_preflight();

@@ -3,11 +3,14 @@
 #include "ipc/region_layout.h"
 
 #include <mploader/errors.h>
+#include <mploader/registry.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <typeinfo>
 #include <string>
 
 namespace mploader::detail {
@@ -51,6 +54,37 @@ void check_counts(const LoaderOptions& o) {
               std::to_string(o.timeout.count()) + " ms");
 }
 
+std::string type_name(const Dataset& d) { return typeid(d).name(); }
+
+// Everything spawn needs, so that nothing fails later inside a worker.
+void check_spawn(const Dataset& dataset, const LoaderOptions& o) {
+  require(initialized(), "start_method",
+          "mploader: start_method spawn runs this program again as each worker; call "
+          "mploader::init(argc, argv) first thing in main() (mploader/registry.h)");
+  const auto recipe = dataset.recipe();
+  require(recipe.has_value(), "dataset",
+          "mploader: start_method spawn rebuilds the dataset in each new worker, but this "
+          "dataset (" + type_name(dataset) + ") has no recipe. Override Dataset::recipe() to "
+          "return {factory name, config} and register the factory with "
+          "MPLOADER_REGISTER_DATASET(name, [](const std::string& config) {...}); or use "
+          "start_method fork");
+  const auto names = registered_datasets();
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  require(std::find(names.begin(), names.end(), recipe->factory) != names.end(), "dataset",
+          "mploader: the dataset's recipe names the factory '" + recipe->factory +
+              "', which is not registered (registered: " + (known.empty() ? "none" : known) +
+              "); register it with MPLOADER_REGISTER_DATASET in a file linked into this "
+              "program");
+  require(o.collate->recipe().has_value(), "collate",
+          "mploader: start_method spawn rebuilds the collator in each new worker; "
+          "function_collate cannot be. Use stack_collate()/pad_collate(), a Collator whose "
+          "recipe() names one registered with MPLOADER_REGISTER_COLLATOR, or start_method fork");
+  require(!o.worker_init, "worker_init",
+          "mploader: worker_init cannot cross into a spawned worker; open per-worker resources "
+          "in the dataset factory, which runs in each spawned worker");
+}
+
 }  // namespace
 
 LoaderOptions checked_options(const Dataset* dataset, LoaderOptions o) {
@@ -68,6 +102,7 @@ LoaderOptions checked_options(const Dataset* dataset, LoaderOptions o) {
   }
   require(o.batch_sampler->max_batch_size() >= 1, "batch_sampler",
           "the batch sampler's max_batch_size() is 0; it must bound the batch length");
+  if (o.start_method == StartMethod::kSpawn && o.num_workers > 0) check_spawn(*dataset, o);
   return o;
 }
 

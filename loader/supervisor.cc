@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 namespace mploader::detail {
 namespace {
@@ -19,6 +21,11 @@ using Clock = std::chrono::steady_clock;
 constexpr int kSampleEveryMs = 250;
 constexpr int kStackWaitMs = 500;   // how long a hung worker has to answer the stack request
 constexpr int kKillWaitMs = 2000;   // how long a SIGKILLed worker may take to be gone
+
+std::string read_maps(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 bool readable(int fd) {
   pollfd p{fd, POLLIN, 0};
@@ -162,7 +169,11 @@ void Supervisor::sample_memory() {
       w.memory_time = Clock::now();
     }
     OomCounter counter = read_oom_counter(w.pid);
-    if (!readable(w.pidfd)) w.oom = counter;
+    std::string maps = read_maps(w.pid);
+    if (!readable(w.pidfd)) {
+      w.oom = counter;
+      if (!maps.empty()) w.maps = std::move(maps);
+    }
   }
 }
 
@@ -210,7 +221,9 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.phase = h.phase.load();
   e.tasks_done = h.tasks_done.load();
   e.init_error.assign(h.init_error, strnlen(h.init_error, sizeof h.init_error));
+  e.maps = w.maps;
   if (hang) {
+    e.maps = read_maps(w.pid);
     e.stack = request_stack(h, w.pid);
     kill(w.pid, SIGKILL);
     worker::wait_exit(worker::WorkerProcess{w.pid, w.pidfd}, kKillWaitMs);

@@ -65,6 +65,7 @@ class Supervisor {
     std::optional<ProcessMemory> memory;
     std::chrono::steady_clock::time_point memory_time;
     OomCounter oom;
+    std::string maps;  // its /proc/<pid>/maps, to symbolize its frames after it is gone
     bool gathering = false;
     std::shared_ptr<const DeathRecord> record;
   };

@@ -47,7 +47,8 @@ std::string Frame::describe() const {
   return s;
 }
 
-std::vector<Frame> symbolize(const std::vector<uint64_t>& addresses, uint64_t exact_pc) {
+std::vector<Frame> symbolize(const std::vector<uint64_t>& addresses, uint64_t exact_pc,
+                             const std::string& maps) {
   std::vector<Frame> frames;
   for (uint64_t a : addresses) frames.push_back(Frame{a, {}, {}, 0, {}});
   static char* debuginfo_path = nullptr;
@@ -56,8 +57,14 @@ std::vector<Frame> symbolize(const std::vector<uint64_t>& addresses, uint64_t ex
                                            &debuginfo_path};
   Dwfl* dwfl = dwfl_begin(&callbacks);
   if (dwfl == nullptr) return frames;
-  if (dwfl_linux_proc_report(dwfl, getpid()) == 0 &&
-      dwfl_report_end(dwfl, nullptr, nullptr) == 0) {
+  int reported = -1;
+  if (maps.empty()) {
+    reported = dwfl_linux_proc_report(dwfl, getpid());
+  } else if (FILE* f = fmemopen(const_cast<char*>(maps.data()), maps.size(), "r")) {
+    reported = dwfl_linux_proc_maps_report(dwfl, f);
+    std::fclose(f);
+  }
+  if (reported == 0 && dwfl_report_end(dwfl, nullptr, nullptr) == 0) {
     for (Frame& f : frames) describe_address(dwfl, f.address, f.address == exact_pc, f);
   }
   dwfl_end(dwfl);

@@ -20,7 +20,10 @@ struct Frame {
 // Symbolizes with libdwfl over this process's mappings. Return addresses are looked up one
 // byte back so the line is the call's, not the next statement's; `exact_pc` (the interrupted
 // instruction itself, 0 if none) is looked up as it is.
-std::vector<Frame> symbolize(const std::vector<uint64_t>& addresses, uint64_t exact_pc = 0);
+// `maps` is the /proc/<pid>/maps text of the process the addresses come from (a spawned worker
+// has its own layout); empty means this process's layout, which a forked worker shares.
+std::vector<Frame> symbolize(const std::vector<uint64_t>& addresses, uint64_t exact_pc = 0,
+                             const std::string& maps = {});
 
 // Drops the frames of the signal handler itself, so that the first frame left is where the
 // worker was when the signal came: the frame at `pc` (the interrupted instruction), else the

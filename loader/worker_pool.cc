@@ -3,6 +3,7 @@
 #include "loader/fork_guard.h"
 #include "loader/units.h"
 #include "worker/launcher.h"
+#include "worker/spawn.h"
 #include "worker/worker_loop.h"
 
 #include <mploader/errors.h>
@@ -120,8 +121,13 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
   context.dataset = &dataset_;
   context.collator = &collator_;
   const int keep = channel.id;
-  auto process = worker::fork_from_launcher([this, keep, context] {
+  const worker::SpawnSpec spec = spawn_spec(channel);
+  auto process = worker::fork_from_launcher([this, keep, context, spec] {
     drop_other_channels_in_child(keep);
+    if (config_.spawn) {
+      worker::exec_worker(spec);
+      return worker::kSpawnFailedExit;  // exec failed
+    }
     return worker::run_worker(context);
   });
   if (!process.ok()) {
@@ -132,6 +138,26 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
   channel.process = process.take();
   close(channel.sockets.child);  // the worker has its copy
   channel.sockets.child = -1;
+}
+
+worker::SpawnSpec WorkerPool::spawn_spec(const WorkerChannel& c) const {
+  worker::SpawnSpec s;
+  s.worker_id = c.id;
+  s.num_workers = config_.num_workers;
+  s.parent_pid = getpid();
+  s.region_fd = c.region->fd();
+  s.region_bytes = c.region->size();
+  s.task_event_fd = c.task_event.fd();
+  s.done_event_fd = c.done_event.fd();
+  s.socket_fd = c.sockets.child;
+  s.seed = config_.seed;
+  s.first_epoch = config_.first_epoch;
+  s.rank = config_.rank;
+  s.allow_overflow = config_.allow_overflow;
+  s.dataset_factory = config_.dataset_factory;
+  s.dataset_config = config_.dataset_config;
+  s.collator_recipe = config_.collator_recipe;
+  return s;
 }
 
 // In a new worker: release what belongs to the other workers, so that each worker holds only

@@ -10,6 +10,7 @@
 #include "ipc/fd_passing.h"
 #include "ipc/region_layout.h"
 #include "ipc/shm_region.h"
+#include "worker/spawn.h"
 #include "worker/worker_process.h"
 
 #include <mploader/collate.h>
@@ -60,6 +61,10 @@ struct PoolConfig {
   uint64_t first_epoch = 0;  // the epoch the workers start in (for their first seed)
   int64_t rank = 0;
   std::function<void(const WorkerInfo&)> worker_init;
+  bool spawn = false;  // exec a fresh program per worker instead of running the fork
+  std::string dataset_factory;  // with spawn: the recipes the workers rebuild from
+  std::string dataset_config;
+  std::string collator_recipe;
 };
 
 class WorkerPool {
@@ -83,6 +88,7 @@ class WorkerPool {
   void create_channel(int id, const ipc::RegionGeometry& geometry);
   void start_worker(WorkerChannel& channel);
   void drop_other_channels_in_child(int keep);
+  worker::SpawnSpec spawn_spec(const WorkerChannel& channel) const;
 
   Dataset& dataset_;
   Collator& collator_;

@@ -21,6 +21,10 @@ class CountingDataset : public mploader::Dataset {
  public:
   explicit CountingDataset(size_t n) : n_(n) {}
   size_t size() const override { return n_; }
+  // Registered as "counting" in test_spawn.cc.
+  std::optional<mploader::DatasetRecipe> recipe() const override {
+    return mploader::DatasetRecipe{"counting", std::to_string(n_)};
+  }
   mploader::Sample get(int64_t index) override {
     return {{"x", at::full({4}, static_cast<double>(index), at::kFloat)},
             {"label", at::scalar_tensor(index, at::kLong)}};
@@ -50,6 +54,12 @@ class FaultyDataset : public CountingDataset {
                 std::string path = "/dev/shm")
       : CountingDataset(n), bad_(bad_index), fault_(fault), signal_(signal),
         path_(std::move(path)) {}
+  // Registered as "faulty" in test_spawn.cc: "n bad_index fault signal".
+  std::optional<mploader::DatasetRecipe> recipe() const override {
+    return mploader::DatasetRecipe{
+        "faulty", std::to_string(size()) + " " + std::to_string(bad_) + " " +
+                      std::to_string(static_cast<int>(fault_)) + " " + std::to_string(signal_)};
+  }
   mploader::Sample get(int64_t index) override {
     if (index == bad_) {
       switch (fault_) {

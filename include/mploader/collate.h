@@ -33,6 +33,10 @@ class Collator {
   // Bytes a batch of `batch_size` samples like `sample` would need, or nullopt when that
   // cannot be known without a whole batch. Used to size ring slots.
   virtual std::optional<size_t> estimate_batch_bytes(const Sample& sample, size_t batch_size);
+  // How a spawned worker rebuilds this collator: "stack", "pad <value> <suffix>", or
+  // "<factory>\n<config>" for one registered with MPLOADER_REGISTER_COLLATOR. nullopt: it
+  // cannot be rebuilt (function_collate), and start_method spawn is refused.
+  virtual std::optional<std::string> recipe() const { return std::nullopt; }
 };
 
 // Stacks equal-shaped tensors along a new first dimension: [B, ...].

@@ -5,8 +5,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace mploader {
+
+// How to build a dataset again in a fresh process (start_method spawn): the name of a factory
+// registered with MPLOADER_REGISTER_DATASET (mploader/registry.h) and the text it is given.
+struct DatasetRecipe {
+  std::string factory;
+  std::string config;
+};
 
 // Subclass this. With num_workers > 0 every worker process has its own copy of the object
 // (fork copies it), so get() needs no locking; per-process resources such as file handles
@@ -18,6 +27,9 @@ class Dataset {
   virtual size_t size() const = 0;
   // One sample as named tensors. Throwing here reaches the training loop as WorkerError.
   virtual Sample get(int64_t index) = 0;
+  // How a spawned worker rebuilds this dataset; nullopt (the default) means it cannot be, and
+  // start_method spawn is refused at construction.
+  virtual std::optional<DatasetRecipe> recipe() const { return std::nullopt; }
 };
 
 }  // namespace mploader

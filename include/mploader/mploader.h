@@ -8,6 +8,7 @@
 #include <mploader/loader.h>
 #include <mploader/npy.h>
 #include <mploader/options.h>
+#include <mploader/registry.h>
 #include <mploader/sampler.h>
 #include <mploader/tensor_dict.h>
 #include <mploader/worker_info.h>

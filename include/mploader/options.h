@@ -14,7 +14,12 @@
 namespace mploader {
 
 enum class StartMethod {
-  kFork,  // fork(2) from the constructing thread; spawn and forkserver come later.
+  // fork(2): workers are copies of this process, dataset and all. Fast; but a lock another
+  // thread held, or a CUDA context, comes along broken.
+  kFork,
+  // Workers are this program executed afresh (call mploader::init(argc, argv) first thing in
+  // main); they rebuild the dataset from Dataset::recipe(). Slower to start, inherits nothing.
+  kSpawn,
 };
 
 struct LoaderOptions {

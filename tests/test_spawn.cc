@@ -1,0 +1,162 @@
+// start_method spawn: workers are this test binary run again (see test_main.cc), rebuilding
+// their datasets from registered factories. Same batches as fork; nothing inherited; every
+// reason spawn cannot work is an error at construction.
+#include "crash_test_support.h"
+
+#include <mploader/registry.h>
+
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+using namespace mploader;
+using testing_datasets::CountingDataset;
+using testing_datasets::FaultyDataset;
+
+namespace {
+
+int g_marker = 0;  // set in the test process; a spawned worker starts with 0
+
+// Reports g_marker as seen by the worker that loads the sample.
+class MarkerDataset : public CountingDataset {
+ public:
+  using CountingDataset::CountingDataset;
+  Sample get(int64_t index) override {
+    Sample s = CountingDataset::get(index);
+    s.set("marker", at::scalar_tensor(int64_t{g_marker}, at::kLong));
+    return s;
+  }
+  std::optional<DatasetRecipe> recipe() const override {
+    return DatasetRecipe{"marker", std::to_string(size())};
+  }
+};
+
+MPLOADER_REGISTER_DATASET("counting", [](const std::string& config) {
+  return std::make_shared<CountingDataset>(std::stoul(config));
+});
+MPLOADER_REGISTER_DATASET("marker", [](const std::string& config) {
+  return std::make_shared<MarkerDataset>(std::stoul(config));
+});
+MPLOADER_REGISTER_DATASET("faulty", [](const std::string& config) {
+  std::istringstream in(config);
+  size_t n;
+  int64_t bad;
+  int fault, signal;
+  in >> n >> bad >> fault >> signal;
+  return std::make_shared<FaultyDataset>(n, bad, static_cast<FaultyDataset::Fault>(fault),
+                                         signal);
+});
+MPLOADER_REGISTER_DATASET("broken", [](const std::string&) -> std::shared_ptr<Dataset> {
+  throw std::runtime_error("the data directory is not mounted");
+});
+
+class BrokenRecipeDataset : public CountingDataset {
+ public:
+  using CountingDataset::CountingDataset;
+  std::optional<DatasetRecipe> recipe() const override { return DatasetRecipe{"broken", ""}; }
+};
+
+class NoRecipeDataset : public CountingDataset {
+ public:
+  using CountingDataset::CountingDataset;
+  std::optional<DatasetRecipe> recipe() const override { return std::nullopt; }
+};
+
+LoaderOptions spawn_options() {
+  LoaderOptions o;
+  o.num_workers = 2;
+  o.batch_size = 10;
+  o.start_method = StartMethod::kSpawn;
+  o.crash_dir = crash_testing::fresh_dir();
+  return o;
+}
+
+std::string option_error(std::shared_ptr<Dataset> data, LoaderOptions o) {
+  try {
+    Loader loader(std::move(data), o);
+  } catch (const OptionError& e) {
+    return e.option() + ": " + e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("spawn: the same batches as fork, from workers that inherited nothing",
+          "[spawn][process]") {
+  g_marker = 42;
+  for (StartMethod method : {StartMethod::kFork, StartMethod::kSpawn}) {
+    auto o = spawn_options();
+    o.start_method = method;
+    o.shuffle = true;
+    Loader loader(std::make_shared<MarkerDataset>(301), o);
+    std::vector<int64_t> labels;
+    for (Batch& b : loader) {
+      for (size_t i = 0; i < b.size(); ++i) {
+        REQUIRE(b["label"][i].item<int64_t>() == b.indices()[i]);
+        REQUIRE(b["x"][i][2].item<float>() == static_cast<float>(b.indices()[i]));
+        REQUIRE(b["marker"][i].item<int64_t>() == (method == StartMethod::kSpawn ? 0 : 42));
+        labels.push_back(b.indices()[i]);
+      }
+    }
+    CHECK(labels == RandomSampler(0).indices(301, 0));
+  }
+  g_marker = 0;
+}
+
+TEST_CASE("spawn: a dataset without a recipe is refused at construction", "[spawn]") {
+  const std::string e = option_error(std::make_shared<NoRecipeDataset>(10), spawn_options());
+  CHECK_THAT(e, Catch::StartsWith("dataset: ") && Catch::Contains("recipe") &&
+                    Catch::Contains("MPLOADER_REGISTER_DATASET") &&
+                    Catch::Contains("start_method fork"));
+}
+
+TEST_CASE("spawn: a recipe naming an unregistered factory is refused", "[spawn]") {
+  class Unregistered : public CountingDataset {
+   public:
+    using CountingDataset::CountingDataset;
+    std::optional<DatasetRecipe> recipe() const override { return DatasetRecipe{"nope", ""}; }
+  };
+  const std::string e = option_error(std::make_shared<Unregistered>(10), spawn_options());
+  CHECK_THAT(e, Catch::Contains("'nope'") && Catch::Contains("counting"));
+}
+
+TEST_CASE("spawn: function_collate and worker_init cannot cross exec", "[spawn]") {
+  auto o = spawn_options();
+  o.collate = function_collate([](const std::vector<Sample>& s) { return s.front(); });
+  CHECK_THAT(option_error(std::make_shared<CountingDataset>(10), o), Catch::StartsWith("collate"));
+  o = spawn_options();
+  o.worker_init = [](const WorkerInfo&) {};
+  CHECK_THAT(option_error(std::make_shared<CountingDataset>(10), o),
+             Catch::StartsWith("worker_init"));
+}
+
+TEST_CASE("spawn: pad_collate is rebuilt with its value", "[spawn][process]") {
+  auto o = spawn_options();
+  o.collate = pad_collate(-3.5);
+  o.num_workers = 1;
+  Loader loader(std::make_shared<CountingDataset>(20), o);
+  auto b = loader.next();
+  REQUIRE(b);
+  CHECK((*b)["label"].size(0) == 10);
+}
+
+TEST_CASE("spawn: a segfault in a spawned worker is symbolized in its own layout",
+          "[spawn][crash][process]") {
+  auto data = std::make_shared<FaultyDataset>(200, 47, FaultyDataset::Fault::kSegv);
+  auto out = crash_testing::run_until_crash(data, spawn_options());
+  REQUIRE(out.threw);
+  CHECK(out.summary.cause == DeathCause::kSegfault);
+  REQUIRE(out.report.is_object());
+  REQUIRE_FALSE(out.report["frames"].empty());
+  CHECK_THAT(out.report["frames"][0]["function"].get<std::string>(),
+             Catch::Contains("write_through_null"));
+}
+
+TEST_CASE("spawn: a factory that throws in the worker is reported", "[spawn][process]") {
+  auto out = crash_testing::run_until_crash(std::make_shared<BrokenRecipeDataset>(50),
+                                            spawn_options());
+  REQUIRE(out.threw);
+  CHECK_THAT(out.message, Catch::Contains("rebuilding the dataset in a spawned worker") &&
+                              Catch::Contains("the data directory is not mounted"));
+}
