@@ -94,6 +94,17 @@ void find_mapping_line(uint64_t address, char* out, size_t size) {
   close(fd);
 }
 
+// Signal context: read(2) straight into the destination.
+size_t copy_own_maps(char* out, size_t size) {
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t done = 0;
+  ssize_t n;
+  while (done < size && (n = read(fd, out + done, size - done)) > 0) done += static_cast<size_t>(n);
+  close(fd);
+  return done;
+}
+
 // Signal context. The path starts at the first '/' of the line; its directory is statfs'ed.
 void mapping_filesystem(const char* line, int64_t* free_bytes, int64_t* fs_type) {
   *free_bytes = -1;

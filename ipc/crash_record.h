@@ -66,6 +66,9 @@ std::optional<CrashSnapshot> snapshot(const CrashRecord& record);
 // into `out` (terminated; "" when none), with open/read/close only.
 void find_mapping_line(uint64_t address, char* out, size_t size);
 
+// Signal context: copies /proc/self/maps into `out` (at most `size` bytes); returns the bytes.
+size_t copy_own_maps(char* out, size_t size);
+
 // Signal context: free bytes and type of the filesystem holding the file of a maps line, by a
 // raw statfs system call (glibc's statvfs may read /proc/mounts). -1 / 0 when unknown.
 void mapping_filesystem(const char* maps_line, int64_t* free_bytes, int64_t* fs_type);

@@ -60,4 +60,59 @@ Result<ReceivedFd> receive_fd(int socket) {
   return out;
 }
 
+Status send_message(int socket, const Message& m) {
+  if (m.fds.size() > kMaxFdsPerMessage) return SysError{"sendmsg", EINVAL, "too many fds"};
+  iovec iov{const_cast<char*>(m.text.data()), m.text.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (!m.fds.empty()) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * m.fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * m.fds.size());
+    std::memcpy(CMSG_DATA(c), m.fds.data(), sizeof(int) * m.fds.size());
+  }
+  ssize_t rc;
+  do {
+    rc = sendmsg(socket, &msg, MSG_NOSIGNAL);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) return last_error("sendmsg");
+  return Ok{};
+}
+
+Result<Message> receive_message(int socket) {
+  std::vector<char> buffer(64 * 1024);
+  iovec iov{buffer.data(), buffer.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t rc;
+  do {
+    rc = recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) return last_error("recvmsg");
+  if (rc == 0) return SysError{"recvmsg", EPIPE, "the peer closed the socket"};
+  Message m;
+  m.text.assign(buffer.data(), static_cast<size_t>(rc));
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    std::vector<int> fds(n);
+    std::memcpy(fds.data(), CMSG_DATA(c), n * sizeof(int));
+    m.fds.insert(m.fds.end(), fds.begin(), fds.end());
+  }
+  if (msg.msg_flags & MSG_CTRUNC) {
+    for (int fd : m.fds) close(fd);
+    return SysError{"recvmsg", EMFILE, "descriptors were dropped (open-file limit?)"};
+  }
+  return m;
+}
+
 }  // namespace mploader::ipc

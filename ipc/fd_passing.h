@@ -5,6 +5,8 @@
 #include "ipc/status.h"
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace mploader::ipc {
 
@@ -22,5 +24,15 @@ struct ReceivedFd {
   uint64_t tag = 0;
 };
 Result<ReceivedFd> receive_fd(int socket);
+
+// Several descriptors with a text payload (a forkserver request). At most kMaxFdsPerMessage.
+constexpr size_t kMaxFdsPerMessage = 8;
+struct Message {
+  std::string text;
+  std::vector<int> fds;
+};
+Status send_message(int socket, const Message& message);
+// Blocks until a message arrives; an orderly close by the peer is EPIPE.
+Result<Message> receive_message(int socket);
 
 }  // namespace mploader::ipc

@@ -48,6 +48,8 @@ void RegionView::initialize(void* base, const RegionGeometry& g, int worker_id) 
   h->crash.state.store(CrashRecord::kEmpty);
   h->stack_dump.state.store(CrashRecord::kEmpty);
   h->init_error[0] = '\0';
+  h->foreign_wait_status.store(-1);
+  h->maps_bytes = 0;
   auto* bytes = static_cast<uint8_t*>(base);
   new (bytes + g.task_ring_offset) TaskRing();
   new (bytes + g.done_ring_offset) TaskRing();

@@ -32,6 +32,7 @@ constexpr uint32_t kNameBytes = 64;
 constexpr uint32_t kShutdownId = 0xffffffffu;  // pushed on the task ring: exit now
 constexpr size_t kPayloadAlign = 64;
 constexpr size_t kPageBytes = 4096;
+constexpr size_t kMapsBytes = 256 * 1024;
 
 using TaskRing = SpscIndexRing<kRingCapacity>;
 
@@ -93,6 +94,13 @@ struct alignas(64) RegionHeader {
   alignas(64) CrashRecord crash;
   alignas(64) CrashRecord stack_dump;
   char init_error[512];  // worker: what worker_init threw ("" if nothing)
+  // forkserver: the wait status of a worker it reaped, -1 until then (such a worker is not the
+  // main process's child, so waitid cannot tell the main process).
+  std::atomic<int64_t> foreign_wait_status;
+  // Written by the crash and stack-dump handlers: the worker's /proc/self/maps at that moment,
+  // to symbolize its frames in its own layout (a spawned worker's differs from ours).
+  uint64_t maps_bytes;
+  char maps_text[kMapsBytes];
 };
 
 struct RegionGeometry {

@@ -34,7 +34,7 @@ struct DeathEvidence {
   uint32_t phase = 0;
   uint64_t tasks_done = 0;
   std::string init_error;  // what worker_init threw, if that is why it exited
-  std::string maps;        // the worker's /proc/<pid>/maps, last read while it lived
+  std::string maps;        // the worker's /proc/self/maps, copied by its signal handler
   std::optional<ProcessMemory> memory;  // the last sample taken while it lived
   int64_t memory_age_ms = -1;
   OomCounter oom_before;

@@ -190,7 +190,7 @@ void Dispatcher::wait_for_results(Clock::time_point deadline) {
   for (size_t w = 0; w < pool_.size(); ++w) {
     const worker::WorkerProcess& p = pool_.channel(w).process;
     const bool exited = p.pidfd >= 0 ? (fds[2 * w + 1].revents & POLLIN) != 0
-                                     : worker::peek_exit(p.pid).has_value();
+                                     : worker::peek_exit(p).has_value();
     if (exited) worker_died(w);
   }
   if (rc == 0 && Clock::now() >= deadline) timed_out();

@@ -88,8 +88,8 @@ class LoaderCore {
     config_.seed = options_.seed;
     config_.rank = options_.rank;
     config_.worker_init = options_.worker_init;
-    if (options_.start_method == StartMethod::kSpawn) {
-      config_.spawn = true;
+    config_.start_method = options_.start_method;
+    if (options_.start_method != StartMethod::kFork) {
       config_.dataset_factory = dataset_->recipe()->factory;
       config_.dataset_config = dataset_->recipe()->config;
       config_.collator_recipe = *options_.collate->recipe();

@@ -59,7 +59,7 @@ std::string type_name(const Dataset& d) { return typeid(d).name(); }
 // Everything spawn needs, so that nothing fails later inside a worker.
 void check_spawn(const Dataset& dataset, const LoaderOptions& o) {
   require(initialized(), "start_method",
-          "mploader: start_method spawn runs this program again as each worker; call "
+          "mploader: start_method spawn and forkserver run this program again; call "
           "mploader::init(argc, argv) first thing in main() (mploader/registry.h)");
   const auto recipe = dataset.recipe();
   require(recipe.has_value(), "dataset",
@@ -102,7 +102,7 @@ LoaderOptions checked_options(const Dataset* dataset, LoaderOptions o) {
   }
   require(o.batch_sampler->max_batch_size() >= 1, "batch_sampler",
           "the batch sampler's max_batch_size() is 0; it must bound the batch length");
-  if (o.start_method == StartMethod::kSpawn && o.num_workers > 0) check_spawn(*dataset, o);
+  if (o.start_method != StartMethod::kFork && o.num_workers > 0) check_spawn(*dataset, o);
   return o;
 }
 

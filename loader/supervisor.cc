@@ -10,9 +10,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 namespace mploader::detail {
 namespace {
@@ -21,11 +20,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kSampleEveryMs = 250;
 constexpr int kStackWaitMs = 500;   // how long a hung worker has to answer the stack request
 constexpr int kKillWaitMs = 2000;   // how long a SIGKILLed worker may take to be gone
-
-std::string read_maps(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 bool readable(int fd) {
   pollfd p{fd, POLLIN, 0};
@@ -115,6 +109,7 @@ void Supervisor::watch(size_t worker) {
   const worker::WorkerProcess& p = pool_.channel(worker).process;
   w.pid = p.pid;
   w.pidfd = p.pidfd >= 0 ? fcntl(p.pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+  w.foreign_status = p.foreign_status;
   w.oom = read_oom_counter(p.pid);
   w.memory = read_process_memory(p.pid);
   w.memory_time = Clock::now();
@@ -169,11 +164,7 @@ void Supervisor::sample_memory() {
       w.memory_time = Clock::now();
     }
     OomCounter counter = read_oom_counter(w.pid);
-    std::string maps = read_maps(w.pid);
-    if (!readable(w.pidfd)) {
-      w.oom = counter;
-      if (!maps.empty()) w.maps = std::move(maps);
-    }
+    if (!readable(w.pidfd)) w.oom = counter;
   }
 }
 
@@ -221,15 +212,16 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.phase = h.phase.load();
   e.tasks_done = h.tasks_done.load();
   e.init_error.assign(h.init_error, strnlen(h.init_error, sizeof h.init_error));
-  e.maps = w.maps;
   if (hang) {
-    e.maps = read_maps(w.pid);
     e.stack = request_stack(h, w.pid);
     kill(w.pid, SIGKILL);
-    worker::wait_exit(worker::WorkerProcess{w.pid, w.pidfd}, kKillWaitMs);
   }
-  e.status = worker::peek_exit(w.pid).value_or(worker::ExitStatus{SIGKILL, 0, false});
+  const worker::WorkerProcess process{w.pid, w.pidfd, w.foreign_status};
+  if (hang) worker::wait_exit(process, kKillWaitMs);
+  e.status = worker::peek_exit(process).value_or(worker::ExitStatus{SIGKILL, 0, false});
   if (!hang) e.crash = ipc::snapshot(h.crash);
+  // The handlers copied the worker's own maps next to the record.
+  e.maps.assign(h.maps_text, std::min<uint64_t>(h.maps_bytes, sizeof h.maps_text));
   e.memory = w.memory;
   e.memory_age_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
                                                                           w.memory_time).count();

@@ -62,10 +62,10 @@ class Supervisor {
   struct Watch {
     int pid = 0;
     int pidfd = -1;  // our own dup, so the pool may close its copy at any time
+    const std::atomic<int64_t>* foreign_status = nullptr;  // see worker::WorkerProcess
     std::optional<ProcessMemory> memory;
     std::chrono::steady_clock::time_point memory_time;
     OomCounter oom;
-    std::string maps;  // its /proc/<pid>/maps, to symbolize its frames after it is gone
     bool gathering = false;
     std::shared_ptr<const DeathRecord> record;
   };

@@ -2,6 +2,7 @@
 
 #include "loader/fork_guard.h"
 #include "loader/units.h"
+#include "worker/forkserver.h"
 #include "worker/launcher.h"
 #include "worker/spawn.h"
 #include "worker/worker_loop.h"
@@ -120,16 +121,7 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
   context.init = config_.worker_init;
   context.dataset = &dataset_;
   context.collator = &collator_;
-  const int keep = channel.id;
-  const worker::SpawnSpec spec = spawn_spec(channel);
-  auto process = worker::fork_from_launcher([this, keep, context, spec] {
-    drop_other_channels_in_child(keep);
-    if (config_.spawn) {
-      worker::exec_worker(spec);
-      return worker::kSpawnFailedExit;  // exec failed
-    }
-    return worker::run_worker(context);
-  });
+  auto process = launch(channel, context);
   if (!process.ok()) {
     throw Error("mploader: could not start worker " + std::to_string(channel.id) + ": " +
                 process.error().describe() +
@@ -138,6 +130,24 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
   channel.process = process.take();
   close(channel.sockets.child);  // the worker has its copy
   channel.sockets.child = -1;
+}
+
+// Starts the worker's process by the configured start method.
+ipc::Result<worker::WorkerProcess> WorkerPool::launch(WorkerChannel& channel,
+                                                     const worker::WorkerContext& context) {
+  const worker::SpawnSpec spec = spawn_spec(channel);
+  if (config_.start_method == StartMethod::kForkserver) {
+    return worker::start_via_forkserver(spec, &channel.view.header().foreign_wait_status);
+  }
+  const int keep = channel.id;
+  return worker::fork_from_launcher([this, keep, context, spec] {
+    drop_other_channels_in_child(keep);
+    if (config_.start_method == StartMethod::kSpawn) {
+      worker::exec_worker(spec);
+      return worker::kSpawnFailedExit;  // exec failed
+    }
+    return worker::run_worker(context);
+  });
 }
 
 worker::SpawnSpec WorkerPool::spawn_spec(const WorkerChannel& c) const {
@@ -181,7 +191,7 @@ void WorkerPool::restart(size_t worker) {
   WorkerChannel& c = *channels_[worker];
   if (c.process.pid > 0 && !c.reaped) {
     kill(c.process.pid, SIGKILL);  // normally dead already; a hung one is not
-    worker::reap(c.process.pid);
+    worker::reap(c.process);
   }
   if (c.process.pidfd >= 0) close(c.process.pidfd);
   c.process = worker::WorkerProcess{};
@@ -197,6 +207,8 @@ void WorkerPool::restart(size_t worker) {
   h.phase.store(static_cast<uint32_t>(ipc::WorkerPhase::kStarting));
   h.crash.state.store(ipc::CrashRecord::kEmpty);
   h.stack_dump.state.store(ipc::CrashRecord::kEmpty);
+  h.foreign_wait_status.store(-1);
+  h.maps_bytes = 0;
   c.view.task_ring().init();
   c.view.done_ring().init();
   c.reaped = false;
@@ -218,7 +230,7 @@ void WorkerPool::shutdown() {
     if (!worker::wait_exit(c->process, static_cast<int>(std::max<int64_t>(0, left.count())))) {
       kill(c->process.pid, SIGKILL);
     }
-    worker::reap(c->process.pid);
+    worker::reap(c->process);
     c->reaped = true;
     if (c->process.pidfd >= 0) close(c->process.pidfd);
     c->process.pidfd = -1;

@@ -11,10 +11,12 @@
 #include "ipc/region_layout.h"
 #include "ipc/shm_region.h"
 #include "worker/spawn.h"
+#include "worker/worker_loop.h"
 #include "worker/worker_process.h"
 
 #include <mploader/collate.h>
 #include <mploader/dataset.h>
+#include <mploader/options.h>
 #include <mploader/worker_info.h>
 
 #include <functional>
@@ -61,7 +63,7 @@ struct PoolConfig {
   uint64_t first_epoch = 0;  // the epoch the workers start in (for their first seed)
   int64_t rank = 0;
   std::function<void(const WorkerInfo&)> worker_init;
-  bool spawn = false;  // exec a fresh program per worker instead of running the fork
+  StartMethod start_method = StartMethod::kFork;
   std::string dataset_factory;  // with spawn: the recipes the workers rebuild from
   std::string dataset_config;
   std::string collator_recipe;
@@ -89,6 +91,8 @@ class WorkerPool {
   void start_worker(WorkerChannel& channel);
   void drop_other_channels_in_child(int keep);
   worker::SpawnSpec spawn_spec(const WorkerChannel& channel) const;
+  ipc::Result<worker::WorkerProcess> launch(WorkerChannel& channel,
+                                            const worker::WorkerContext& context);
 
   Dataset& dataset_;
   Collator& collator_;

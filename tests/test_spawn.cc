@@ -17,13 +17,14 @@ namespace {
 
 int g_marker = 0;  // set in the test process; a spawned worker starts with 0
 
-// Reports g_marker as seen by the worker that loads the sample.
+// Reports g_marker as seen by the worker that loads the sample, and the worker's parent.
 class MarkerDataset : public CountingDataset {
  public:
   using CountingDataset::CountingDataset;
   Sample get(int64_t index) override {
     Sample s = CountingDataset::get(index);
     s.set("marker", at::scalar_tensor(int64_t{g_marker}, at::kLong));
+    s.set("parent", at::scalar_tensor(int64_t{getppid()}, at::kLong));
     return s;
   }
   std::optional<DatasetRecipe> recipe() const override {
@@ -85,7 +86,8 @@ std::string option_error(std::shared_ptr<Dataset> data, LoaderOptions o) {
 TEST_CASE("spawn: the same batches as fork, from workers that inherited nothing",
           "[spawn][process]") {
   g_marker = 42;
-  for (StartMethod method : {StartMethod::kFork, StartMethod::kSpawn}) {
+  for (StartMethod method : {StartMethod::kFork, StartMethod::kSpawn, StartMethod::kForkserver}) {
+    INFO("start method " << static_cast<int>(method));
     auto o = spawn_options();
     o.start_method = method;
     o.shuffle = true;
@@ -95,7 +97,10 @@ TEST_CASE("spawn: the same batches as fork, from workers that inherited nothing"
       for (size_t i = 0; i < b.size(); ++i) {
         REQUIRE(b["label"][i].item<int64_t>() == b.indices()[i]);
         REQUIRE(b["x"][i][2].item<float>() == static_cast<float>(b.indices()[i]));
-        REQUIRE(b["marker"][i].item<int64_t>() == (method == StartMethod::kSpawn ? 0 : 42));
+        REQUIRE(b["marker"][i].item<int64_t>() == (method == StartMethod::kFork ? 42 : 0));
+        // Forkserver workers are the server's children, not ours.
+        REQUIRE((b["parent"][i].item<int64_t>() == getpid()) ==
+                (method != StartMethod::kForkserver));
         labels.push_back(b.indices()[i]);
       }
     }
@@ -159,4 +164,37 @@ TEST_CASE("spawn: a factory that throws in the worker is reported", "[spawn][pro
   REQUIRE(out.threw);
   CHECK_THAT(out.message, Catch::Contains("rebuilding the dataset in a spawned worker") &&
                               Catch::Contains("the data directory is not mounted"));
+}
+
+TEST_CASE("forkserver: a crashed worker's exit status comes from the server",
+          "[spawn][crash][process]") {
+  auto o = spawn_options();
+  o.start_method = StartMethod::kForkserver;
+  auto data = std::make_shared<FaultyDataset>(200, 47, FaultyDataset::Fault::kSegv);
+  auto out = crash_testing::run_until_crash(data, o);
+  REQUIRE(out.threw);
+  CHECK(out.summary.cause == DeathCause::kSegfault);
+  CHECK(out.summary.signal == SIGSEGV);
+  CHECK(crash_testing::contains(out.summary.in_flight_indices, 47));
+  REQUIRE(out.report.is_object());
+  CHECK_THAT(out.report["frames"][0]["function"].get<std::string>(),
+             Catch::Contains("write_through_null"));
+}
+
+TEST_CASE("forkserver: restarts replace killed workers through the server",
+          "[spawn][restart][process]") {
+  auto o = spawn_options();
+  o.start_method = StartMethod::kForkserver;
+  o.max_restarts_per_epoch = 5;
+  Loader loader(std::make_shared<CountingDataset>(400), o);
+  std::vector<int> seen(400, 0);
+  int kills = 0;
+  while (auto b = loader.next()) {
+    for (int64_t i : b->indices()) ++seen[static_cast<size_t>(i)];
+    if (kills < 3 && b->sequence() % 10 == 5) {
+      kill(loader.worker_pids()[kills % 2], SIGKILL);
+      ++kills;
+    }
+  }
+  for (int count : seen) REQUIRE(count == 1);
 }

@@ -40,6 +40,7 @@ void fill_record(ipc::CrashRecord& r, int sig, const siginfo_t* info, const void
   const int n = backtrace(frames, static_cast<int>(ipc::kMaxFrames));
   r.num_frames = static_cast<uint32_t>(std::max(n, 0));
   for (int i = 0; i < n; ++i) r.frames[i] = reinterpret_cast<uint64_t>(frames[i]);
+  g_header->maps_bytes = ipc::copy_own_maps(g_header->maps_text, sizeof g_header->maps_text);
   r.mapping[0] = '\0';
   r.mapping_fs_free = -1;
   r.mapping_fs_type = 0;

@@ -2,6 +2,7 @@
 
 #include "ipc/region_layout.h"
 #include "ipc/shm_region.h"
+#include "worker/forkserver.h"
 #include "worker/worker_loop.h"
 
 #include <fcntl.h>
@@ -41,8 +42,10 @@ bool keep_across_exec(int fd) {
   return flags >= 0 && fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) == 0;
 }
 
-// Runs in the spawned worker, before any task. Exits the process.
-[[noreturn]] void become_worker(const worker::SpawnSpec& spec) {
+}  // namespace
+
+// Runs in the new worker, before any task. Exits the process.
+void worker::become_worker(const worker::SpawnSpec& spec) {
   unsetenv(worker::kSpawnEnv);  // a loader inside this worker is an ordinary loader
   auto region = ipc::ShmRegion::adopt(spec.region_fd, spec.region_bytes);
   if (!region.ok()) {
@@ -77,16 +80,15 @@ bool keep_across_exec(int fd) {
   c.base_seed = spec.seed;
   c.first_epoch = spec.first_epoch;
   c.rank = spec.rank;
-  if (getppid() != spec.parent_pid) _exit(0);  // the main process is already gone
+  if (getppid() != spec.parent_pid) _exit(0);  // its parent is already gone
   _exit(worker::run_worker(c));
 }
-
-}  // namespace
 
 void init(int argc, char** argv) {
   g_argv.assign(argv, argv + argc);
   g_initialized.store(true);
   worker::run_if_spawned();
+  worker::serve_if_forkserver();
 }
 
 bool initialized() { return g_initialized.load(); }
@@ -119,15 +121,20 @@ std::optional<SpawnSpec> decode_spec(const std::string& text) {
   return s;
 }
 
-void exec_worker(const SpawnSpec& spec) {
-  for (int fd : {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd}) {
+void exec_self(const char* name, const std::string& value, const std::vector<int>& fds) {
+  for (int fd : fds) {
     if (!keep_across_exec(fd)) return;
   }
-  if (setenv(kSpawnEnv, encode_spec(spec).c_str(), 1) != 0) return;
+  if (setenv(name, value.c_str(), 1) != 0) return;
   std::vector<char*> args;
   for (std::string& a : g_argv) args.push_back(a.data());
   args.push_back(nullptr);
   execv("/proc/self/exe", args.data());
+}
+
+void exec_worker(const SpawnSpec& spec) {
+  exec_self(kSpawnEnv, encode_spec(spec),
+            {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd});
 }
 
 void run_if_spawned() {

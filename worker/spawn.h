@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mploader::worker {
 
@@ -38,6 +39,12 @@ std::optional<SpawnSpec> decode_spec(const std::string& text);
 
 // In a forked child: exec the program as a spawned worker. Returns only if exec failed.
 void exec_worker(const SpawnSpec& spec);
+// In a forked child: exec this program with `name`=`value` in its environment, keeping `fds`
+// open across exec. Returns only if exec failed.
+void exec_self(const char* name, const std::string& value, const std::vector<int>& fds);
+// In a new worker process (spawned or forked by a forkserver): map the region, rebuild the
+// dataset and collator, run the worker loop, exit.
+[[noreturn]] void become_worker(const SpawnSpec& spec);
 // Called by mploader::init(): in a spawned worker, runs it and exits; otherwise returns.
 void run_if_spawned();
 

@@ -13,14 +13,6 @@
 namespace mploader::worker {
 namespace {
 
-int open_pidfd(pid_t pid) {
-#ifdef SYS_pidfd_open
-  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (fd >= 0) return fd;
-#endif
-  return -1;
-}
-
 // The training program's handlers (checkpoint on SIGTERM, a test framework's crash reporter)
 // must not run in a worker: they would act as if they were the main process.
 void reset_signal_handlers() {
@@ -62,7 +54,44 @@ ExitStatus from_siginfo(const siginfo_t& info) {
   return s;
 }
 
+ExitStatus from_wait_status(int64_t raw) {
+  const int status = static_cast<int>(raw);
+  ExitStatus s;
+  if (WIFEXITED(status)) {
+    s.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    s.signal = WTERMSIG(status);
+    s.core_dumped = WCOREDUMP(status);
+  }
+  return s;
+}
+
+// A foreign worker's status, once its parent has written it (it reaps within milliseconds
+// of the exit, so waiting a second is generous).
+std::optional<ExitStatus> foreign_exit(const WorkerProcess& p, bool wait_for_it) {
+  for (int waited = 0;; waited += 5) {
+    const int64_t raw = p.foreign_status->load(std::memory_order_acquire);
+    if (raw >= 0) return from_wait_status(raw);
+    if (!wait_for_it || waited >= 1000) return std::nullopt;
+    timespec ts{0, 5 * 1000 * 1000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+bool pidfd_readable(int pidfd) {
+  pollfd pfd{pidfd, POLLIN, 0};
+  return pidfd >= 0 && poll(&pfd, 1, 0) > 0;
+}
+
 }  // namespace
+
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd >= 0) return fd;
+#endif
+  return -1;
+}
 
 ipc::Result<WorkerProcess> fork_worker(const std::function<int()>& body) {
   const pid_t parent = getpid();
@@ -82,7 +111,12 @@ std::string ExitStatus::describe() const {
          (core_dumped ? ", core dumped" : "");
 }
 
-std::optional<ExitStatus> peek_exit(pid_t pid) {
+std::optional<ExitStatus> peek_exit(const WorkerProcess& process) {
+  if (process.foreign_status != nullptr) {
+    const bool gone = pidfd_readable(process.pidfd) || (kill(process.pid, 0) != 0 && errno == ESRCH);
+    return foreign_exit(process, gone);
+  }
+  const pid_t pid = process.pid;
   siginfo_t info;
   std::memset(&info, 0, sizeof info);
   int rc;
@@ -93,7 +127,11 @@ std::optional<ExitStatus> peek_exit(pid_t pid) {
   return from_siginfo(info);
 }
 
-ExitStatus reap(pid_t pid) {
+ExitStatus reap(const WorkerProcess& process) {
+  if (process.foreign_status != nullptr) {
+    return foreign_exit(process, true).value_or(ExitStatus{SIGKILL, 0, false});
+  }
+  const pid_t pid = process.pid;
   siginfo_t info;
   std::memset(&info, 0, sizeof info);
   int rc;
@@ -114,7 +152,7 @@ bool wait_exit(const WorkerProcess& process, int timeout_ms) {
     return rc > 0;
   }
   for (int waited = 0;; waited += 5) {
-    if (peek_exit(process.pid).has_value()) return true;
+    if (peek_exit(process).has_value()) return true;
     if (waited >= timeout_ms) return false;
     timespec ts{0, 5 * 1000 * 1000};
     nanosleep(&ts, nullptr);

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -19,6 +20,9 @@ namespace mploader::worker {
 struct WorkerProcess {
   pid_t pid = -1;
   int pidfd = -1;  // -1 when the kernel has no pidfd_open; callers then poll with a timeout
+  // Set for a worker that is not our child (a forkserver's): waitid cannot see it, and its
+  // parent writes the wait status here once it has reaped it (-1 until then).
+  const std::atomic<int64_t>* foreign_status = nullptr;
 };
 
 // Forks. In the child, ties it to the parent, runs `body` and _exit()s with its result, so no
@@ -33,9 +37,11 @@ struct ExitStatus {
 };
 
 // The status of an exited worker without reaping it (WNOWAIT), or nullopt while it runs.
-std::optional<ExitStatus> peek_exit(pid_t pid);
-// Waits for the worker to exit and reaps it.
-ExitStatus reap(pid_t pid);
+std::optional<ExitStatus> peek_exit(const WorkerProcess& process);
+// Waits for the worker to exit and reaps it (a foreign worker's parent reaps it).
+ExitStatus reap(const WorkerProcess& process);
+// Opens a pidfd for any process of ours (-1 when the kernel has none).
+int open_pidfd(pid_t pid);
 // Waits up to timeout_ms for the pidfd (or the pid) to exit. True when it has.
 bool wait_exit(const WorkerProcess& process, int timeout_ms);
 

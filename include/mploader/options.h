@@ -20,6 +20,10 @@ enum class StartMethod {
   // Workers are this program executed afresh (call mploader::init(argc, argv) first thing in
   // main); they rebuild the dataset from Dataset::recipe(). Slower to start, inherits nothing.
   kSpawn,
+  // A clean server process (started once, like a spawned worker) forks the workers; they
+  // rebuild the dataset as spawned ones do. Inherits nothing from the training program and
+  // starts faster than spawn.
+  kForkserver,
 };
 
 struct LoaderOptions {
