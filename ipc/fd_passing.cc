@@ -15,49 +15,20 @@ Result<SocketPair> make_socket_pair() {
   return SocketPair{fds[0], fds[1]};
 }
 
+// One descriptor with its tag: a message whose text is the tag.
 Status send_fd(int socket, int fd, uint64_t tag) {
-  iovec iov{&tag, sizeof tag};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  ssize_t rc;
-  do {
-    rc = sendmsg(socket, &msg, MSG_NOSIGNAL);
-  } while (rc < 0 && errno == EINTR);
-  if (rc < 0) return last_error("sendmsg(SCM_RIGHTS)");
-  return Ok{};
+  return send_message(socket, Message{std::to_string(tag), {fd}});
 }
 
 Result<ReceivedFd> receive_fd(int socket) {
-  ReceivedFd out;
-  iovec iov{&out.tag, sizeof out.tag};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t rc;
-  do {
-    rc = recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
-  } while (rc < 0 && errno == EINTR);
-  if (rc < 0) return last_error("recvmsg(SCM_RIGHTS)");
-  if (rc == 0) return SysError{"recvmsg(SCM_RIGHTS)", EPIPE, "worker closed its socket"};
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (c == nullptr || c->cmsg_type != SCM_RIGHTS || (msg.msg_flags & MSG_CTRUNC)) {
+  auto m = receive_message(socket);
+  if (!m.ok()) return m.error();
+  if (m.value().fds.size() != 1) {
+    for (int fd : m.value().fds) close(fd);
     return SysError{"recvmsg(SCM_RIGHTS)", EBADMSG,
-                    "no descriptor arrived (fd limit reached? raise ulimit -n)"};
+                    "expected one descriptor, got " + std::to_string(m.value().fds.size())};
   }
-  std::memcpy(&out.fd, CMSG_DATA(c), sizeof out.fd);
-  return out;
+  return ReceivedFd{m.value().fds[0], std::stoull(m.value().text)};
 }
 
 Status send_message(int socket, const Message& m) {

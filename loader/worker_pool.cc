@@ -106,22 +106,7 @@ void WorkerPool::create_channel(int id, const ipc::RegionGeometry& geometry) {
 }
 
 void WorkerPool::start_worker(WorkerChannel& channel) {
-  worker::WorkerContext context;
-  context.worker_id = channel.id;
-  context.parent_pid = getpid();
-  context.region = channel.view;
-  context.task_event_fd = channel.task_event.fd();
-  context.done_event_fd = channel.done_event.fd();
-  context.socket_fd = channel.sockets.child;
-  context.allow_overflow = config_.allow_overflow;
-  context.num_workers = config_.num_workers;
-  context.base_seed = config_.seed;
-  context.first_epoch = config_.first_epoch;
-  context.rank = config_.rank;
-  context.init = config_.worker_init;
-  context.dataset = &dataset_;
-  context.collator = &collator_;
-  auto process = launch(channel, context);
+  auto process = launch(channel);
   if (!process.ok()) {
     throw Error("mploader: could not start worker " + std::to_string(channel.id) + ": " +
                 process.error().describe() +
@@ -133,12 +118,14 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
 }
 
 // Starts the worker's process by the configured start method.
-ipc::Result<worker::WorkerProcess> WorkerPool::launch(WorkerChannel& channel,
-                                                     const worker::WorkerContext& context) {
+ipc::Result<worker::WorkerProcess> WorkerPool::launch(WorkerChannel& channel) {
   const worker::SpawnSpec spec = spawn_spec(channel);
   if (config_.start_method == StartMethod::kForkserver) {
     return worker::start_via_forkserver(spec, &channel.view.header().foreign_wait_status);
   }
+  worker::WorkerContext context =
+      worker::context_from_spec(spec, channel.view, &dataset_, &collator_);
+  context.init = config_.worker_init;  // a fork can carry a function; spawn cannot
   const int keep = channel.id;
   return worker::fork_from_launcher([this, keep, context, spec] {
     drop_other_channels_in_child(keep);

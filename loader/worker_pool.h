@@ -91,8 +91,7 @@ class WorkerPool {
   void start_worker(WorkerChannel& channel);
   void drop_other_channels_in_child(int keep);
   worker::SpawnSpec spawn_spec(const WorkerChannel& channel) const;
-  ipc::Result<worker::WorkerProcess> launch(WorkerChannel& channel,
-                                            const worker::WorkerContext& context);
+  ipc::Result<worker::WorkerProcess> launch(WorkerChannel& channel);
 
   Dataset& dataset_;
   Collator& collator_;

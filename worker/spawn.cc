@@ -66,22 +66,27 @@ void worker::become_worker(const worker::SpawnSpec& spec) {
     ipc::copy_text(view.header().init_error, sizeof view.header().init_error, text.c_str());
     _exit(worker::kInitFailedExit);
   }
-  worker::WorkerContext c;
+  if (getppid() != spec.parent_pid) _exit(0);  // its parent is already gone
+  _exit(worker::run_worker(worker::context_from_spec(spec, view, dataset.get(), collator.get())));
+}
+
+worker::WorkerContext worker::context_from_spec(const SpawnSpec& spec, ipc::RegionView region,
+                                                Dataset* dataset, Collator* collator) {
+  WorkerContext c;
   c.worker_id = spec.worker_id;
   c.parent_pid = spec.parent_pid;
-  c.region = view;
+  c.region = region;
   c.task_event_fd = spec.task_event_fd;
   c.done_event_fd = spec.done_event_fd;
   c.socket_fd = spec.socket_fd;
   c.allow_overflow = spec.allow_overflow;
-  c.dataset = dataset.get();
-  c.collator = collator.get();
+  c.dataset = dataset;
+  c.collator = collator;
   c.num_workers = spec.num_workers;
   c.base_seed = spec.seed;
   c.first_epoch = spec.first_epoch;
   c.rank = spec.rank;
-  if (getppid() != spec.parent_pid) _exit(0);  // its parent is already gone
-  _exit(worker::run_worker(c));
+  return c;
 }
 
 void init(int argc, char** argv) {

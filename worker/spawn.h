@@ -5,6 +5,8 @@
 // rebuilds the dataset and collator from their recipes and runs the worker loop.
 #pragma once
 
+#include "worker/worker_loop.h"
+
 #include <mploader/registry.h>
 
 #include <sys/types.h>
@@ -45,6 +47,9 @@ void exec_self(const char* name, const std::string& value, const std::vector<int
 // In a new worker process (spawned or forked by a forkserver): map the region, rebuild the
 // dataset and collator, run the worker loop, exit.
 [[noreturn]] void become_worker(const SpawnSpec& spec);
+// The worker loop's context for `spec` (every start method describes its worker by a spec).
+WorkerContext context_from_spec(const SpawnSpec& spec, ipc::RegionView region,
+                                Dataset* dataset, Collator* collator);
 // Called by mploader::init(): in a spawned worker, runs it and exits; otherwise returns.
 void run_if_spawned();
 
