@@ -1,2 +1,11 @@
 # Sources of the distributed samplers (issue 5), added to the mploader library. Kept apart from
 # the top-level list so that work on samplers and on the core does not collide.
+target_sources(mploader PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/distributed_sampler.cc
+  ${CMAKE_CURRENT_LIST_DIR}/bucket_plan.cc
+  ${CMAKE_CURRENT_LIST_DIR}/bucket_sampler.cc
+  ${CMAKE_CURRENT_LIST_DIR}/bucket_state.cc
+  ${CMAKE_CURRENT_LIST_DIR}/launch_env.cc
+  # c10d (ProcessGroup) only here: a heavy include, and optional (see the file).
+  ${CMAKE_CURRENT_LIST_DIR}/c10d_agreement.cc
+)

@@ -1,0 +1,127 @@
+// verify_ranks_agree: one allgather over a c10d process group of what each rank's sampler will
+// do this epoch, checked identically on every rank, so a mismatch is the same clear error
+// everywhere instead of a collective that waits for ever on the rank with fewer batches.
+// Kept in its own file: the c10d headers are heavy, and a libtorch without them still builds
+// the rest (verify_ranks_agree then says so).
+// Thread-safety: reentrant; the process group's own rules apply to concurrent collectives.
+#include <mploader/distributed.h>
+#include <mploader/errors.h>
+
+#if __has_include(<torch/csrc/distributed/c10d/ProcessGroup.hpp>)
+#define MPLOADER_HAVE_C10D 1
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace mploader {
+
+#ifdef MPLOADER_HAVE_C10D
+namespace {
+
+// One row per rank, every value as int64 (unsigned ones bit-cast).
+enum Field { kGroupRank, kGroupSize, kRank, kWorld, kDataset, kPrint, kSeed, kEpoch, kBatches,
+             kFields };
+
+struct Compared {
+  Field field;
+  const char* what;
+  const char* fix;
+};
+
+// In the order a root cause is most likely: dataset first, derived counts last.
+const Compared kCompared[] = {
+    {kDataset, "the dataset size", "every rank must load the same dataset"},
+    {kPrint, "the fingerprint of the sample lengths and batching options",
+     "every rank must build its sampler from the same lengths and the same BucketOptions"},
+    {kSeed, "the seed", "give every rank the same seed"},
+    {kEpoch, "the epoch", "call set_epoch with the same epoch on every rank"},
+    {kBatches, "the number of batches this epoch",
+     "a sampler whose ranks get unequal batch counts would hang the job; use "
+     "DistributedBucketSampler or DistributedSampler"},
+};
+
+int64_t bits(uint64_t v) {
+  int64_t out;
+  std::memcpy(&out, &v, sizeof out);
+  return out;
+}
+
+std::string value_text(Field f, int64_t v) {
+  if (f == kPrint || f == kSeed || f == kEpoch) {
+    uint64_t u;
+    std::memcpy(&u, &v, sizeof u);
+    return std::to_string(u);
+  }
+  return std::to_string(v);
+}
+
+[[noreturn]] void disagree(const std::vector<std::vector<int64_t>>& rows, const Compared& c) {
+  std::string list;
+  int shown = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (r > 0 && rows[r][c.field] == rows[0][c.field]) continue;
+    if (++shown > 8) {
+      list += ", ...";
+      break;
+    }
+    list += (list.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + ": " +
+            value_text(c.field, rows[r][c.field]);
+  }
+  throw OptionError("sampler", std::string("mploader: the ranks disagree on ") + c.what + " (" +
+                                   list + "); " + c.fix);
+}
+
+void check_rows(const std::vector<std::vector<int64_t>>& rows) {
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const std::vector<int64_t>& row = rows[r];
+    if (row[kRank] != row[kGroupRank] || row[kWorld] != row[kGroupSize]) {
+      throw OptionError("rank", "mploader: rank " + std::to_string(row[kGroupRank]) + " of a " +
+                                    "process group of " + std::to_string(row[kGroupSize]) +
+                                    " built its sampler as rank " + std::to_string(row[kRank]) +
+                                    " of " + std::to_string(row[kWorld]) +
+                                    "; give the sampler the group's rank and size");
+    }
+  }
+  for (const Compared& c : kCompared) {
+    for (const std::vector<int64_t>& row : rows) {
+      if (row[c.field] != rows[0][c.field]) disagree(rows, c);
+    }
+  }
+}
+
+}  // namespace
+
+void verify_ranks_agree(c10d::ProcessGroup& group, const RankAgreement& mine,
+                        std::chrono::milliseconds timeout) {
+  const int64_t values[kFields] = {group.getRank(),   group.getSize(),    mine.rank,
+                                   mine.world_size,   mine.dataset_size,  bits(mine.fingerprint),
+                                   bits(mine.seed),   bits(mine.epoch),   mine.batches};
+  std::vector<at::Tensor> input{at::empty({kFields}, at::kLong)};
+  std::memcpy(input[0].data_ptr<int64_t>(), values, sizeof values);
+  std::vector<std::vector<at::Tensor>> output(1);
+  for (int r = 0; r < group.getSize(); ++r) output[0].push_back(at::empty({kFields}, at::kLong));
+  // Same shapes on every rank whatever the values, so the collective itself cannot mismatch.
+  c10::intrusive_ptr<c10d::Work> work = group.allgather(output, input);
+  work->wait(timeout);
+  std::vector<std::vector<int64_t>> rows;
+  for (const at::Tensor& t : output[0]) {
+    const int64_t* p = t.data_ptr<int64_t>();
+    rows.emplace_back(p, p + kFields);
+  }
+  check_rows(rows);
+}
+
+#else
+
+void verify_ranks_agree(c10d::ProcessGroup&, const RankAgreement&, std::chrono::milliseconds) {
+  throw Error("mploader: verify_ranks_agree needs c10d, and the libtorch mploader was built "
+              "against has no torch/csrc/distributed/c10d headers; build with a libtorch that "
+              "has them (Debian: libtorch-dev)");
+}
+
+#endif
+
+}  // namespace mploader

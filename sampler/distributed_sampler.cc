@@ -1,0 +1,72 @@
+// DistributedSampler: torch.utils.data.DistributedSampler's order, index for index (PyTorch
+// 1.13, torch/utils/data/distributed.py): randperm with a generator seeded seed + epoch, padding
+// by repetition or trimming to a multiple of the world size, then every world_size-th index.
+// Thread-safety: indices() only reads the sampler; concurrent calls are safe.
+#include <mploader/distributed.h>
+#include <mploader/errors.h>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <numeric>
+#include <string>
+
+namespace mploader {
+
+DistributedSampler::DistributedSampler(int64_t world_size, int64_t rank, bool shuffle,
+                                       uint64_t seed, bool drop_last)
+    : world_size_(world_size), rank_(rank), shuffle_(shuffle), seed_(seed),
+      drop_last_(drop_last) {
+  if (world_size_ < 1) {
+    throw OptionError("world_size", "mploader: DistributedSampler world_size is " +
+                                        std::to_string(world_size_) +
+                                        "; it must be 1 or more (the number of ranks)");
+  }
+  if (rank_ < 0 || rank_ >= world_size_) {
+    throw OptionError("rank", "mploader: DistributedSampler rank " + std::to_string(rank_) +
+                                  " is outside [0, " + std::to_string(world_size_) +
+                                  ") for world_size " + std::to_string(world_size_));
+  }
+}
+
+size_t DistributedSampler::num_samples(size_t dataset_size) const {
+  const size_t world = static_cast<size_t>(world_size_);
+  // PyTorch: ceil((n - world) / world) when dropping an uneven tail, which is floor(n / world).
+  if (drop_last_ && dataset_size % world != 0) return dataset_size / world;
+  return (dataset_size + world - 1) / world;
+}
+
+std::vector<int64_t> DistributedSampler::indices(size_t dataset_size, uint64_t epoch) {
+  std::vector<int64_t> order(dataset_size);
+  if (shuffle_) {
+    at::Generator generator = at::detail::createCPUGenerator(seed_ + epoch);
+    at::Tensor perm = at::randperm(static_cast<int64_t>(dataset_size), generator, at::kLong);
+    const int64_t* p = perm.data_ptr<int64_t>();
+    std::copy(p, p + dataset_size, order.begin());
+  } else {
+    std::iota(order.begin(), order.end(), int64_t{0});
+  }
+  const size_t world = static_cast<size_t>(world_size_);
+  const size_t total = num_samples(dataset_size) * world;
+  // Padding repeats the order from its start, cyclically when it is longer than the order.
+  std::vector<int64_t> out;
+  out.reserve(total / world);
+  for (size_t i = static_cast<size_t>(rank_); i < total; i += world) {
+    out.push_back(order[i % dataset_size]);
+  }
+  return out;
+}
+
+RankAgreement agreement_of(const DistributedSampler& sampler, size_t dataset_size,
+                           uint64_t epoch) {
+  RankAgreement a;
+  a.rank = sampler.rank();
+  a.world_size = sampler.world_size();
+  a.dataset_size = static_cast<int64_t>(dataset_size);
+  a.seed = sampler.seed();
+  a.epoch = epoch;
+  a.batches = static_cast<int64_t>(sampler.num_samples(dataset_size));
+  return a;
+}
+
+}  // namespace mploader
