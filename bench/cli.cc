@@ -132,7 +132,8 @@ void add_fault_options(CLI::App& app, RawOptions& raw) {
 }
 
 void add_options(CLI::App& app, RawOptions& raw) {
-  app.add_option("--workload", raw.workload, "synthetic or fmnist (a comma list sweeps)")
+  app.add_option("--workload", raw.workload, "synthetic or fmnist (a comma list sweeps); "
+                 "tokens has options of its own: --workload tokens --help")
       ->capture_default_str();
   app.add_option("--data-dir", raw.data_dir, "folder with the Fashion-MNIST *-ubyte.gz files")
       ->capture_default_str();
@@ -235,6 +236,10 @@ void validate_fault(const RawOptions& raw, Plan& plan) {
 }
 
 void validate(const RawOptions& raw, Plan& plan) {
+  if (raw.workload.find("tokens") != std::string::npos) {
+    throw UsageError("--workload: tokens runs on its own, with its own options; see "
+                     "mploader-bench --workload tokens --help");
+  }
   plan.workloads = parse_name_list("--workload", raw.workload, {"synthetic", "fmnist"});
   plan.loaders =
       parse_name_list("--loader", raw.loader, {"mploader", "libtorch", "inprocess", "pytorch"});

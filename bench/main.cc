@@ -3,6 +3,7 @@
 //
 //   mploader-bench --workload synthetic --workers 0,1,2 --loader mploader,libtorch,inprocess
 //   mploader-bench --workload fmnist --loader mploader,pytorch --json
+//   mploader-bench --workload tokens --sampler random,bucket   (see run_tokens.h)
 //
 // Results go to stdout (a table, or with --json one JSON object per configuration per line);
 // progress and skips go to stderr. Exit: 0 ok, 1 a run or the data failed, 2 a bad option.
@@ -12,6 +13,7 @@
 #include "isolate.h"
 #include "report.h"
 #include "run_config.h"
+#include "run_tokens.h"
 #include "workloads.h"
 
 #include <ATen/Parallel.h>
@@ -117,6 +119,8 @@ int main(int argc, char** argv) {
   // only results here, so its messages go to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("mploader"));
   try {
+    // --workload tokens has its own options (run_tokens.h).
+    if (bench::wants_tokens(argc, argv)) return bench::tokens_main(argc, argv);
     bench::Plan plan;
     if (!bench::parse_command_line(argc, argv, plan)) return 0;
     return bench::run(plan);
