@@ -106,6 +106,8 @@ struct RawOptions {
   std::string prefetch = "2";
   std::string loader = "mploader,libtorch,inprocess";
   std::string shm_dir;
+  std::string start = "fork";
+  bool checksum = false;
   bool json = false;
   std::string crash_dir;
   std::string timeout_ms;  // empty: 120000, or 2000 with --inject-fault hang
@@ -150,6 +152,10 @@ void add_options(CLI::App& app, RawOptions& raw) {
       ->capture_default_str();
   app.add_flag("--json", raw.json, "one JSON object per configuration per line on stdout");
   app.add_option("--shm-dir", raw.shm_dir, "tmpfs folder for mploader's rings (default: memfd)");
+  app.add_option("--start", raw.start, "how mploader starts workers: fork, spawn or forkserver")
+      ->capture_default_str();
+  app.add_flag("--checksum", raw.checksum, "hash the bytes of every mploader batch (to compare "
+               "start methods; it touches the data, so rates drop)");
   add_fault_options(app, raw);
   // Any option above may also come from a TOML file (see configs/); the command line wins.
   app.set_config("--config", "", "read options from a TOML file, e.g. configs/synthetic.toml");
@@ -250,6 +256,12 @@ void validate(const RawOptions& raw, Plan& plan) {
   plan.base.prefetch = parse_count("--prefetch", raw.prefetch, 1, "2");
   plan.base.data_dir = raw.data_dir;
   plan.base.shm_dir = raw.shm_dir;
+  if (raw.start != "fork" && raw.start != "spawn" && raw.start != "forkserver") {
+    throw UsageError("--start: unknown start method '" + raw.start +
+                     "'; use fork, spawn or forkserver");
+  }
+  plan.base.start = raw.start;
+  plan.base.checksum = raw.checksum;
   plan.json = raw.json;
   plan.base.crash_dir = raw.crash_dir;
   plan.base.max_restarts = parse_count("--max-restarts", raw.max_restarts, 0, "2");

@@ -17,10 +17,9 @@
 #include "workloads.h"
 
 #include <ATen/Parallel.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <mploader/dataset.h>
+#include <mploader/registry.h>
 
 #include <algorithm>
 #include <exception>
@@ -115,9 +114,8 @@ int run(Plan& plan) {
 }  // namespace bench
 
 int main(int argc, char** argv) {
-  // mploader logs through spdlog's default logger, which writes to stdout; stdout carries
-  // only results here, so its messages go to stderr.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("mploader"));
+  // --start spawn and forkserver run this program again as workers; they begin here.
+  mploader::init(argc, argv);
   try {
     // --workload tokens has its own options (run_tokens.h).
     if (bench::wants_tokens(argc, argv)) return bench::tokens_main(argc, argv);

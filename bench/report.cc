@@ -26,6 +26,8 @@ std::string json_line(const RunResult& r) {
   j["teardown_s"] = r.teardown_s;
   j["dataset_size"] = r.dataset_size;
   if (r.config.workload == "synthetic") j["sample_shape"] = r.config.sample_shape;
+  if (r.config.loader == "mploader") j["start"] = r.config.start;
+  if (!r.checksum.empty()) j["checksum"] = r.checksum;
   return j.dump();
 }
 
@@ -38,6 +40,7 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line) try 
   r.samples = j.at("samples").get<int64_t>();
   r.first_batch_s = j.at("first_batch_s").get<double>();
   r.samples_per_s = j.at("samples_per_s").get<double>();
+  if (j.contains("checksum")) r.checksum = j.at("checksum").get<std::string>();
   r.mb_per_s = j.at("mb_per_s").get<double>();
   r.wall_s = j.at("wall_s").get<double>();
   r.teardown_s = j.at("teardown_s").get<double>();

@@ -31,6 +31,8 @@ struct RunConfig {
   int64_t batches = 200;
   int64_t prefetch = 2;
   std::string shm_dir;  // mploader only; empty = memfd
+  std::string start = "fork";  // mploader only: fork | spawn | forkserver
+  bool checksum = false;       // mploader only: hash every batch's bytes (touches the data)
   // mploader only: LoaderOptions::crash_dir, timeout and max_restarts_per_epoch.
   std::string crash_dir;   // empty: $MPLOADER_CRASH_DIR, else ./mploader-crashes
   int64_t timeout_ms = 120000;
@@ -52,6 +54,7 @@ struct RunResult {
   double mb_per_s = 0;       // MB = bytes of all tensors of a batch / 1e6
   double wall_s = 0;         // loader construction start -> last batch in hand
   double teardown_s = 0;     // destroying the loader (workers stopped and joined)
+  std::string checksum;      // with --checksum: FNV-1a over the bytes of every batch, in order
 };
 
 // Runners. Each constructs its loader, takes config.batches batches (more epochs when one is

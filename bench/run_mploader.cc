@@ -7,6 +7,7 @@
 #include <mploader/loader.h>
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -29,7 +30,23 @@ mploader::LoaderOptions loader_options(const RunConfig& config) {
   options.timeout = std::chrono::milliseconds(config.timeout_ms);
   options.crash_dir = config.crash_dir;
   options.max_restarts_per_epoch = config.max_restarts;
+  // Workers live across epochs, as PyTorch's do in pytorch_dataloader.py.
+  options.persistent_workers = true;
+  options.start_method = config.start == "spawn"        ? mploader::StartMethod::kSpawn
+                         : config.start == "forkserver" ? mploader::StartMethod::kForkserver
+                                                        : mploader::StartMethod::kFork;
   return options;
+}
+
+// FNV-1a over every byte of every tensor of the batch, continuing `hash`.
+uint64_t hash_batch(const mploader::Batch& batch, uint64_t hash) {
+  for (const auto& item : batch.tensors()) {
+    const auto* bytes = static_cast<const uint8_t*>(item.second.data_ptr());
+    for (int64_t i = 0; i < tensor_bytes(item.second); ++i) {
+      hash = (hash ^ bytes[i]) * 1099511628211ULL;
+    }
+  }
+  return hash;
 }
 
 FaultSpec fault_spec(const RunConfig& config) {
@@ -55,6 +72,7 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
   auto loader = std::make_unique<mploader::Loader>(
       config.fault.empty() ? data : inject_fault(data, fault_spec(config)), loader_options(config));
   int empty_in_a_row = 0;  // nullopt ends an epoch; the next call starts the next one
+  uint64_t checksum = 14695981039346656037ULL;
   while (timer.batches() < config.batches) {
     std::optional<mploader::Batch> b = loader->next();
     if (!b) {
@@ -64,6 +82,7 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
       continue;
     }
     empty_in_a_row = 0;
+    if (config.checksum) checksum = hash_batch(*b, checksum);
     timer.batch((*b)["image"].size(0), batch_bytes(*b));
   }
   timer.loop_done();
@@ -72,6 +91,11 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
   RunResult result{config};
   result.dataset_size = static_cast<int64_t>(data->size());
   timer.finish(result);
+  if (config.checksum) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(checksum));
+    result.checksum = hex;
+  }
   return result;
 }
 

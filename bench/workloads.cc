@@ -5,6 +5,9 @@
 
 #include <ATen/ops/full.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <mploader/registry.h>
+
+#include <sstream>
 
 #include <stdexcept>
 
@@ -30,7 +33,28 @@ mploader::Sample SyntheticDataset::get(int64_t index) {
   };
 }
 
-FmnistDataset::FmnistDataset(const std::string& data_dir) {
+std::optional<mploader::DatasetRecipe> SyntheticDataset::recipe() const {
+  std::string dims;
+  for (int64_t d : shape_) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+  return mploader::DatasetRecipe{"bench-synthetic", std::to_string(size_) + " " + dims};
+}
+
+// Spawned and forkserver workers rebuild the workloads from these.
+MPLOADER_REGISTER_DATASET("bench-synthetic", [](const std::string& config) {
+  std::istringstream in(config);
+  size_t size = 0;
+  std::string dims;
+  in >> size >> dims;
+  std::vector<int64_t> shape;
+  std::istringstream parts(dims);
+  for (std::string d; std::getline(parts, d, ',');) shape.push_back(std::stoll(d));
+  return std::make_shared<SyntheticDataset>(shape, size);
+});
+MPLOADER_REGISTER_DATASET("bench-fmnist", [](const std::string& dir) {
+  return std::make_shared<FmnistDataset>(dir);
+});
+
+FmnistDataset::FmnistDataset(const std::string& data_dir) : data_dir_(data_dir) {
   FmnistSplit split = load_fmnist(data_dir, "train");
   images_ = split.images.unsqueeze(1);  // [N, 1, 28, 28]
   labels_ = split.labels;

@@ -23,6 +23,8 @@ class SyntheticDataset : public mploader::Dataset {
   SyntheticDataset(std::vector<int64_t> shape, size_t size);
   size_t size() const override { return size_; }
   mploader::Sample get(int64_t index) override;
+  // "bench-synthetic": "<size> <d0,d1,...>", for --start spawn and forkserver.
+  std::optional<mploader::DatasetRecipe> recipe() const override;
 
  private:
   std::vector<int64_t> shape_;
@@ -36,8 +38,13 @@ class FmnistDataset : public mploader::Dataset {
   explicit FmnistDataset(const std::string& data_dir);
   size_t size() const override { return static_cast<size_t>(labels_.size(0)); }
   mploader::Sample get(int64_t index) override;
+  // "bench-fmnist": the data directory.
+  std::optional<mploader::DatasetRecipe> recipe() const override {
+    return mploader::DatasetRecipe{"bench-fmnist", data_dir_};
+  }
 
  private:
+  std::string data_dir_;
   at::Tensor images_;  // uint8 [N, 1, 28, 28]
   at::Tensor labels_;  // int64 [N]
 };
