@@ -110,12 +110,6 @@ void ShmRegion::close_fd() {
   fd_ = -1;
 }
 
-int64_t free_bytes_of(int fd) {
-  struct statvfs st;
-  if (fstatvfs(fd, &st) != 0) return -1;
-  return static_cast<int64_t>(st.f_bavail) * static_cast<int64_t>(st.f_frsize);
-}
-
 int64_t free_bytes_of_dir(const std::string& dir) {
   struct statvfs st;
   if (statvfs(dir.c_str(), &st) != 0) return -1;

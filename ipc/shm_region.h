@@ -43,8 +43,7 @@ class ShmRegion {
   int fd_ = -1;
 };
 
-// Free bytes of the filesystem holding `fd` (fstatvfs), or -1 when unknown.
-int64_t free_bytes_of(int fd);
+// Free bytes of the filesystem holding `dir` (statvfs), or -1 when unknown.
 int64_t free_bytes_of_dir(const std::string& dir);
 
 }  // namespace mploader::ipc

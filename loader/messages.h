@@ -2,8 +2,6 @@
 // with the numbers, and what to do.
 #pragma once
 
-#include "worker/worker_process.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,7 +13,5 @@ std::string index_list(const std::vector<int64_t>& indices, size_t limit = 12);
 std::string overflow_warning(int worker, uint64_t sequence);
 std::string corrupt_ring(int worker, uint32_t descriptor);
 std::string overflow_receive_failed(int worker, const std::string& why);
-// The likely cause of a worker's death and what to change, by signal or exit code.
-std::string death_hint(const worker::ExitStatus& status);
 
 }  // namespace mploader::detail::messages
