@@ -138,6 +138,8 @@ void Supervisor::run() {
       }
     }
     poll(fds.data(), fds.size(), kSampleEveryMs);
+    // From here to the next poll this thread allocates: no fork may happen meanwhile.
+    std::shared_lock<std::shared_mutex> no_fork(worker::fork_gate());
     if (fds[0].revents != 0) wake_.drain();
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -41,6 +41,7 @@ class Launcher {
     for (;;) {
       wake_.wait(lock, [&] { return request_ != nullptr && !result_->has_value(); });
       // Forking with our own mutex held is safe: the child never touches it.
+      std::unique_lock<std::shared_mutex> quiet(fork_gate());
       result_->emplace(fork_worker(*request_));
       done_.notify_all();
     }
@@ -84,5 +85,10 @@ int foreign_thread_count() {
 }
 
 void note_own_thread(int delta) { g_own_threads.fetch_add(delta); }
+
+std::shared_mutex& fork_gate() {
+  static std::shared_mutex* gate = new std::shared_mutex();  // outlives every thread
+  return *gate;
+}
 
 }  // namespace mploader::worker

@@ -10,6 +10,7 @@
 #include "worker/worker_process.h"
 
 #include <functional>
+#include <shared_mutex>
 
 namespace mploader::worker {
 
@@ -21,5 +22,11 @@ ipc::Result<WorkerProcess> fork_from_launcher(const std::function<int()>& body);
 int foreign_thread_count();
 // Supervisors report themselves so that they are not counted as foreign.
 void note_own_thread(int delta);
+
+// mploader's own background threads hold this shared while they work (they allocate, log, read
+// /proc); the launcher holds it exclusively around fork(). So none of them is ever inside an
+// allocator or a lock at the moment of fork: the child would inherit that lock held for ever
+// (seen with ASan's allocator, which, unlike glibc's malloc, is not locked across fork).
+std::shared_mutex& fork_gate();
 
 }  // namespace mploader::worker
