@@ -3,12 +3,12 @@
 #include "loader/batch_builder.h"
 #include "loader/messages.h"
 #include "worker/batch_writer.h"
+#include "worker/exception_text.h"
 
 #include <mploader/errors.h>
 
 #include <ATen/ATen.h>
 
-#include <typeinfo>
 
 namespace mploader::detail {
 
@@ -29,18 +29,20 @@ std::optional<Batch> InProcessSource::next() {
   for (int64_t index : indices) {
     try {
       samples.push_back(dataset_.get(index));
-    } catch (const std::exception& e) {
-      throw WorkerError("mploader: Dataset::get(" + std::to_string(index) + ") threw: " +
-                            e.what() + " [" + where + "]",
-                        -1, index, typeid(e).name(), e.what());
+    } catch (...) {
+      auto [type, text] = worker::describe_current_exception();
+      throw WorkerError("mploader: Dataset::get(" + std::to_string(index) + ") threw " + type +
+                            ": " + text + " [" + where + "]",
+                        -1, index, type, text);
     }
   }
   worker::PlannedBatch plan;
   std::string error;
   try {
     error = worker::plan_batch(collator_.layout(samples), plan);
-  } catch (const std::exception& e) {
-    error = e.what();
+  } catch (...) {
+    auto [type, text] = worker::describe_current_exception();
+    error = type + ": " + text;
   }
   if (!error.empty()) {
     throw WorkerError("mploader: collating " + where + " failed: " + error, -1, -1, "collate",
@@ -52,9 +54,10 @@ std::optional<Batch> InProcessSource::next() {
   std::vector<at::Tensor> views = worker::views_into(base, plan);
   try {
     collator_.fill(samples, views);
-  } catch (const std::exception& e) {
-    throw WorkerError("mploader: collating " + where + " failed: " + e.what(), -1, -1,
-                      typeid(e).name(), e.what());
+  } catch (...) {
+    auto [type, text] = worker::describe_current_exception();
+    throw WorkerError("mploader: collating " + where + " failed: " + type + ": " + text, -1, -1,
+                      type, text);
   }
   auto descriptor = std::make_unique<ipc::TaskDescriptor>();
   worker::write_tensor_table(plan, *descriptor);

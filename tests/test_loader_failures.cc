@@ -58,6 +58,8 @@ TEST_CASE("failures: the same exception with num_workers 0", "[failures]") {
   } catch (const WorkerError& e) {
     CHECK(e.sample_index() == 5);
     CHECK(e.worker_id() == -1);
+    CHECK(e.exception_type() == "std::runtime_error");  // as a worker names it
+    CHECK(e.original_message() == "cannot decode sample 5");
   }
 }
 

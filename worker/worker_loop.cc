@@ -4,11 +4,11 @@
 #include "ipc/shm_region.h"
 #include "worker/batch_writer.h"
 #include "worker/crash_handler.h"
+#include "worker/exception_text.h"
 #include "worker/worker_info_setter.h"
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <cxxabi.h>
 #include <malloc.h>
 #include <poll.h>
 #include <unistd.h>
@@ -24,30 +24,12 @@ namespace {
 // How often an idle worker checks that its parent still exists (a fallback for PDEATHSIG).
 constexpr int kIdleCheckMs = 1000;
 
-std::string demangled(const std::type_info& type) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> name(
-      abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
-  return status == 0 && name ? name.get() : type.name();
-}
-
 void fail(ipc::TaskDescriptor& d, ipc::TaskStatus status, int64_t index, const std::string& type,
           const std::string& message) {
   d.status = static_cast<uint32_t>(status);
   d.failed_index = index;
   ipc::copy_text(d.error_type, sizeof d.error_type, type.c_str());
   ipc::copy_text(d.error_message, sizeof d.error_message, message.c_str());
-}
-
-// The current exception as (type, message) for a descriptor.
-std::pair<std::string, std::string> describe_current_exception() {
-  try {
-    throw;
-  } catch (const std::exception& e) {
-    return {demangled(typeid(e)), e.what()};
-  } catch (...) {
-    return {"unknown", "a non-std::exception was thrown"};
-  }
 }
 
 class Worker {
