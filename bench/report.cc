@@ -33,7 +33,8 @@ std::string json_line(const RunResult& r) {
 
 RunResult parse_json_line(const RunConfig& config, const std::string& line) try {
   const nlohmann::json j = nlohmann::json::parse(line);
-  RunResult r{config};
+  RunResult r;
+  r.config = config;
   r.config.workers = j.at("workers").get<int64_t>();
   r.dataset_size = j.at("dataset_size").get<int64_t>();
   r.batches = j.at("batches").get<int64_t>();

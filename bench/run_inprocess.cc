@@ -82,10 +82,7 @@ RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader:
     timer.loop_done();
   }
   timer.torn_down();
-  RunResult result{config};
-  result.dataset_size = static_cast<int64_t>(data->size());
-  timer.finish(result);
-  return result;
+  return timer.finish(config, data->size());
 }
 
 }  // namespace bench

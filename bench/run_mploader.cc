@@ -88,9 +88,7 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
   timer.loop_done();
   loader.reset();
   timer.torn_down();
-  RunResult result{config};
-  result.dataset_size = static_cast<int64_t>(data->size());
-  timer.finish(result);
+  RunResult result = timer.finish(config, data->size());
   if (config.checksum) {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(checksum));

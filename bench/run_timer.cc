@@ -20,16 +20,20 @@ void RunTimer::batch(int64_t samples, int64_t bytes) {
   samples_ += samples;
 }
 
-void RunTimer::finish(RunResult& result) const {
+RunResult RunTimer::finish(const RunConfig& config, size_t dataset_size) const {
+  RunResult result;
+  result.config = config;
+  result.dataset_size = static_cast<int64_t>(dataset_size);
   result.batches = batches_;
   result.samples = samples_;
-  if (batches_ == 0) return;
+  if (batches_ == 0) return result;
   result.first_batch_s = seconds(first_ - start_);
   const double steady = seconds(last_ - first_);
   result.samples_per_s = steady > 0 ? steady_samples_ / steady : 0.0;
   result.mb_per_s = steady > 0 ? steady_bytes_ / 1e6 / steady : 0.0;
   result.wall_s = seconds(last_ - start_);
   result.teardown_s = seconds(teardown_end_ - loop_end_);
+  return result;
 }
 
 }  // namespace bench

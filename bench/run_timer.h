@@ -25,8 +25,8 @@ class RunTimer {
   void loop_done() { loop_end_ = Clock::now(); }
   void torn_down() { teardown_end_ = Clock::now(); }
 
-  // Fills the measured fields of `result` (not its config).
-  void finish(RunResult& result) const;
+  // The result of the run of `config` over a dataset of `dataset_size` samples.
+  RunResult finish(const RunConfig& config, size_t dataset_size) const;
 
  private:
   Clock::time_point start_;
