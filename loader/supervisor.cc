@@ -155,8 +155,10 @@ void Supervisor::run() {
   }
 }
 
-// Reads memory and the OOM counter of each live worker. A counter is kept only if the worker
-// was still alive after it was read, so that "before" never includes the kill itself.
+// Reads memory and the OOM counter of each live worker. The kernel counts an OOM kill when it
+// sends SIGKILL, and a large worker takes a while to exit after that; so a reading becomes the
+// "before" of a death only once the worker has lived through one more interval after it.
+// Otherwise a reading taken between the kill and the exit would hide the OOM.
 void Supervisor::sample_memory() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (Watch& w : watches_) {
@@ -166,7 +168,9 @@ void Supervisor::sample_memory() {
       w.memory_time = Clock::now();
     }
     OomCounter counter = read_oom_counter(w.pid);
-    if (!readable(w.pidfd)) w.oom = counter;
+    if (readable(w.pidfd)) continue;
+    if (w.pending) w.oom = *w.pending;
+    w.pending = counter;
   }
 }
 

@@ -65,7 +65,8 @@ class Supervisor {
     const std::atomic<int64_t>* foreign_status = nullptr;  // see worker::WorkerProcess
     std::optional<ProcessMemory> memory;
     std::chrono::steady_clock::time_point memory_time;
-    OomCounter oom;
+    OomCounter oom;                    // the "before" of a death: see sample_memory()
+    std::optional<OomCounter> pending;  // the latest reading, not yet trusted as "before"
     bool gathering = false;
     std::shared_ptr<const DeathRecord> record;
   };
