@@ -16,11 +16,22 @@ std::string shape_text(at::IntArrayRef shape) {
   return s.str();
 }
 
-// Every sample must have the same names, in the same order, as the first.
+// True when `a` and `b` name the same tensors in the same order. Compares in place: this runs
+// for every sample of every batch, and names() would allocate.
+bool same_names(const Sample& a, const Sample& b) {
+  if (a.size() != b.size()) return false;
+  for (auto x = a.begin(), y = b.begin(); x != a.end(); ++x, ++y) {
+    if (x->first != y->first) return false;
+  }
+  return true;
+}
+
+// Every sample must have the same names, in the same order, as the first; fill() relies on it
+// to find a sample's tensors by position.
 void check_same_names(const std::vector<Sample>& samples) {
   const Sample& first = samples.at(0);
   for (size_t i = 1; i < samples.size(); ++i) {
-    if (samples[i].names() != first.names()) {
+    if (!same_names(samples[i], first)) {
       throw std::invalid_argument("sample " + std::to_string(i) +
                                   " of the batch has different tensor names than sample 0");
     }
@@ -34,6 +45,25 @@ void copy_into(at::Tensor dst, const at::Tensor& src) {
   } else {
     dst.copy_(src);
   }
+}
+
+// Copies `src` into row `row` of `batch` ([B, ...], contiguous); a shorter `src` (padding)
+// fills the front of the row. A plain memcpy at the row's offset when it can: indexing
+// batch[row] builds a view, one libtorch op per sample per tensor, which measured as a large
+// share of a worker's time on small samples.
+void copy_into_row(at::Tensor& batch, int64_t row, const at::Tensor& src) {
+  const auto row_bytes = batch.nbytes() / static_cast<size_t>(batch.size(0));
+  if (src.is_contiguous() && src.scalar_type() == batch.scalar_type() && src.device().is_cpu() &&
+      src.nbytes() <= row_bytes && batch.is_contiguous()) {
+    std::memcpy(static_cast<char*>(batch.data_ptr()) + row * row_bytes, src.data_ptr(),
+                src.nbytes());
+    return;
+  }
+  at::Tensor dst = batch[row];
+  if (src.dim() > 0 && dst.dim() > 0 && src.size(0) < dst.size(0)) {
+    dst = dst.narrow(0, 0, src.size(0));
+  }
+  dst.copy_(src);
 }
 
 class StackCollator : public Collator {
@@ -59,11 +89,11 @@ class StackCollator : public Collator {
     return out;
   }
 
+  // layout() checked that every sample names the same tensors in the same order.
   void fill(const std::vector<Sample>& samples, std::vector<at::Tensor>& outputs) override {
-    size_t k = 0;
-    for (const auto& item : samples[0]) {
-      for (size_t i = 0; i < samples.size(); ++i) copy_into(outputs[k][i], samples[i][item.first]);
-      ++k;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      size_t k = 0;
+      for (const auto& item : samples[i]) copy_into_row(outputs[k++], static_cast<int64_t>(i), item.second);
     }
   }
 
@@ -114,15 +144,16 @@ class PadCollator : public Collator {
     size_t k = 0;
     for (const auto& [name, t0] : samples[0]) {
       at::Tensor& out = outputs[k++];
+      const auto rows = static_cast<int64_t>(samples.size());
       if (t0.dim() == 0) {
-        for (size_t i = 0; i < samples.size(); ++i) copy_into(out[i], samples[i][name]);
+        for (int64_t i = 0; i < rows; ++i) copy_into_row(out, i, samples[i][name]);
         continue;
       }
-      at::Tensor& lengths = outputs[k++];
+      int64_t* lengths = outputs[k++].data_ptr<int64_t>();
       out.fill_(pad_value_);
-      for (size_t i = 0; i < samples.size(); ++i) {
+      for (int64_t i = 0; i < rows; ++i) {
         const at::Tensor& t = samples[i][name];
-        copy_into(out[i].narrow(0, 0, t.size(0)), t);
+        copy_into_row(out, i, t);
         lengths[i] = t.size(0);
       }
     }

@@ -1,0 +1,62 @@
+// The built-in collators on their own, without workers: every way a sample's tensor can reach
+// a batch row (contiguous memcpy, another dtype, a strided view, a shorter padded tensor).
+#include <mploader/collate.h>
+
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using mploader::Sample;
+
+namespace {
+
+// Allocates the batch tensors a worker would map from its slot, then fills them.
+std::vector<at::Tensor> collate(mploader::Collator& c, const std::vector<Sample>& samples) {
+  std::vector<at::Tensor> out;
+  for (const mploader::TensorLayout& t : c.layout(samples)) {
+    out.push_back(at::full(t.shape, 7, at::TensorOptions().dtype(t.dtype)));
+  }
+  c.fill(samples, out);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("collate: stack copies every row, whatever the source's layout or dtype", "[collate]") {
+  const at::Tensor grid = at::arange(36, at::kFloat).reshape({6, 6});
+  REQUIRE_FALSE(grid.t()[1].is_contiguous());
+  std::vector<Sample> samples{
+      {{"x", grid[0]}, {"y", at::scalar_tensor(10, at::kLong)}},
+      {{"x", grid.t()[1]}, {"y", at::scalar_tensor(11, at::kInt)}},  // strided; another dtype
+      {{"x", grid[3].to(at::kDouble)}, {"y", at::scalar_tensor(12, at::kLong)}},
+  };
+  auto out = collate(*mploader::stack_collate(), samples);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].sizes() == at::IntArrayRef({3, 6}));
+  for (int i = 0; i < 3; ++i) {
+    CHECK(at::equal(out[0][i], samples[i]["x"].to(at::kFloat)));
+    CHECK(out[1][i].item<int64_t>() == 10 + i);
+  }
+}
+
+TEST_CASE("collate: pad fills short rows' fronts and pads the rest", "[collate]") {
+  std::vector<Sample> samples{
+      {{"t", at::arange(3, at::kLong)}},
+      {{"t", at::arange(5, at::kLong).mul(2).slice(0, 0, 5, 1)}},
+      {{"t", at::arange(8, at::kLong).slice(0, 0, 8, 2)}},  // strided, length 4
+  };
+  auto out = collate(*mploader::pad_collate(-1), samples);
+  REQUIRE(out.size() == 2);
+  const at::Tensor expected = at::tensor({0, 1, 2, -1, -1, 0, 2, 4, 6, 8, 0, 2, 4, 6, -1},
+                                         at::kLong).reshape({3, 5});
+  CHECK(at::equal(out[0], expected));
+  CHECK(at::equal(out[1], at::tensor({3, 5, 4}, at::kLong)));
+}
+
+TEST_CASE("collate: samples naming different tensors are refused", "[collate]") {
+  std::vector<Sample> samples{{{"a", at::zeros({2})}, {"b", at::zeros({2})}},
+                              {{"b", at::zeros({2})}, {"a", at::zeros({2})}}};
+  CHECK_THROWS_WITH(mploader::stack_collate()->layout(samples),
+                    Catch::Contains("sample 1") && Catch::Contains("different tensor names"));
+}
