@@ -66,34 +66,68 @@ void copy_into_row(at::Tensor& batch, int64_t row, const at::Tensor& src) {
   dst.copy_(src);
 }
 
+// "cannot stack 'x': sample 3 has shape [2] but sample 0 has [3]; ..."
+std::string stack_mismatch(const std::string& name, size_t row, at::IntArrayRef shape,
+                           at::IntArrayRef first_shape) {
+  return "cannot stack '" + name + "': sample " + std::to_string(row) + " has shape " +
+         shape_text(shape) + " but sample 0 has " + shape_text(first_shape) +
+         "; use mploader::pad_collate() for variable-length data";
+}
+
 class StackCollator : public Collator {
  public:
   std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override {
     if (samples.empty()) throw std::invalid_argument("cannot collate an empty batch");
     check_same_names(samples);
-    std::vector<TensorLayout> out;
     for (const auto& [name, t0] : samples[0]) {
       for (size_t i = 1; i < samples.size(); ++i) {
         const at::Tensor& t = samples[i][name];
-        if (t.sizes() != t0.sizes()) {
-          throw std::invalid_argument(
-              "cannot stack '" + name + "': sample " + std::to_string(i) + " has shape " +
-              shape_text(t.sizes()) + " but sample 0 has " + shape_text(t0.sizes()) +
-              "; use mploader::pad_collate() for variable-length data");
-        }
+        if (t.sizes() != t0.sizes()) throw std::invalid_argument(stack_mismatch(name, i, t.sizes(), t0.sizes()));
       }
-      std::vector<int64_t> shape{static_cast<int64_t>(samples.size())};
-      shape.insert(shape.end(), t0.sizes().begin(), t0.sizes().end());
-      out.push_back({name, t0.scalar_type(), std::move(shape)});
     }
-    return out;
+    return layout_from_first(samples[0], samples.size());
   }
 
   // layout() checked that every sample names the same tensors in the same order.
   void fill(const std::vector<Sample>& samples, std::vector<at::Tensor>& outputs) override {
     for (size_t i = 0; i < samples.size(); ++i) {
       size_t k = 0;
-      for (const auto& item : samples[i]) copy_into_row(outputs[k++], static_cast<int64_t>(i), item.second);
+      for (const auto& item : samples[i]) {
+        copy_into_row(outputs[k++], static_cast<int64_t>(i), item.second);
+      }
+    }
+  }
+
+  bool streams() const override { return true; }
+
+  std::vector<TensorLayout> layout_from_first(const Sample& first, size_t batch_size) override {
+    if (batch_size == 0) throw std::invalid_argument("cannot collate an empty batch");
+    std::vector<TensorLayout> out;
+    for (const auto& [name, t] : first) {
+      std::vector<int64_t> shape{static_cast<int64_t>(batch_size)};
+      shape.insert(shape.end(), t.sizes().begin(), t.sizes().end());
+      out.push_back({name, t.scalar_type(), std::move(shape)});
+    }
+    return out;
+  }
+
+  void fill_row(size_t row, const Sample& sample, const std::vector<TensorLayout>& layout,
+                std::vector<at::Tensor>& outputs) override {
+    bool same = sample.size() == layout.size();
+    for (size_t k = 0; same && k < layout.size(); ++k) {
+      same = (sample.begin() + static_cast<std::ptrdiff_t>(k))->first == layout[k].name;
+    }
+    if (!same) {
+      throw std::invalid_argument("sample " + std::to_string(row) +
+                                  " of the batch has different tensor names than sample 0");
+    }
+    size_t k = 0;
+    for (const auto& [name, t] : sample) {
+      const at::IntArrayRef first_shape = at::IntArrayRef(layout[k].shape).slice(1);
+      if (t.sizes() != first_shape) {
+        throw std::invalid_argument(stack_mismatch(name, row, t.sizes(), first_shape));
+      }
+      copy_into_row(outputs[k++], static_cast<int64_t>(row), t);
     }
   }
 
@@ -207,6 +241,15 @@ class FunctionCollator : public Collator {
 
 std::optional<size_t> Collator::estimate_batch_bytes(const Sample&, size_t) {
   return std::nullopt;
+}
+
+std::vector<TensorLayout> Collator::layout_from_first(const Sample&, size_t) {
+  throw std::logic_error("mploader: this collator does not stream; streams() must be false");
+}
+
+void Collator::fill_row(size_t, const Sample&, const std::vector<TensorLayout>&,
+                        std::vector<at::Tensor>&) {
+  throw std::logic_error("mploader: this collator does not stream; streams() must be false");
 }
 
 std::shared_ptr<Collator> stack_collate() { return std::make_shared<StackCollator>(); }

@@ -9,6 +9,8 @@
 
 #include <ATen/ATen.h>
 
+#include <tuple>
+
 
 namespace mploader::detail {
 
@@ -37,16 +39,16 @@ std::optional<Batch> InProcessSource::next() {
     }
   }
   worker::PlannedBatch plan;
-  std::string error;
+  // Typed as the workers type it: the exception's type, or "layout" for a slot-table limit.
+  std::string error_type = "layout", error;
   try {
     error = worker::plan_batch(collator_.layout(samples), plan);
   } catch (...) {
-    auto [type, text] = worker::describe_current_exception();
-    error = type + ": " + text;
+    std::tie(error_type, error) = worker::describe_current_exception();
   }
   if (!error.empty()) {
-    throw WorkerError("mploader: collating " + where + " failed: " + error, -1, -1, "collate",
-                      error);
+    throw WorkerError("mploader: collating " + where + " failed: " + error_type + ": " + error,
+                      -1, -1, error_type, error);
   }
   auto buffer = std::make_shared<at::Tensor>(
       at::empty({static_cast<int64_t>(std::max<uint64_t>(plan.total_bytes, 1))}, at::kByte));

@@ -60,3 +60,27 @@ TEST_CASE("collate: samples naming different tensors are refused", "[collate]") 
   CHECK_THROWS_WITH(mploader::stack_collate()->layout(samples),
                     Catch::Contains("sample 1") && Catch::Contains("different tensor names"));
 }
+
+TEST_CASE("collate: stack streams row by row to the same batch, and refuses the same samples",
+          "[collate]") {
+  auto stack = mploader::stack_collate();
+  REQUIRE(stack->streams());
+  std::vector<Sample> samples;
+  for (int i = 0; i < 4; ++i) {
+    samples.push_back({{"x", at::full({2, 3}, i, at::kFloat)}, {"y", at::scalar_tensor(i)}});
+  }
+  const auto whole = collate(*stack, samples);
+  const auto layout = stack->layout_from_first(samples[0], samples.size());
+  std::vector<at::Tensor> rows;
+  for (const auto& t : layout) rows.push_back(at::empty(t.shape, t.dtype));
+  for (size_t i = 0; i < samples.size(); ++i) stack->fill_row(i, samples[i], layout, rows);
+  for (size_t k = 0; k < whole.size(); ++k) CHECK(at::equal(rows[k], whole[k]));
+
+  const Sample wrong_shape{{"x", at::zeros({3, 2})}, {"y", at::scalar_tensor(0)}};
+  CHECK_THROWS_WITH(stack->fill_row(2, wrong_shape, layout, rows),
+                    Catch::Contains("sample 2 has shape [3, 2] but sample 0 has [2, 3]"));
+  const Sample wrong_names{{"y", at::scalar_tensor(0)}, {"x", at::zeros({2, 3})}};
+  CHECK_THROWS_WITH(stack->fill_row(1, wrong_names, layout, rows),
+                    Catch::Contains("sample 1") && Catch::Contains("different tensor names"));
+  CHECK_FALSE(mploader::pad_collate()->streams());
+}

@@ -141,3 +141,22 @@ TEST_CASE("failures: an oversized batch without overflow names both sizes",
                                           Catch::Contains("allow_overflow"));
   }
 }
+
+TEST_CASE("failures: samples that cannot be stacked name the tensor and both shapes",
+          "[failures][process]") {
+  for (int64_t workers : {0, 2}) {
+    CAPTURE(workers);
+    // Worker batches stream sample by sample; in-process batches are collated whole: the
+    // message is the same.
+    Loader loader(std::make_shared<testing_datasets::VarLenDataset>(40), options(workers, 4));
+    try {
+      loader.next();
+      FAIL("expected WorkerError");
+    } catch (const WorkerError& e) {
+      CHECK(e.exception_type() == "std::invalid_argument");
+      CHECK_THAT(e.original_message(),
+                 Catch::Contains("cannot stack 'tokens': sample 1 has shape [2] but sample 0 "
+                                 "has [1]") && Catch::Contains("pad_collate"));
+    }
+  }
+}

@@ -122,78 +122,131 @@ class Worker {
     d.num_tensors = 0;
     d.batch_bytes = 0;
     d.failed_index = -1;
+    if (c_.collator->streams()) return run_streaming(id, d);
     std::vector<Sample> samples;
     if (!load_samples(id, d, samples)) return;
     PlannedBatch plan;
-    set_phase(ipc::WorkerPhase::kCollate);
-    try {
-      std::string error = plan_batch(c_.collator->layout(samples), plan);
-      if (!error.empty()) return fail(d, ipc::TaskStatus::kCollateError, -1, "layout", error);
-    } catch (...) {
-      auto [type, message] = describe_current_exception();
-      return fail(d, ipc::TaskStatus::kCollateError, -1, type, message);
+    Destination dest;
+    if (!plan_layout([&] { return c_.collator->layout(samples); }, d, plan)) return;
+    if (!open_destination(d, plan, dest)) return;
+    if (!collate([&] { c_.collator->fill(samples, dest.views); }, d)) return;
+    publish(id, d, dest);
+  }
+
+  // Each sample goes into the slot as soon as it is loaded, so the worker holds one sample
+  // rather than a batch of them: less memory, and the sample is still in cache when copied.
+  void run_streaming(uint32_t id, ipc::TaskDescriptor& d) {
+    const int64_t* indices = c_.region.indices(id);
+    const size_t rows = d.num_indices;
+    PlannedBatch plan;
+    Destination dest;
+    for (size_t row = 0; row < rows; ++row) {
+      Sample sample;
+      if (!load_sample(d, indices[row], sample)) return;
+      if (row == 0) {
+        if (!plan_layout([&] { return c_.collator->layout_from_first(sample, rows); }, d, plan)) {
+          return;
+        }
+        if (!open_destination(d, plan, dest)) return;
+      }
+      if (!collate([&] { c_.collator->fill_row(row, sample, plan.layout, dest.views); }, d)) {
+        return;
+      }
     }
-    write_batch(id, d, samples, plan);
-    set_phase(ipc::WorkerPhase::kPublish);
+    header_.current_index.store(-1, std::memory_order_relaxed);
+    publish(id, d, dest);
   }
 
   bool load_samples(uint32_t id, ipc::TaskDescriptor& d, std::vector<Sample>& samples) {
     const int64_t* indices = c_.region.indices(id);
-    samples.reserve(d.num_indices);
+    samples.resize(d.num_indices);
     for (uint32_t i = 0; i < d.num_indices; ++i) {
-      if (header_.stop.load(std::memory_order_relaxed) != 0) _exit(0);
-      if (cancelled(d)) {
-        d.status = static_cast<uint32_t>(ipc::TaskStatus::kCancelled);
-        return false;
-      }
-      header_.current_index.store(indices[i], std::memory_order_relaxed);
-      set_phase(ipc::WorkerPhase::kDatasetGet);
-      try {
-        samples.push_back(c_.dataset->get(indices[i]));
-      } catch (...) {
-        auto [type, message] = describe_current_exception();
-        fail(d, ipc::TaskStatus::kDatasetError, indices[i], type, message);
-        header_.current_index.store(-1, std::memory_order_relaxed);
-        return false;
-      }
+      if (!load_sample(d, indices[i], samples[i])) return false;
     }
     header_.current_index.store(-1, std::memory_order_relaxed);
     return true;
   }
 
-  void write_batch(uint32_t id, ipc::TaskDescriptor& d, const std::vector<Sample>& samples,
-                   const PlannedBatch& plan) {
-    write_tensor_table(plan, d);
-    const bool fits = d.payload_slot >= 0 && plan.total_bytes <= header_.slot_bytes;
-    if (!fits && !c_.allow_overflow && d.payload_slot >= 0) {
-      d.status = static_cast<uint32_t>(ipc::TaskStatus::kTooLarge);
-      return;
+  // False when the task was cancelled or the dataset threw (the descriptor then says which).
+  bool load_sample(ipc::TaskDescriptor& d, int64_t index, Sample& out) {
+    if (header_.stop.load(std::memory_order_relaxed) != 0) _exit(0);
+    if (cancelled(d)) {
+      d.status = static_cast<uint32_t>(ipc::TaskStatus::kCancelled);
+      return false;
     }
+    header_.current_index.store(index, std::memory_order_relaxed);
+    set_phase(ipc::WorkerPhase::kDatasetGet);
+    try {
+      out = c_.dataset->get(index);
+      return true;
+    } catch (...) {
+      auto [type, message] = describe_current_exception();
+      fail(d, ipc::TaskStatus::kDatasetError, index, type, message);
+      header_.current_index.store(-1, std::memory_order_relaxed);
+      return false;
+    }
+  }
+
+  // Runs a collator step; a throw fails the task with the collator's message.
+  template <typename Step>
+  bool collate(Step&& step, ipc::TaskDescriptor& d) {
+    set_phase(ipc::WorkerPhase::kCollate);
+    try {
+      step();
+      return true;
+    } catch (...) {
+      auto [type, message] = describe_current_exception();
+      fail(d, ipc::TaskStatus::kCollateError, -1, type, message);
+      return false;
+    }
+  }
+
+  template <typename MakeLayout>
+  bool plan_layout(MakeLayout&& make_layout, ipc::TaskDescriptor& d, PlannedBatch& plan) {
+    std::string error;
+    if (!collate([&] { error = plan_batch(make_layout(), plan); }, d)) return false;
+    if (error.empty()) return true;
+    fail(d, ipc::TaskStatus::kCollateError, -1, "layout", error);
+    return false;
+  }
+
+  // Where a batch is written: its slot, or a one-off segment when it does not fit.
+  struct Destination {
+    bool fits = false;
     ipc::ShmRegion overflow;
+    std::vector<at::Tensor> views;
+  };
+
+  bool open_destination(ipc::TaskDescriptor& d, const PlannedBatch& plan, Destination& dest) {
+    write_tensor_table(plan, d);
+    dest.fits = d.payload_slot >= 0 && plan.total_bytes <= header_.slot_bytes;
+    if (!dest.fits && !c_.allow_overflow && d.payload_slot >= 0) {
+      d.status = static_cast<uint32_t>(ipc::TaskStatus::kTooLarge);
+      return false;
+    }
     uint8_t* base;
-    if (fits) {
+    if (dest.fits) {
       base = c_.region.slot(static_cast<uint32_t>(d.payload_slot));
     } else {
       auto segment = ipc::ShmRegion::create(std::max<uint64_t>(plan.total_bytes, 1), "",
                                             "mploader-overflow");
       if (!segment.ok()) {
-        return fail(d, ipc::TaskStatus::kInternalError, -1, "shared memory",
-                    "overflow segment of " + std::to_string(plan.total_bytes) +
-                        " bytes: " + segment.error().describe());
+        fail(d, ipc::TaskStatus::kInternalError, -1, "shared memory",
+             "overflow segment of " + std::to_string(plan.total_bytes) +
+                 " bytes: " + segment.error().describe());
+        return false;
       }
-      overflow = segment.take();
-      base = static_cast<uint8_t*>(overflow.base());
+      dest.overflow = segment.take();
+      base = static_cast<uint8_t*>(dest.overflow.base());
     }
-    try {
-      std::vector<at::Tensor> views = views_into(base, plan);
-      c_.collator->fill(samples, views);
-    } catch (...) {
-      auto [type, message] = describe_current_exception();
-      return fail(d, ipc::TaskStatus::kCollateError, -1, type, message);
-    }
-    if (!fits) {
+    return collate([&] { dest.views = views_into(base, plan); }, d);
+  }
+
+  void publish(uint32_t id, ipc::TaskDescriptor& d, Destination& dest) {
+    set_phase(ipc::WorkerPhase::kPublish);
+    if (!dest.fits) {
       d.payload_slot = -1;  // tells the main process to receive the segment
-      ipc::Status sent = ipc::send_fd(c_.socket_fd, overflow.fd(), id);
+      ipc::Status sent = ipc::send_fd(c_.socket_fd, dest.overflow.fd(), id);
       if (!sent.ok()) {
         return fail(d, ipc::TaskStatus::kInternalError, -1, "fd passing",
                     sent.error().describe());

@@ -33,6 +33,17 @@ class Collator {
   // Bytes a batch of `batch_size` samples like `sample` would need, or nullopt when that
   // cannot be known without a whole batch. Used to size ring slots.
   virtual std::optional<size_t> estimate_batch_bytes(const Sample& sample, size_t batch_size);
+
+  // Optional streaming form, for collators whose batch layout follows from the first sample
+  // alone (stack_collate does). A worker then writes each sample into the slot as soon as it
+  // is loaded and holds one sample at a time instead of a batch of them. When streams() is
+  // true, workers call layout_from_first() once per batch and fill_row() for every sample
+  // (row 0 included) instead of layout() and fill(); fill_row() throws, like layout(), when a
+  // sample does not fit the layout. The defaults do not stream.
+  virtual bool streams() const { return false; }
+  virtual std::vector<TensorLayout> layout_from_first(const Sample& first, size_t batch_size);
+  virtual void fill_row(size_t row, const Sample& sample, const std::vector<TensorLayout>& layout,
+                        std::vector<at::Tensor>& outputs);
   // How a spawned worker rebuilds this collator: "stack", "pad <value> <suffix>", or
   // "<factory>\n<config>" for one registered with MPLOADER_REGISTER_COLLATOR. nullopt: it
   // cannot be rebuilt (function_collate), and start_method spawn is refused.
