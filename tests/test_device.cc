@@ -122,8 +122,8 @@ TEST_CASE("device: a CUDA message from a forked worker's dataset gets the fork h
   }
 }
 
-TEST_CASE("device: batches arrive on the GPU equal to the host ones; resume leaves out the one "
-          "copied ahead",
+TEST_CASE("device: batches arrive on the GPU equal to the host ones, and a resume leaves out the "
+          "one copied ahead",
           "[device][process][gpu]") {
   SKIP_WITHOUT_GPU();
   LoaderOptions o = options(2, true);
