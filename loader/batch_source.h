@@ -13,7 +13,10 @@ class BatchSource {
  public:
   virtual ~BatchSource() = default;
   // Abandons what is left of the current epoch and starts delivering `batches`.
-  virtual void start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) = 0;
+  // `sequences[i]` is batch i's position in the epoch's full plan (Batch::sequence()); empty
+  // means 0, 1, ...: a resumed epoch delivers only the batches not yet delivered.
+  virtual void start_epoch(std::vector<std::vector<int64_t>> batches,
+                           std::vector<uint64_t> sequences, uint64_t epoch) = 0;
   // The next batch, or nullopt at the end of the epoch.
   virtual std::optional<Batch> next() = 0;
 };

@@ -44,7 +44,8 @@ Dispatcher::Dispatcher(WorkerPool& pool, Supervisor& supervisor, InFlightBook& b
   }
 }
 
-void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) {
+void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches,
+                             std::vector<uint64_t> sequences, uint64_t epoch) {
   if (broken_) std::rethrow_exception(broken_);
   ++generation_;
   for (size_t w = 0; w < pool_.size(); ++w) {
@@ -54,6 +55,7 @@ void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t
   reorder_.clear();
   unordered_.clear();
   batches_ = std::move(batches);
+  sequences_ = std::move(sequences);
   epoch_ = epoch;
   next_issue_ = 0;
   next_deliver_ = 0;
@@ -135,7 +137,7 @@ bool Dispatcher::issue_one(uint64_t sequence, bool require_slot) {
     if (!slot && require_slot) continue;
     if (!slot && !state.warned_overflow) {
       state.warned_overflow = true;
-      log().warn(messages::overflow_warning(static_cast<int>(w), sequence));
+      log().warn(messages::overflow_warning(static_cast<int>(w), plan_sequence(sequence)));
     }
     send_task(w, slot ? static_cast<int64_t>(*slot) : -1, sequence);
     next_worker_hint_ = (w + 1) % workers_.size();
@@ -151,7 +153,7 @@ void Dispatcher::send_task(size_t w, int64_t slot, uint64_t sequence) {
   const uint32_t id = state.free_descriptors.back();
   state.free_descriptors.pop_back();
   ipc::TaskDescriptor& d = channel.view.descriptor(id);
-  d.sequence = sequence;
+  d.sequence = plan_sequence(sequence);
   d.epoch = epoch_;
   d.generation = generation_;
   d.payload_slot = static_cast<int32_t>(slot);
@@ -159,7 +161,7 @@ void Dispatcher::send_task(size_t w, int64_t slot, uint64_t sequence) {
   d.status = static_cast<uint32_t>(ipc::TaskStatus::kPending);
   std::memcpy(channel.view.indices(id), indices.data(), indices.size() * sizeof(int64_t));
   state.in_flight[id] = InFlight{generation_, sequence, slot};
-  book_.add(w, id, InFlightBatch{epoch_, sequence, indices});
+  book_.add(w, id, InFlightBatch{epoch_, plan_sequence(sequence), indices});
   channel.view.task_ring().try_push(id);  // never full: capacity exceeds the descriptors
   channel.task_event.notify();
   if (!reissue_.empty() && reissue_.front() == sequence) {

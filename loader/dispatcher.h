@@ -30,7 +30,8 @@ class Dispatcher : public BatchSource {
  public:
   Dispatcher(WorkerPool& pool, Supervisor& supervisor, InFlightBook& book,
              const LoaderOptions& options);
-  void start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) override;
+  void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
+                   uint64_t epoch) override;
   std::optional<Batch> next() override;
 
  private:
@@ -67,6 +68,10 @@ class Dispatcher : public BatchSource {
   void restart_or_fail(size_t worker, const DeathRecord& record, bool hang);
   void restart_worker(size_t worker);
   std::string describe_batch(uint64_t sequence) const;
+  // Positions index batches_; Batch::sequence() and messages use the full plan's sequence.
+  uint64_t plan_sequence(uint64_t position) const {
+    return sequences_.empty() ? position : sequences_[position];
+  }
 
   WorkerPool& pool_;
   Supervisor& supervisor_;
@@ -77,6 +82,7 @@ class Dispatcher : public BatchSource {
   uint64_t generation_ = 0;
   uint64_t epoch_ = 0;
   std::vector<std::vector<int64_t>> batches_;
+  std::vector<uint64_t> sequences_;  // batch i's sequence in the full plan; empty: i
   size_t next_issue_ = 0;
   std::deque<uint64_t> reissue_;  // batches of a dead worker, issued again first
   int64_t restarts_this_epoch_ = 0;

@@ -19,7 +19,7 @@ std::exception_ptr Dispatcher::error_for(size_t w, uint32_t id, const InFlight& 
   const std::string type(d.error_type, strnlen(d.error_type, sizeof d.error_type));
   const std::string text(d.error_message, strnlen(d.error_message, sizeof d.error_message));
   const std::string skipped = ". The batch is skipped; catch the exception to go on with the "
-                              "next batch.";
+                              "next batch." + messages::cuda_in_worker_hint(text);
   switch (static_cast<ipc::TaskStatus>(d.status)) {
     case ipc::TaskStatus::kDatasetError:
       return std::make_exception_ptr(WorkerError(
@@ -47,7 +47,9 @@ std::exception_ptr Dispatcher::error_for(size_t w, uint32_t id, const InFlight& 
 }
 
 std::string Dispatcher::describe_batch(uint64_t sequence) const {
-  std::string s = "batch " + std::to_string(sequence) + " of epoch " + std::to_string(epoch_);
+  std::string s = "batch " + std::to_string(sequence < batches_.size() ? plan_sequence(sequence)
+                                                                      : sequence) +
+                  " of epoch " + std::to_string(epoch_);
   if (sequence < batches_.size()) s += ", indices " + messages::index_list(batches_[sequence]);
   return s;
 }

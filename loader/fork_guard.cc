@@ -8,6 +8,7 @@
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 
+#include <atomic>
 #include <string>
 
 namespace mploader::detail {
@@ -26,12 +27,15 @@ bool cuda_initialised() {
 }  // namespace
 
 void check_fork_safety(int num_workers) {
-  if (cuda_initialised()) {
-    throw OptionError("start_method",
-                      "mploader: CUDA is initialised in this process, and a forked worker "
-                      "cannot use or even safely inherit a CUDA context. Create the Loader "
-                      "before the first CUDA call, or keep CUDA out of the workers and move "
-                      "batches to the GPU in the training loop (workers never need CUDA).");
+  // Forking after CUDA is initialised is safe as long as the child never calls CUDA, and
+  // mploader's workers never do (pinning and device copies happen in this process). Only
+  // dataset or collate code that uses CUDA breaks, so this is a note, not an error: a training
+  // loop that uses the GPU must be able to restart non-persistent workers every epoch.
+  static std::atomic<bool> noted{false};
+  if (cuda_initialised() && !noted.exchange(true)) {
+    log().info("mploader: CUDA is initialised in this process; forked workers inherit no "
+               "usable CUDA context, so dataset and collate code must not use CUDA (use "
+               "start_method spawn or forkserver if it must).");
   }
   const int others = worker::foreign_thread_count();
   if (others > 0) {

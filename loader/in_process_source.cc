@@ -14,16 +14,19 @@
 
 namespace mploader::detail {
 
-void InProcessSource::start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) {
+void InProcessSource::start_epoch(std::vector<std::vector<int64_t>> batches,
+                                  std::vector<uint64_t> sequences, uint64_t epoch) {
   batches_ = std::move(batches);
+  sequences_ = std::move(sequences);
   epoch_ = epoch;
   position_ = 0;
 }
 
 std::optional<Batch> InProcessSource::next() {
   if (position_ >= batches_.size()) return std::nullopt;
-  const uint64_t sequence = position_++;
-  std::vector<int64_t>& indices = batches_[sequence];
+  const uint64_t position = position_++;
+  const uint64_t sequence = sequences_.empty() ? position : sequences_[position];
+  std::vector<int64_t>& indices = batches_[position];
   const std::string where = "batch " + std::to_string(sequence) + " of epoch " +
                             std::to_string(epoch_) + ", indices " +
                             messages::index_list(indices) + ", num_workers = 0";

@@ -13,13 +13,15 @@ namespace mploader::detail {
 class InProcessSource : public BatchSource {
  public:
   InProcessSource(Dataset& dataset, Collator& collator) : dataset_(dataset), collator_(collator) {}
-  void start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) override;
+  void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
+                   uint64_t epoch) override;
   std::optional<Batch> next() override;
 
  private:
   Dataset& dataset_;
   Collator& collator_;
   std::vector<std::vector<int64_t>> batches_;
+  std::vector<uint64_t> sequences_;  // as in BatchSource::start_epoch
   uint64_t epoch_ = 0;
   size_t position_ = 0;
 };

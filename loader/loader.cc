@@ -8,6 +8,7 @@
 #include "loader/log.h"
 #include "loader/options_check.h"
 #include "loader/preflight.h"
+#include "loader/resume_state.h"
 #include "loader/supervisor.h"
 #include "loader/units.h"
 #include "loader/worker_pool.h"
@@ -85,6 +86,7 @@ class LoaderCore {
     config_.slot_bytes = choose_slot_bytes(*dataset_, options_);
     config_.shm_dir = options_.shm_dir;
     config_.allow_overflow = options_.allow_overflow;
+    config_.pin_memory = options_.pin_memory;
     config_.seed = options_.seed;
     config_.rank = options_.rank;
     config_.worker_init = options_.worker_init;
@@ -137,15 +139,42 @@ class LoaderCore {
     book_.reset();
   }
 
+  uint64_t upcoming_epoch() const {
+    if (resume_) return resume_->epoch;
+    return requested_epoch_ ? *requested_epoch_ : (started_any_ ? epoch_ + 1 : 0);
+  }
+
   void start_epoch() {
-    epoch_ = requested_epoch_ ? *requested_epoch_ : (started_any_ ? epoch_ + 1 : 0);
+    epoch_ = upcoming_epoch();
     requested_epoch_.reset();
     started_any_ = true;
     auto batches = options_.batch_sampler->batches(dataset_->size(), epoch_);
     check_batches(batches, dataset_->size(), options_.batch_sampler->max_batch_size());
+    plan_ = fingerprint(batches, dataset_->size());
+    delivered_.assign(batches.size(), false);
+    std::vector<uint64_t> sequences;
+    if (resume_) {
+      ResumeState resume = std::move(*resume_);
+      resume_.reset();
+      check_same_plan(resume, plan_, settings());  // a sampler that is not deterministic
+      delivered_ = std::move(resume.delivered);
+      batches = remaining_batches(std::move(batches), sequences);
+    }
     if (!source_) start_workers(epoch_);
-    source_->start_epoch(std::move(batches), epoch_);
+    source_->start_epoch(std::move(batches), std::move(sequences), epoch_);
     running_ = true;
+  }
+
+  // The batches not in delivered_, and their sequences in the full plan.
+  std::vector<std::vector<int64_t>> remaining_batches(std::vector<std::vector<int64_t>> all,
+                                                      std::vector<uint64_t>& sequences) const {
+    std::vector<std::vector<int64_t>> remaining;
+    for (size_t s = 0; s < all.size(); ++s) {
+      if (delivered_[s]) continue;
+      remaining.push_back(std::move(all[s]));
+      sequences.push_back(s);
+    }
+    return remaining;
   }
 
   std::optional<Batch> next() {
@@ -154,8 +183,55 @@ class LoaderCore {
     if (!batch) {
       running_ = false;
       if (!options_.persistent_workers) stop_workers();
+    } else if (batch->sequence() < delivered_.size()) {
+      delivered_[batch->sequence()] = true;
     }
     return batch;
+  }
+
+  RecordedSettings settings() const {
+    return RecordedSettings{options_.batch_size, options_.drop_last, options_.shuffle,
+                            options_.seed,       options_.in_order,  options_.num_workers};
+  }
+
+  // The epoch the next next() continues (a running one, even if all its batches were received:
+  // then what remains of it is nothing) or starts, and what of it was received.
+  ResumeState state() const {
+    if (resume_) return *resume_;
+    ResumeState s;
+    s.settings = settings();
+    if (running_) {
+      s.epoch = epoch_;
+      s.plan = plan_;
+      s.delivered = delivered_;
+      return s;
+    }
+    s.epoch = upcoming_epoch();
+    s.plan = fingerprint(options_.batch_sampler->batches(dataset_->size(), s.epoch),
+                         dataset_->size());
+    s.delivered.assign(s.plan.num_batches, false);
+    return s;
+  }
+
+  void load_state(const std::string& text) {
+    ResumeState saved = from_text(text);
+    auto batches = options_.batch_sampler->batches(dataset_->size(), saved.epoch);
+    check_same_plan(saved, fingerprint(batches, dataset_->size()), settings());
+    running_ = false;  // the next iteration starts the resumed epoch
+    requested_epoch_.reset();
+    started_any_ = true;
+    epoch_ = saved.epoch;
+    resume_ = std::move(saved);
+  }
+
+  void request_epoch(uint64_t epoch) {
+    if (resume_ && resume_->epoch != epoch) {
+      log().warn("mploader: set_epoch({}) discards the loaded state of epoch {}; epoch {} "
+                 "starts from its first batch",
+                 epoch, resume_->epoch, epoch);
+      resume_.reset();
+    }
+    requested_epoch_ = epoch;
   }
 
   LoaderOptions options_;
@@ -166,6 +242,9 @@ class LoaderCore {
   std::unique_ptr<Supervisor> supervisor_;
   std::unique_ptr<BatchSource> source_;
   std::optional<uint64_t> requested_epoch_;
+  std::optional<ResumeState> resume_;  // loaded, applied by the next start_epoch()
+  PlanFingerprint plan_;               // of the epoch running (or last run)
+  std::vector<bool> delivered_;        // by sequence, of that epoch
   uint64_t epoch_ = 0;
   bool started_any_ = false;
   bool running_ = false;
@@ -178,15 +257,27 @@ Loader::Loader(std::shared_ptr<Dataset> dataset, LoaderOptions options)
 
 Loader::~Loader() = default;
 
-void Loader::set_epoch(uint64_t epoch) { core_->requested_epoch_ = epoch; }
+void Loader::set_epoch(uint64_t epoch) { core_->request_epoch(epoch); }
 
 uint64_t Loader::epoch() const { return core_->epoch_; }
 
 size_t Loader::batches_per_epoch() const {
-  const uint64_t next = core_->requested_epoch_ ? *core_->requested_epoch_
-                                                : (core_->started_any_ ? core_->epoch_ + 1 : 0);
+  if (core_->resume_) return core_->resume_->plan.num_batches;
+  const uint64_t next = core_->upcoming_epoch();
   return core_->options_.batch_sampler->batches(core_->dataset_->size(), next).size();
 }
+
+std::string Loader::state_dict() const { return detail::to_text(core_->state()); }
+
+std::string Loader::state_dict_without(const Batch& ahead) const {
+  detail::ResumeState state = core_->state();
+  if (ahead.epoch() == state.epoch && ahead.sequence() < state.delivered.size()) {
+    state.delivered[ahead.sequence()] = false;
+  }
+  return detail::to_text(state);
+}
+
+void Loader::load_state_dict(const std::string& state) { core_->load_state(state); }
 
 Loader::Iterator Loader::begin() {
   core_->start_epoch();

@@ -1,5 +1,6 @@
 #include "loader/worker_pool.h"
 
+#include "loader/cuda_pinning.h"
 #include "loader/fork_guard.h"
 #include "loader/units.h"
 #include "worker/forkserver.h"
@@ -81,6 +82,22 @@ WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& c
     shutdown();
     throw;
   }
+  for (auto& channel : channels_) set_pinned(*channel, config_.pin_memory);
+}
+
+// Pinning comes after the fork of the region's worker, and is undone around a restart's fork:
+// a driver may mark page-locked ranges MADV_DONTFORK, which would leave a forked worker
+// without its own ring. Spawned and forkserver workers map the ring afresh, so for them it
+// does not matter; the order is the same for simplicity.
+void WorkerPool::set_pinned(WorkerChannel& c, bool pinned) {
+  if (pinned == c.pin->pinned) return;
+  if (pinned) {
+    c.pin->pinned = cuda::pin(c.region->base(), c.region->size());
+    c.pin->owner_pid = getpid();
+  } else {
+    cuda::unpin(c.region->base());
+    c.pin->pinned = false;
+  }
 }
 
 WorkerPool::~WorkerPool() { shutdown(); }
@@ -95,7 +112,12 @@ void WorkerPool::create_channel(int id, const ipc::RegionGeometry& geometry) {
         config_.shm_dir.empty() ? -1 : ipc::free_bytes_of_dir(config_.shm_dir);
     throw_shm_error(region.error(), geometry.total_bytes, config_, id, free_bytes);
   }
-  channel->region = std::make_shared<ipc::ShmRegion>(region.take());
+  std::shared_ptr<RegionPin> pin = channel->pin;
+  channel->region = std::shared_ptr<ipc::ShmRegion>(
+      new ipc::ShmRegion(region.take()), [pin](ipc::ShmRegion* r) {
+        if (pin->pinned && pin->owner_pid == getpid()) cuda::unpin(r->base());
+        delete r;
+      });
   ipc::RegionView::initialize(channel->region->base(), geometry, id);
   channel->view = ipc::RegionView(channel->region->base());
   channel->task_event = checked(ipc::EventFd::create(), "creating an eventfd");
@@ -199,7 +221,9 @@ void WorkerPool::restart(size_t worker) {
   c.view.task_ring().init();
   c.view.done_ring().init();
   c.reaped = false;
+  set_pinned(c, false);
   start_worker(c);
+  set_pinned(c, config_.pin_memory);
 }
 
 void WorkerPool::shutdown() {

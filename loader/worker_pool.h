@@ -39,8 +39,17 @@ class SlotPool {
   std::vector<uint32_t> free_;
 };
 
+// Whether a region is page-locked for CUDA, and by which process: only that one unpins it.
+struct RegionPin {
+  bool pinned = false;
+  int owner_pid = 0;
+};
+
 struct WorkerChannel {
   int id = 0;
+  // Unpinned (when pinned) by its deleter, before it is unmapped, whenever the last batch
+  // viewing it goes: epoch end, restart, destruction and exceptions alike.
+  std::shared_ptr<RegionPin> pin = std::make_shared<RegionPin>();
   std::shared_ptr<ipc::ShmRegion> region;  // shared: batches keep it mapped after the pool
   ipc::RegionView view;
   ipc::EventFd task_event;
@@ -60,6 +69,7 @@ struct PoolConfig {
   std::string shm_dir;
   bool allow_overflow = true;
   uint64_t seed = 0;
+  bool pin_memory = false;  // page-lock each region in this process (LoaderOptions::pin_memory)
   uint64_t first_epoch = 0;  // the epoch the workers start in (for their first seed)
   int64_t rank = 0;
   std::function<void(const WorkerInfo&)> worker_init;
@@ -89,6 +99,7 @@ class WorkerPool {
  private:
   void create_channel(int id, const ipc::RegionGeometry& geometry);
   void start_worker(WorkerChannel& channel);
+  void set_pinned(WorkerChannel& channel, bool pinned);
   void drop_other_channels_in_child(int keep);
   worker::SpawnSpec spawn_spec(const WorkerChannel& channel) const;
   ipc::Result<worker::WorkerProcess> launch(WorkerChannel& channel);

@@ -1,0 +1,229 @@
+#include "loader/resume_state.h"
+
+#include <mploader/errors.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+namespace mploader::detail {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kVersionKey = "mploader_loader_state";
+constexpr uint64_t kVersion = 1;
+const std::string kFix =
+    " Pass load_state_dict() the unmodified text a Loader::state_dict() returned, or start "
+    "without it.";
+
+class Fnv1a {
+ public:
+  void add(uint64_t value) {
+    for (int byte = 0; byte < 8; ++byte) {
+      hash_ ^= (value >> (8 * byte)) & 0xff;
+      hash_ *= 0x100000001b3ULL;
+    }
+  }
+  void add(const std::string& text) {
+    for (unsigned char c : text) {
+      hash_ ^= c;
+      hash_ *= 0x100000001b3ULL;
+    }
+  }
+  uint64_t value() const { return hash_; }
+
+ private:
+  uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+// Hex text: JSON readers outside C++ often lose integers above 2^53.
+std::string hex(uint64_t value) {
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+[[noreturn]] void refuse(const std::string& what) {
+  throw OptionError("state", "mploader: cannot load the loader state: " + what + "." + kFix);
+}
+
+const json& field(const json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end()) refuse(std::string("the field \"") + name + "\" is missing");
+  return *it;
+}
+
+uint64_t unsigned_field(const json& object, const char* name) {
+  const json& value = field(object, name);
+  if (!value.is_number_unsigned()) {
+    refuse(std::string("the field \"") + name + "\" is " + value.dump() +
+           ", not an unsigned integer");
+  }
+  return value.get<uint64_t>();
+}
+
+uint64_t hex_field(const json& object, const char* name) {
+  const json& value = field(object, name);
+  const std::string text = value.is_string() ? value.get<std::string>() : "";
+  char* end = nullptr;
+  const unsigned long long parsed = std::strtoull(text.c_str(), &end, 16);
+  if (text.size() != 16 || end != text.c_str() + text.size()) {
+    refuse(std::string("the field \"") + name + "\" is " + value.dump() +
+           ", not 16 hexadecimal digits");
+  }
+  return parsed;
+}
+
+json settings_json(const RecordedSettings& s) {
+  return json{{"batch_size", s.batch_size}, {"drop_last", s.drop_last},
+              {"shuffle", s.shuffle},       {"seed", s.seed},
+              {"in_order", s.in_order},     {"num_workers", s.num_workers}};
+}
+
+// Only for naming differences; a missing or odd value is left at its default.
+RecordedSettings settings_from(const json& j) {
+  RecordedSettings s;
+  if (!j.is_object()) return s;
+  s.batch_size = j.value("batch_size", int64_t{0});
+  s.drop_last = j.value("drop_last", false);
+  s.shuffle = j.value("shuffle", false);
+  s.seed = j.value("seed", uint64_t{0});
+  s.in_order = j.value("in_order", true);
+  s.num_workers = j.value("num_workers", int64_t{0});
+  return s;
+}
+
+// Delivered sequences as sorted half-open ranges [begin, end): a prefix (in_order) is one pair.
+json delivered_ranges(const std::vector<bool>& delivered) {
+  json ranges = json::array();
+  size_t i = 0;
+  while (i < delivered.size()) {
+    if (!delivered[i]) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < delivered.size() && delivered[end]) ++end;
+    ranges.push_back(json::array({i, end}));
+    i = end;
+  }
+  return ranges;
+}
+
+std::vector<bool> delivered_from(const json& ranges, uint64_t num_batches) {
+  if (!ranges.is_array()) refuse("the field \"delivered\" is not a list of [begin, end) pairs");
+  std::vector<bool> delivered(num_batches, false);
+  uint64_t previous_end = 0;
+  for (const json& r : ranges) {
+    const bool pair = r.is_array() && r.size() == 2 && r[0].is_number_unsigned() &&
+                      r[1].is_number_unsigned();
+    const uint64_t begin = pair ? r[0].get<uint64_t>() : 0;
+    const uint64_t end = pair ? r[1].get<uint64_t>() : 0;
+    if (!pair || begin >= end || begin < previous_end || end > num_batches) {
+      refuse("the field \"delivered\" holds " + r.dump() + ", not a sorted, disjoint [begin, "
+             "end) range within the epoch's " + std::to_string(num_batches) + " batches");
+    }
+    for (uint64_t s = begin; s < end; ++s) delivered[s] = true;
+    previous_end = end;
+  }
+  return delivered;
+}
+
+uint64_t checksum(const json& body) {
+  Fnv1a h;
+  h.add(body.dump());  // keys sorted (std::map), so the text is canonical
+  return h.value();
+}
+
+}  // namespace
+
+PlanFingerprint fingerprint(const std::vector<std::vector<int64_t>>& batches,
+                            size_t dataset_size) {
+  Fnv1a h;
+  h.add(static_cast<uint64_t>(batches.size()));
+  for (const std::vector<int64_t>& batch : batches) {
+    h.add(static_cast<uint64_t>(batch.size()));
+    for (int64_t index : batch) h.add(static_cast<uint64_t>(index));
+  }
+  return PlanFingerprint{dataset_size, batches.size(), h.value()};
+}
+
+std::string to_text(const ResumeState& state) {
+  json body{{kVersionKey, kVersion},
+            {"epoch", state.epoch},
+            {"dataset_size", state.plan.dataset_size},
+            {"num_batches", state.plan.num_batches},
+            {"plan_hash", hex(state.plan.hash)},
+            {"delivered", delivered_ranges(state.delivered)},
+            {"settings", settings_json(state.settings)}};
+  body["checksum"] = hex(checksum(body));
+  return body.dump();
+}
+
+ResumeState from_text(const std::string& text) {
+  json body;
+  try {
+    body = json::parse(text);
+  } catch (const json::parse_error& e) {
+    refuse("the text (" + std::to_string(text.size()) + " bytes) is not valid JSON, it may be "
+           "truncated (" + e.what() + ")");
+  }
+  if (!body.is_object() || !body.contains(kVersionKey)) {
+    refuse(std::string("the text is not a Loader state (no \"") + kVersionKey + "\" field)");
+  }
+  const uint64_t version = unsigned_field(body, kVersionKey);
+  if (version != kVersion) {
+    refuse("it is of version " + std::to_string(version) + ", and this mploader reads version " +
+           std::to_string(kVersion));
+  }
+  const uint64_t saved_checksum = hex_field(body, "checksum");
+  body.erase("checksum");
+  if (checksum(body) != saved_checksum) {
+    refuse("its checksum does not match its contents: the text was altered or damaged");
+  }
+  ResumeState state;
+  state.epoch = unsigned_field(body, "epoch");
+  state.plan.dataset_size = unsigned_field(body, "dataset_size");
+  state.plan.num_batches = unsigned_field(body, "num_batches");
+  state.plan.hash = hex_field(body, "plan_hash");
+  state.delivered = delivered_from(field(body, "delivered"), state.plan.num_batches);
+  state.settings = settings_from(field(body, "settings"));
+  return state;
+}
+
+void check_same_plan(const ResumeState& saved, const PlanFingerprint& current,
+                     const RecordedSettings& now) {
+  const PlanFingerprint& was = saved.plan;
+  if (was.dataset_size == current.dataset_size && was.num_batches == current.num_batches &&
+      was.hash == current.hash) {
+    return;
+  }
+  std::string differs;
+  auto note = [&differs](const std::string& name, const std::string& then,
+                         const std::string& now_value) {
+    if (then == now_value) return;
+    differs += (differs.empty() ? "" : ", ") + name + " " + then + " then, " + now_value + " now";
+  };
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  note("dataset size", std::to_string(was.dataset_size), std::to_string(current.dataset_size));
+  note("batches in the epoch", std::to_string(was.num_batches),
+       std::to_string(current.num_batches));
+  note("batch_size", std::to_string(saved.settings.batch_size), std::to_string(now.batch_size));
+  note("drop_last", flag(saved.settings.drop_last), flag(now.drop_last));
+  note("shuffle", flag(saved.settings.shuffle), flag(now.shuffle));
+  note("seed", std::to_string(saved.settings.seed), std::to_string(now.seed));
+  if (differs.empty()) {
+    differs = "same dataset size, batch count and options, but the sampler or batch_sampler "
+              "orders the batches differently (it must be the same one, deterministic in "
+              "(dataset_size, epoch))";
+  }
+  throw OptionError(
+      "state", "mploader: cannot load the loader state: it was taken from another batch plan "
+               "for epoch " + std::to_string(saved.epoch) + " (" + differs +
+                   "), so its record of delivered batches does not apply. Build the Loader "
+                   "with the dataset and options the state was taken with, or start the epoch "
+                   "afresh without load_state_dict().");
+}
+
+}  // namespace mploader::detail

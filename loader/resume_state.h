@@ -1,0 +1,56 @@
+// ResumeState: what Loader::state_dict() saves and load_state_dict() restores, so that a
+// program restarted from a checkpoint gets exactly the batches of an epoch it had not yet
+// received.
+//
+// The epoch's batch plan (every batch's index list) is not stored: the sampler recomputes it
+// from (dataset_size, epoch), and a 64-bit fingerprint of it proves the recomputed plan is the
+// one the state was taken from. Batches are named by their sequence in that plan.
+//
+// Plain value type; no shared state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mploader::detail {
+
+// The identity of one epoch's batch plan.
+struct PlanFingerprint {
+  uint64_t dataset_size = 0;
+  uint64_t num_batches = 0;
+  uint64_t hash = 0;  // FNV-1a over every batch's length and indices, in order
+};
+
+PlanFingerprint fingerprint(const std::vector<std::vector<int64_t>>& batches,
+                            size_t dataset_size);
+
+// Options recorded so that a refused state can name what changed; the fingerprint alone
+// decides whether a state applies.
+struct RecordedSettings {
+  int64_t batch_size = 0;
+  bool drop_last = false;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  bool in_order = true;
+  int64_t num_workers = 0;
+};
+
+struct ResumeState {
+  uint64_t epoch = 0;
+  PlanFingerprint plan;
+  std::vector<bool> delivered;  // by sequence; size plan.num_batches
+  RecordedSettings settings;
+};
+
+// Versioned JSON text with a checksum over its contents.
+std::string to_text(const ResumeState& state);
+// Throws OptionError("state") naming the field and the fix for text that is not JSON, is
+// truncated, of another version, altered, or inconsistent.
+ResumeState from_text(const std::string& text);
+// Throws OptionError("state") when `current` (this loader's plan for saved.epoch) differs from
+// the saved one, naming the dataset size, batch count and recorded options that differ.
+void check_same_plan(const ResumeState& saved, const PlanFingerprint& current,
+                     const RecordedSettings& current_settings);
+
+}  // namespace mploader::detail
