@@ -16,6 +16,8 @@ class BatchSource {
   virtual void start_epoch(std::vector<std::vector<int64_t>> batches, uint64_t epoch) = 0;
   // The next batch, or nullopt at the end of the epoch.
   virtual std::optional<Batch> next() = 0;
+  // Time next() waited for the batch due while later ones were ready (LoaderStats).
+  virtual uint64_t head_of_line_ns() const { return 0; }
 };
 
 }  // namespace mploader::detail
