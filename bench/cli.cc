@@ -220,6 +220,18 @@ void check_data_dir(const RawOptions& raw, Plan& plan) {
   }
 }
 
+// The folder an output file goes into must exist, so a long sweep does not end in an error.
+void check_output_file(const char* option, const std::string& path) {
+  if (path.empty()) return;
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw UsageError(std::string(option) + ": folder '" + dir + "' of '" + path +
+                     "' does not exist; create it or give another path");
+  }
+}
+
 void check_shm_dir(const std::string& dir) {
   struct stat st {};
   if (!dir.empty() && (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
@@ -305,6 +317,8 @@ void validate(const RawOptions& raw, Plan& plan) {
     plan.base.timeout_ms = 2000;
   }
   check_data_dir(raw, plan);
+  check_output_file("--csv", plan.csv);
+  check_output_file("--plot", plan.plot);
   check_shm_dir(plan.base.shm_dir);
 }
 
