@@ -13,6 +13,8 @@
 #include <iostream>
 #include <sys/stat.h>
 
+#include <utility>
+
 namespace bench {
 
 namespace {
@@ -107,6 +109,9 @@ struct RawOptions {
   std::string batch_size = "64";
   std::string batches = "200";
   std::string prefetch = "2";
+  // The [sweep] section of a --config file (or `sweep --workers ...`): used where the option
+  // itself is not given.
+  std::string sweep_workers, sweep_prefetch, sweep_batch_size;
   std::string loader = "mploader,libtorch,inprocess";
   std::string shm_dir;
   std::string start = "fork";
@@ -168,6 +173,14 @@ void add_options(CLI::App& app, RawOptions& raw) {
   app.add_flag("--checksum", raw.checksum, "hash the bytes of every mploader batch (to compare "
                "start methods; it touches the data, so rates drop)");
   add_fault_options(app, raw);
+  // A TOML section is a CLI11 subcommand: [sweep] in a config file lands here.
+  CLI::App* sweep = app.add_subcommand("sweep", "sweep lists, as the [sweep] section of a "
+                                       "--config file: workers, prefetch, batch-size")
+                        ->configurable()
+                        ->fallthrough();
+  sweep->add_option("--workers", raw.sweep_workers, "comma list of worker counts");
+  sweep->add_option("--prefetch", raw.sweep_prefetch, "comma list of prefetch factors");
+  sweep->add_option("--batch-size", raw.sweep_batch_size, "comma list of batch sizes");
   // Any option above may also come from a TOML file (see configs/); the command line wins.
   app.set_config("--config", "", "read options from a TOML file, e.g. configs/synthetic.toml");
   app.allow_config_extras(false);  // a misspelt key is an error, not silently ignored
@@ -340,6 +353,14 @@ bool parse_command_line(int argc, char** argv, Plan& plan) {
                      "'--', as mploader-bench --help lists them");
   } catch (const CLI::ParseError& e) {
     throw UsageError(std::string(e.what()) + "; see mploader-bench --help");
+  }
+  // [sweep] lists apply where the option itself was not given (file top level or command line).
+  const std::pair<const char*, std::pair<std::string*, std::string*>> lists[] = {
+      {"--workers", {&raw.workers, &raw.sweep_workers}},
+      {"--prefetch", {&raw.prefetch, &raw.sweep_prefetch}},
+      {"--batch-size", {&raw.batch_size, &raw.sweep_batch_size}}};
+  for (const auto& [name, values] : lists) {
+    if (!values.second->empty() && app.count(name) == 0) *values.first = *values.second;
   }
   validate(raw, plan);
   return true;

@@ -64,7 +64,7 @@ void classify(const RunResult& choice, const RunResult& fewest, Recommendation& 
                                 static_cast<double>(fewest.config.workers));
   } else {
     rec.bound = "CPU-bound";
-    rec.reason = measured + ": workers compute all the time, each as fast as alone";
+    rec.reason = measured + ": the workers' computing limits throughput, each as fast as alone";
   }
 }
 

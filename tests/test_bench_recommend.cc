@@ -24,7 +24,7 @@ bench::RunResult row(int64_t workers, double rate, double util = -1, double busy
 
 }  // namespace
 
-TEST_CASE("recommend: smallest workers within 5 % of the best; CPU-bound when busy and not "
+TEST_CASE("recommend: smallest workers within 5 % of the best, CPU-bound when busy and not "
           "slowed", "[recommend]") {
   const auto recs = bench::recommend(
       {row(1, 100, 0.98, 10), row(2, 196, 0.97, 10.2), row(4, 380, 0.95, 10.5),
@@ -51,7 +51,7 @@ TEST_CASE("recommend: IPC-bound when workers are mostly idle", "[recommend]") {
   CHECK(recs[0].bound == "IPC-bound");
 }
 
-TEST_CASE("recommend: 0 workers when the main process is as fast; no reason without counters",
+TEST_CASE("recommend: 0 workers when the main process is as fast, no reason without counters",
           "[recommend]") {
   auto recs = bench::recommend({row(0, 500), row(2, 510, 0.3, 1)});
   REQUIRE(recs.size() == 1);
