@@ -62,8 +62,11 @@ void write_csv(const std::string& path, const std::vector<RunResult>& rows) {
   check_written(out, path);
 }
 
-std::string write_plot(const std::string& png, const std::vector<RunResult>& rows) {
-  const std::string stem = stem_of(png), dat = stem + ".dat", gp = stem + ".gp";
+namespace {
+
+// Writes the gnuplot script `gp` (one panel per workload) and its data `dat`.
+void write_gnuplot_files(const std::string& png, const std::string& gp, const std::string& dat,
+                         const std::vector<RunResult>& rows) {
   // One gnuplot data block (separated by two blank lines) per loader x configuration.
   using Key = std::tuple<std::string, std::string, int64_t, int64_t>;
   std::map<Key, std::vector<const RunResult*>> series;
@@ -71,28 +74,49 @@ std::string write_plot(const std::string& png, const std::vector<RunResult>& row
     series[{r.config.workload, r.config.loader, r.config.batch_size, r.config.prefetch}]
         .push_back(&r);
   }
+  std::vector<std::string> workloads;  // one panel each, in name order
+  for (const auto& entry : series) {
+    if (workloads.empty() || workloads.back() != std::get<0>(entry.first)) {
+      workloads.push_back(std::get<0>(entry.first));
+    }
+  }
   std::ofstream data = open_for_writing(dat, "--plot");
   std::ofstream script = open_for_writing(gp, "--plot");
   script << "# Redraw with: gnuplot " << gp << "\n"
-         << "set terminal pngcairo size 1000,650\nset output '" << png << "'\n"
-         << "set title 'mploader-bench: samples/s against num_workers'\n"
-         << "set xlabel 'num_workers'\nset ylabel 'samples/s'\nset key outside right\n"
-         << "set grid\nplot";
+         << "set terminal pngcairo noenhanced size " << 560 * workloads.size() + 200 << ",520\n"
+         << "set output '" << png << "'\n"
+         << "set multiplot layout 1," << workloads.size()
+         << " title 'mploader-bench: samples/s against num_workers'\n"
+         << "set xlabel 'num_workers'\nset ylabel 'samples/s'\nset key top left\n"
+         << "set grid\nset xtics 1\nset yrange [0:*]\n";
   int block = 0;
+  std::string panel;
   for (const auto& [key, points] : series) {
     const auto& [workload, loader, batch, prefetch] = key;
     data << "# " << loader << " " << workload << " batch=" << batch << " prefetch=" << prefetch
          << "\n";
     for (const RunResult* r : points) data << r->config.workers << ' ' << r->samples_per_s << '\n';
     data << "\n\n";
-    script << (block ? ", \\\n    " : " ") << "'" << dat << "' index " << block
-           << " using 1:2 with linespoints title '" << loader << " " << workload
-           << " b=" << batch << " p=" << prefetch << "'";
+    if (workload != panel) {
+      script << (panel.empty() ? "" : "\n") << "set title '" << workload << "'\nplot";
+      panel = workload;
+    } else {
+      script << ", \\\n    ";
+    }
+    script << " '" << dat << "' index " << block << " using 1:2 with linespoints title '"
+           << loader << " b=" << batch << " p=" << prefetch << "'";
     ++block;
   }
-  script << "\n";
+  script << "\nunset multiplot\n";
   check_written(data, dat);
   check_written(script, gp);
+}
+
+}  // namespace
+
+std::string write_plot(const std::string& png, const std::vector<RunResult>& rows) {
+  const std::string stem = stem_of(png), dat = stem + ".dat", gp = stem + ".gp";
+  write_gnuplot_files(png, gp, dat, rows);
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     return "plot: gnuplot is not installed (apt-get install gnuplot-nox); wrote " + gp +
            " and " + dat + ": run gnuplot " + gp + " to draw " + png;
