@@ -30,7 +30,8 @@ constexpr int kGeneratedSide = 288;
 
 bool is_jpeg_name(const fs::path& p) {
   std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return ext == ".jpg" || ext == ".jpeg";
 }
 
@@ -55,7 +56,8 @@ JpegDataset::JpegDataset(const std::string& dir) : dir_(dir) {
     throw UsageError("--data-dir: '" + dir + "' is not a folder; give a folder of .jpg files, "
                      "or leave --data-dir out to use a set generated from Fashion-MNIST");
   }
-  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+  const auto options = fs::directory_options::skip_permission_denied;
+  for (auto it = fs::recursive_directory_iterator(dir, options, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (is_jpeg_name(it->path()) && !it->is_directory(ec)) paths_.push_back(it->path().string());
   }
@@ -68,7 +70,9 @@ JpegDataset::JpegDataset(const std::string& dir) : dir_(dir) {
   for (const std::string& p : paths_) classes.emplace(fs::path(p).parent_path().string(), 0);
   int64_t next = 0;
   for (auto& entry : classes) entry.second = next++;
-  for (const std::string& p : paths_) labels_.push_back(classes[fs::path(p).parent_path().string()]);
+  for (const std::string& p : paths_) {
+    labels_.push_back(classes[fs::path(p).parent_path().string()]);
+  }
 }
 
 mploader::Sample JpegDataset::get(int64_t index) {
@@ -89,7 +93,8 @@ mploader::Sample JpegDataset::get(int64_t index) {
   const std::optional<mploader::WorkerInfo> info = mploader::worker_info();
   const CropBox box = random_resized_crop(height, width, crop_seed(index, info ? info->epoch : 0));
   crop_resize_normalize(rgb.data(), width, box, kCropSize, image.data_ptr<float>());
-  return {{"image", image}, {"label", at::scalar_tensor(labels_[static_cast<size_t>(index)], at::kLong)}};
+  const int64_t label = labels_[static_cast<size_t>(index)];
+  return {{"image", image}, {"label", at::scalar_tensor(label, at::kLong)}};
 }
 
 MPLOADER_REGISTER_DATASET("bench-jpeg", [](const std::string& dir) {
@@ -130,7 +135,8 @@ std::vector<uint8_t> upscale(const uint8_t* gray, int64_t label, std::mt19937& r
       for (int c = 0; c < 3; ++c) {
         const float tint = 0.6f + 0.4f * static_cast<float>((label + c * 3) % 10) / 9.0f;
         const int value = static_cast<int>(v * tint) + 20 * c + noise(rng);
-        rgb[(static_cast<size_t>(y) * n + x) * 3 + c] = static_cast<uint8_t>(std::clamp(value, 0, 255));
+        rgb[(static_cast<size_t>(y) * n + x) * 3 + c] =
+            static_cast<uint8_t>(std::clamp(value, 0, 255));
       }
     }
   }
@@ -146,14 +152,18 @@ void write_set(const std::string& dir, const std::string& fmnist_dir, int64_t co
   for (int64_t c = 0; c < 10; ++c) fs::create_directories(dir + "/" + std::to_string(c));
   for (int64_t i = 0; i < count; ++i) {
     const int64_t k = i % available;
-    const std::vector<uint8_t> jpeg =
-        encode_jpeg(upscale(images + k * 28 * 28, labels[k], rng), kGeneratedSide, kGeneratedSide, 90);
+    const std::vector<uint8_t> jpeg = encode_jpeg(upscale(images + k * 28 * 28, labels[k], rng),
+                                                  kGeneratedSide, kGeneratedSide, 90);
     char name[32];
     std::snprintf(name, sizeof name, "/%06lld.jpg", static_cast<long long>(i));
     const std::string path = dir + "/" + std::to_string(labels[k]) + name;
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
-    if (!out) throw std::runtime_error("jpeg: cannot write " + path + "; check the folder's space and permissions");
+    out.write(reinterpret_cast<const char*>(jpeg.data()),
+              static_cast<std::streamsize>(jpeg.size()));
+    if (!out) {
+      throw std::runtime_error("jpeg: cannot write " + path +
+                               "; check the folder's free space and permissions");
+    }
   }
 }
 

@@ -77,36 +77,65 @@ CropBox random_resized_crop(int height, int width, uint64_t seed) {
   return box;
 }
 
+namespace {
+
+// One source row interpolated horizontally at every output column, per channel (planar).
+void lerp_row(const uint8_t* row, const std::vector<Tap>& xs, float* planes, size_t size) {
+  for (size_t ox = 0; ox < size; ++ox) {
+    const size_t a = static_cast<size_t>(xs[ox].lo) * 3, b = static_cast<size_t>(xs[ox].hi) * 3;
+    for (size_t c = 0; c < 3; ++c) {
+      planes[c * size + ox] = row[a + c] + xs[ox].w * (row[b + c] - row[a + c]);
+    }
+  }
+}
+
+}  // namespace
+
+// Separable: each needed source row is interpolated horizontally once (rows are shared by
+// neighbouring output rows), then the vertical blend and normalisation run over contiguous
+// floats, which the compiler vectorises. A flip just reverses the column taps.
 void crop_resize_normalize(const uint8_t* rgb, int width, const CropBox& box, int size,
                            float* out) {
-  const std::vector<Tap> xs = taps(box.left, box.width, size);
+  std::vector<Tap> xs = taps(box.left, box.width, size);
+  if (box.flip) std::reverse(xs.begin(), xs.end());
   const std::vector<Tap> ys = taps(box.top, box.height, size);
-  const size_t plane = static_cast<size_t>(size) * size;
+  const size_t n = static_cast<size_t>(size), plane = n * n;
   const size_t stride = static_cast<size_t>(width) * 3;
   float scale[3], shift[3];
   for (int c = 0; c < 3; ++c) {
     scale[c] = 1.0f / (255.0f * kStd[c]);
     shift[c] = -kMean[c] / kStd[c];
   }
-  for (int oy = 0; oy < size; ++oy) {
-    const Tap& y = ys[static_cast<size_t>(oy)];
-    const uint8_t* r0 = rgb + static_cast<size_t>(y.lo) * stride;
-    const uint8_t* r1 = rgb + static_cast<size_t>(y.hi) * stride;
-    for (int ox = 0; ox < size; ++ox) {
-      const Tap& x = xs[static_cast<size_t>(ox)];
-      const size_t a = static_cast<size_t>(x.lo) * 3, b = static_cast<size_t>(x.hi) * 3;
-      const size_t at = static_cast<size_t>(oy) * size + (box.flip ? size - 1 - ox : ox);
-      for (int c = 0; c < 3; ++c) {
-        const float top = r0[a + c] + x.w * (r0[b + c] - r0[a + c]);
-        const float bottom = r1[a + c] + x.w * (r1[b + c] - r1[a + c]);
-        out[c * plane + at] = (top + y.w * (bottom - top)) * scale[c] + shift[c];
+  std::vector<float> rows[2] = {std::vector<float>(3 * n), std::vector<float>(3 * n)};
+  int row_of[2] = {-1, -1};  // the source row each buffer holds
+  for (size_t oy = 0; oy < n; ++oy) {
+    const Tap& y = ys[oy];
+    const float* lerped[2];
+    for (int k = 0; k < 2; ++k) {
+      const int want = k == 0 ? y.lo : y.hi;
+      int slot = row_of[0] == want ? 0 : row_of[1] == want ? 1 : -1;
+      if (slot < 0) {
+        slot = (row_of[0] == y.lo || row_of[0] == y.hi) ? 1 : 0;
+        lerp_row(rgb + static_cast<size_t>(want) * stride, xs, rows[slot].data(), n);
+        row_of[slot] = want;
+      }
+      lerped[k] = rows[slot].data();
+    }
+    for (size_t c = 0; c < 3; ++c) {
+      const float* top = lerped[0] + c * n;
+      const float* bottom = lerped[1] + c * n;
+      float* dst = out + c * plane + oy * n;
+      for (size_t ox = 0; ox < n; ++ox) {
+        dst[ox] = (top[ox] + y.w * (bottom[ox] - top[ox])) * scale[c] + shift[c];
       }
     }
   }
 }
 
 JpegDecoder::JpegDecoder() : handle_(tjInitDecompress()) {
-  if (handle_ == nullptr) throw std::runtime_error(std::string("tjInitDecompress: ") + tjGetErrorStr());
+  if (handle_ == nullptr) {
+    throw std::runtime_error(std::string("tjInitDecompress: ") + tjGetErrorStr());
+  }
 }
 
 JpegDecoder::~JpegDecoder() { tjDestroy(handle_); }
@@ -133,7 +162,9 @@ bool JpegDecoder::decode(const std::vector<uint8_t>& jpeg, std::vector<uint8_t>&
 std::vector<uint8_t> encode_jpeg(const std::vector<uint8_t>& rgb, int width, int height,
                                  int quality) {
   tjhandle handle = tjInitCompress();
-  if (handle == nullptr) throw std::runtime_error(std::string("tjInitCompress: ") + tjGetErrorStr());
+  if (handle == nullptr) {
+    throw std::runtime_error(std::string("tjInitCompress: ") + tjGetErrorStr());
+  }
   unsigned char* data = nullptr;
   unsigned long size = 0;
   const int rc = tjCompress2(handle, rgb.data(), width, 0, height, TJPF_RGB, &data, &size,
