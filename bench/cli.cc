@@ -13,6 +13,8 @@
 #include <iostream>
 #include <sys/stat.h>
 
+#include <utility>
+
 namespace bench {
 
 namespace {
@@ -98,12 +100,18 @@ namespace {
 // The option values as text, with their defaults.
 struct RawOptions {
   std::string workload = "fmnist";
-  std::string data_dir = kDefaultFmnistDir;
+  std::string data_dir;  // empty: the workload's default
+  std::string jpeg_count = "2000";
+  std::string csv;
+  std::string plot;
   std::string sample_shape = "3,224,224";
   std::string workers = "2";
   std::string batch_size = "64";
   std::string batches = "200";
   std::string prefetch = "2";
+  // The [sweep] section of a --config file (or `sweep --workers ...`): used where the option
+  // itself is not given.
+  std::string sweep_workers, sweep_prefetch, sweep_batch_size;
   std::string loader = "mploader,libtorch,inprocess";
   std::string shm_dir;
   std::string start = "fork";
@@ -134,19 +142,27 @@ void add_fault_options(CLI::App& app, RawOptions& raw) {
 }
 
 void add_options(CLI::App& app, RawOptions& raw) {
-  app.add_option("--workload", raw.workload, "synthetic or fmnist (a comma list sweeps); "
+  app.add_option("--workload", raw.workload, "synthetic, fmnist or jpeg (a comma list sweeps); "
                  "tokens has options of its own: --workload tokens --help")
       ->capture_default_str();
-  app.add_option("--data-dir", raw.data_dir, "folder with the Fashion-MNIST *-ubyte.gz files")
+  app.add_option("--data-dir", raw.data_dir, "fmnist: folder with the Fashion-MNIST "
+                 "*-ubyte.gz files (default /usr/share/datasets/fashion-mnist); jpeg: any folder "
+                 "of .jpg files, searched recursively (default: a set generated once from "
+                 "Fashion-MNIST in ~/.cache/mploader-bench, or $MPLOADER_BENCH_CACHE)");
+  app.add_option("--jpeg-count", raw.jpeg_count, "images in the generated jpeg set")
       ->capture_default_str();
+  app.add_option("--csv", raw.csv, "also write the results to this CSV file");
+  app.add_option("--plot", raw.plot, "draw samples/s against num_workers into this PNG (with "
+                 "gnuplot; FILE.gp and FILE.dat are written next to it in any case)");
   app.add_option("--sample-shape", raw.sample_shape, "shape of a synthetic uint8 image")
       ->capture_default_str();
   app.add_option("--workers", raw.workers, "worker count; a comma list sweeps, e.g. 0,1,2,4")
       ->capture_default_str();
-  app.add_option("--batch-size", raw.batch_size, "samples per batch")->capture_default_str();
+  app.add_option("--batch-size", raw.batch_size, "samples per batch; a comma list sweeps")
+      ->capture_default_str();
   app.add_option("--batches", raw.batches, "batches per configuration (>= 2; the first "
                  "counts only for first_batch_s)")->capture_default_str();
-  app.add_option("--prefetch", raw.prefetch, "batches in flight per worker")
+  app.add_option("--prefetch", raw.prefetch, "batches in flight per worker; a comma list sweeps")
       ->capture_default_str();
   app.add_option("--loader", raw.loader, "comma list of mploader, libtorch, inprocess, pytorch")
       ->capture_default_str();
@@ -157,6 +173,14 @@ void add_options(CLI::App& app, RawOptions& raw) {
   app.add_flag("--checksum", raw.checksum, "hash the bytes of every mploader batch (to compare "
                "start methods; it touches the data, so rates drop)");
   add_fault_options(app, raw);
+  // A TOML section is a CLI11 subcommand: [sweep] in a config file lands here.
+  CLI::App* sweep = app.add_subcommand("sweep", "sweep lists, as the [sweep] section of a "
+                                       "--config file: workers, prefetch, batch-size")
+                        ->configurable()
+                        ->fallthrough();
+  sweep->add_option("--workers", raw.sweep_workers, "comma list of worker counts");
+  sweep->add_option("--prefetch", raw.sweep_prefetch, "comma list of prefetch factors");
+  sweep->add_option("--batch-size", raw.sweep_batch_size, "comma list of batch sizes");
   // Any option above may also come from a TOML file (see configs/); the command line wins.
   app.set_config("--config", "", "read options from a TOML file, e.g. configs/synthetic.toml");
   app.allow_config_extras(false);  // a misspelt key is an error, not silently ignored
@@ -180,14 +204,44 @@ std::vector<int64_t> parse_shape(const std::string& text) {
   return shape;
 }
 
-void check_data_dir(const Plan& plan) {
-  const bool fmnist = std::find(plan.workloads.begin(), plan.workloads.end(), "fmnist") !=
-                      plan.workloads.end();
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// --data-dir means the IDX folder for fmnist and the image folder for jpeg: not both at once.
+void check_data_dir(const RawOptions& raw, Plan& plan) {
+  const bool fmnist = has(plan.workloads, "fmnist"), jpeg = has(plan.workloads, "jpeg");
+  plan.data_dir_given = !raw.data_dir.empty();
+  if (plan.data_dir_given && fmnist && jpeg) {
+    throw UsageError("--data-dir: ambiguous with --workload fmnist and jpeg together (the "
+                     "Fashion-MNIST folder, or the JPEG folder?); run the two workloads "
+                     "separately");
+  }
+  plan.base.data_dir = fmnist && plan.data_dir_given ? raw.data_dir : kDefaultFmnistDir;
+  if (jpeg && plan.data_dir_given) plan.base.jpeg_dir = raw.data_dir;
+  plan.jpeg_count = parse_count("--jpeg-count", raw.jpeg_count, 1, "2000");
   struct stat st {};
+  if (jpeg && plan.data_dir_given &&
+      (::stat(raw.data_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    throw UsageError("--data-dir: '" + raw.data_dir + "' is not a folder; give a folder of "
+                     ".jpg files, or leave --data-dir out to use a generated set");
+  }
   if (fmnist && (::stat(plan.base.data_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
     throw UsageError("--data-dir: '" + plan.base.data_dir + "' is not a folder; pass the "
                      "folder with the Fashion-MNIST *-ubyte.gz files, or apt-get install "
                      "dataset-fashion-mnist for " + kDefaultFmnistDir);
+  }
+}
+
+// The folder an output file goes into must exist, so a long sweep does not end in an error.
+void check_output_file(const char* option, const std::string& path) {
+  if (path.empty()) return;
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw UsageError(std::string(option) + ": folder '" + dir + "' of '" + path +
+                     "' does not exist; create it or give another path");
   }
 }
 
@@ -246,15 +300,19 @@ void validate(const RawOptions& raw, Plan& plan) {
     throw UsageError("--workload: tokens runs on its own, with its own options; see "
                      "mploader-bench --workload tokens --help");
   }
-  plan.workloads = parse_name_list("--workload", raw.workload, {"synthetic", "fmnist"});
+  plan.workloads =
+      parse_name_list("--workload", raw.workload, {"synthetic", "fmnist", "jpeg"});
   plan.loaders =
       parse_name_list("--loader", raw.loader, {"mploader", "libtorch", "inprocess", "pytorch"});
   plan.workers = parse_count_list("--workers", raw.workers, 0, "0,1,2,4");
   plan.base.sample_shape = parse_shape(raw.sample_shape);
-  plan.base.batch_size = parse_count("--batch-size", raw.batch_size, 1, "64");
+  plan.batch_sizes = parse_count_list("--batch-size", raw.batch_size, 1, "64,256");
+  plan.base.batch_size = plan.batch_sizes.front();
   plan.base.batches = parse_count("--batches", raw.batches, 2, "200");
-  plan.base.prefetch = parse_count("--prefetch", raw.prefetch, 1, "2");
-  plan.base.data_dir = raw.data_dir;
+  plan.prefetches = parse_count_list("--prefetch", raw.prefetch, 1, "2,4");
+  plan.base.prefetch = plan.prefetches.front();
+  plan.csv = raw.csv;
+  plan.plot = raw.plot;
   plan.base.shm_dir = raw.shm_dir;
   if (raw.start != "fork" && raw.start != "spawn" && raw.start != "forkserver") {
     throw UsageError("--start: unknown start method '" + raw.start +
@@ -271,7 +329,9 @@ void validate(const RawOptions& raw, Plan& plan) {
   } else if (plan.base.fault == "hang") {
     plan.base.timeout_ms = 2000;
   }
-  check_data_dir(plan);
+  check_data_dir(raw, plan);
+  check_output_file("--csv", plan.csv);
+  check_output_file("--plot", plan.plot);
   check_shm_dir(plan.base.shm_dir);
 }
 
@@ -293,6 +353,14 @@ bool parse_command_line(int argc, char** argv, Plan& plan) {
                      "'--', as mploader-bench --help lists them");
   } catch (const CLI::ParseError& e) {
     throw UsageError(std::string(e.what()) + "; see mploader-bench --help");
+  }
+  // [sweep] lists apply where the option itself was not given (file top level or command line).
+  const std::pair<const char*, std::pair<std::string*, std::string*>> lists[] = {
+      {"--workers", {&raw.workers, &raw.sweep_workers}},
+      {"--prefetch", {&raw.prefetch, &raw.sweep_prefetch}},
+      {"--batch-size", {&raw.batch_size, &raw.sweep_batch_size}}};
+  for (const auto& [name, values] : lists) {
+    if (!values.second->empty() && app.count(name) == 0) *values.first = *values.second;
   }
   validate(raw, plan);
   return true;

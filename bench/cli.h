@@ -14,8 +14,14 @@ struct Plan {
   std::vector<std::string> workloads;
   std::vector<std::string> loaders;
   std::vector<int64_t> workers;
+  std::vector<int64_t> prefetches;
+  std::vector<int64_t> batch_sizes;
   RunConfig base;
   bool json = false;
+  bool data_dir_given = false;  // else fmnist reads kDefaultFmnistDir, jpeg a generated set
+  int64_t jpeg_count = 2000;    // images in the generated jpeg set
+  std::string csv;              // --csv FILE
+  std::string plot;             // --plot FILE.png
 };
 
 // Fills `plan`. Returns false when it printed the help (exit 0); throws UsageError.

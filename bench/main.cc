@@ -1,16 +1,21 @@
 // mploader-bench: measures mploader against libtorch's torch::data loader, PyTorch's
-// DataLoader and an in-process ideal on a synthetic and a Fashion-MNIST workload.
+// DataLoader and an in-process ideal on synthetic, Fashion-MNIST and JPEG workloads, and
+// recommends num_workers from sweeps.
 //
 //   mploader-bench --workload synthetic --workers 0,1,2 --loader mploader,libtorch,inprocess
 //   mploader-bench --workload fmnist --loader mploader,pytorch --json
 //   mploader-bench --workload tokens --sampler random,bucket   (see run_tokens.h)
 //
-// Results go to stdout (a table, or with --json one JSON object per configuration per line);
-// progress and skips go to stderr. Exit: 0 ok, 1 a run or the data failed, 2 a bad option.
+// Results go to stdout (a table, ratios, recommendations; or with --json one JSON object per
+// configuration per line), optionally --csv and --plot files; a progress bar (only on a
+// terminal) and skips go to stderr. Exit: 0 ok, 1 a run or the data failed, 2 a bad option.
 // The workload is prepared once; each configuration then runs in a forked child of its own
 // (isolate.h), so no run depends on which ran before it.
 #include "cli.h"
 #include "isolate.h"
+#include "jpeg_dataset.h"
+#include "outputs.h"
+#include "recommend.h"
 #include "report.h"
 #include "run_config.h"
 #include "run_tokens.h"
@@ -24,6 +29,7 @@
 #include <algorithm>
 #include <exception>
 #include <iostream>
+#include <thread>
 
 namespace bench {
 namespace {
@@ -45,40 +51,102 @@ std::vector<RunResult> run_one(const RunConfig& config,
   return run_pytorch(config);
 }
 
-// Runs every loader x workers value on one workload; false if any run failed.
-bool run_workload(const Plan& plan, const std::string& workload, std::vector<RunResult>& out) {
-  RunConfig config = plan.base;
-  config.workload = workload;
-  std::cerr << "mploader-bench: preparing workload " << workload << '\n';
+// The label of one run, for progress and failure lines.
+std::string describe(const RunConfig& c) {
+  return c.loader + " " + c.workload + " workers=" + std::to_string(c.workers) +
+         " batch=" + std::to_string(c.batch_size) + " prefetch=" + std::to_string(c.prefetch);
+}
+
+// Prepares the workload's data: the jpeg set is generated once when no --data-dir is given.
+std::shared_ptr<mploader::Dataset> prepare(const Plan& plan, RunConfig& config) {
+  if (config.workload == "jpeg" && config.jpeg_dir.empty()) {
+    config.jpeg_dir = default_jpeg_dir(plan.jpeg_count);
+    if (!plan.json) std::cerr << "mploader-bench: jpeg set in " << config.jpeg_dir << '\n';
+    ensure_jpeg_set(config.jpeg_dir, config.data_dir, plan.jpeg_count);
+  }
   const std::shared_ptr<mploader::Dataset> data = make_workload(config);
-  if (static_cast<int64_t>(data->size()) < config.batch_size) {
-    throw UsageError("--batch-size: " + std::to_string(config.batch_size) + " is more than the " +
-                     workload + " workload's " + std::to_string(data->size()) +
+  const int64_t largest = *std::max_element(plan.batch_sizes.begin(), plan.batch_sizes.end());
+  if (static_cast<int64_t>(data->size()) < largest && config.workload != "synthetic") {
+    throw UsageError("--batch-size: " + std::to_string(largest) + " is more than the " +
+                     config.workload + " workload's " + std::to_string(data->size()) +
                      " samples; give at most " + std::to_string(data->size()));
   }
+  return data;
+}
+
+// Runs one configuration in a forked child; false if it failed (said on stderr).
+bool run_config(const Plan& plan, const RunConfig& config,
+                const std::shared_ptr<mploader::Dataset>& data, std::vector<RunResult>& out) {
+  try {
+    const auto run = [&] { return run_one(config, data); };
+    for (const RunResult& r : run_isolated(config, run)) {
+      if (plan.json) std::cout << json_line(r) << std::endl;
+      out.push_back(r);
+    }
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "mploader-bench: " << describe(config) << " failed: " << e.what() << '\n';
+    return false;
+  }
+}
+
+// Runs every batch size x prefetch x workers value x loader on one workload; false if any run
+// failed.
+bool run_workload(const Plan& plan, const std::string& workload, Progress& progress,
+                  std::vector<RunResult>& out) {
+  RunConfig config = plan.base;
+  config.workload = workload;
   bool ok = true;
-  for (int64_t workers : plan.workers) {
-    for (const std::string& loader : plan.loaders) {
-      config.workers = workers;
-      config.loader = loader;
-      std::cerr << "mploader-bench: " << loader << " " << workload << " workers=" << workers
-                << " batch_size=" << config.batch_size << " batches=" << config.batches << '\n';
-      const auto run = [&] { return run_one(config, data); };
-      try {
-        for (const RunResult& r : run_isolated(config, run)) {
-          std::cerr << "mploader-bench:   " << r.samples_per_s << " samples/s, first batch "
-                    << r.first_batch_s << " s\n";
-          if (plan.json) std::cout << json_line(r) << std::endl;
-          out.push_back(r);
+  for (int64_t batch_size : plan.batch_sizes) {
+    config.batch_size = batch_size;
+    // Synthetic holds exactly batches x batch_size samples: one dataset per batch size.
+    const std::shared_ptr<mploader::Dataset> data = prepare(plan, config);
+    for (int64_t prefetch : plan.prefetches) {
+      for (int64_t workers : plan.workers) {
+        for (const std::string& loader : plan.loaders) {
+          config.prefetch = prefetch;
+          config.workers = workers;
+          config.loader = loader;
+          progress.step(describe(config));
+          ok = run_config(plan, config, data, out) && ok;
         }
-      } catch (const std::exception& e) {
-        std::cerr << "mploader-bench: " << loader << " " << workload << " workers=" << workers
-                  << " failed: " << e.what() << '\n';
-        ok = false;
       }
     }
   }
   return ok;
+}
+
+// Jpeg samples that came from unreadable or corrupt files, once per workload.
+void report_corrupt(const Plan& plan, const std::vector<RunResult>& results) {
+  for (const RunResult& r : results) {
+    if (r.corrupt == 0 || r.config.workload != "jpeg") continue;
+    std::cerr << "mploader-bench: jpeg: " << r.corrupt << " samples in a run of " << r.samples
+              << " came from unreadable or corrupt files (loaded as zeros), e.g.";
+    const JpegDataset files(r.config.jpeg_dir.empty() ? plan.base.jpeg_dir : r.config.jpeg_dir);
+    for (int64_t index : r.corrupt_examples) std::cerr << ' ' << files.path(index);
+    std::cerr << '\n';
+    return;
+  }
+}
+
+void print_summary(const Plan& plan, const std::vector<RunResult>& results) {
+  if (!plan.csv.empty()) write_csv(plan.csv, results);
+  if (!plan.plot.empty()) std::cerr << "mploader-bench: " << write_plot(plan.plot, results) << '\n';
+  report_corrupt(plan, results);
+  for (const RunResult& r : results) {
+    if (!r.note.empty()) {
+      std::cerr << "mploader-bench: " << r.config.loader << " " << r.config.workload << ": "
+                << r.note << '\n';
+      break;
+    }
+  }
+  if (plan.json) return;
+  print_table_header(std::cout);
+  for (const RunResult& r : results) print_table_row(std::cout, r);
+  print_ratios(std::cout, results);
+  print_recommendations(std::cout, recommend(results));
+  std::cout << '\n';
+  print_scaling(std::cout, results, static_cast<int64_t>(std::thread::hardware_concurrency()));
 }
 
 int run(Plan& plan) {
@@ -92,9 +160,12 @@ int run(Plan& plan) {
   }
   std::vector<RunResult> results;
   bool ok = true;
+  Progress progress(static_cast<int64_t>(plan.workloads.size() * plan.batch_sizes.size() *
+                                         plan.prefetches.size() * plan.workers.size() *
+                                         plan.loaders.size()));
   for (const std::string& workload : plan.workloads) {
     try {
-      ok = run_workload(plan, workload, results) && ok;
+      ok = run_workload(plan, workload, progress, results) && ok;
     } catch (const UsageError&) {
       throw;
     } catch (const std::exception& e) {
@@ -102,11 +173,8 @@ int run(Plan& plan) {
       ok = false;
     }
   }
-  if (!plan.json && !results.empty()) {
-    print_table_header(std::cout);
-    for (const RunResult& r : results) print_table_row(std::cout, r);
-    print_ratios(std::cout, results);
-  }
+  progress.finish();
+  if (!results.empty()) print_summary(plan, results);
   return ok ? 0 : 1;
 }
 

@@ -84,6 +84,76 @@ class FmnistDataset(Dataset):
                 "label": self.labels[index]}
 
 
+class JpegDataset(Dataset):
+    """mploader-bench's jpeg workload: PIL decodes (torchvision is not in Debian 12), then the
+    same RandomResizedCrop(224) parameters, bilinear resize, flip and ImageNet normalisation as
+    bench/jpeg_transform.cc, as torch ops. label: parent folder index, or -1 - index for a file
+    PIL cannot read (its image is zeros)."""
+
+    MEAN = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
+    STD = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
+
+    def __init__(self, data_dir):
+        try:
+            from PIL import Image  # noqa: F401
+        except ImportError:
+            fail("jpeg: PIL is not installed for /usr/bin/python3, so PyTorch's side cannot "
+                 "decode JPEG here; apt-get install python3-pil, or leave out --loader pytorch")
+        self.paths = sorted(os.path.join(root, name) for root, _, names in os.walk(data_dir)
+                            for name in names if name.lower().endswith((".jpg", ".jpeg")))
+        if not self.paths:
+            fail(f"--data-dir: no .jpg or .jpeg file under {data_dir}")
+        parents = sorted({os.path.dirname(p) for p in self.paths})
+        index = {d: i for i, d in enumerate(parents)}
+        self.labels = [index[os.path.dirname(p)] for p in self.paths]
+
+    def __len__(self):
+        return len(self.paths)
+
+    def crop_params(self, height, width, seed):
+        """torchvision's RandomResizedCrop.get_params with a per-sample generator."""
+        g = torch.Generator().manual_seed(seed & 0x7FFFFFFFFFFFFFFF)
+        area = height * width
+        log_ratio = torch.log(torch.tensor([3 / 4, 4 / 3]))
+        for _ in range(10):
+            target = area * torch.empty(1).uniform_(0.08, 1.0, generator=g).item()
+            aspect = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1], generator=g)).item()
+            w, h = round((target * aspect) ** 0.5), round((target / aspect) ** 0.5)
+            if 0 < w <= width and 0 < h <= height:
+                top = torch.randint(0, height - h + 1, (1,), generator=g).item()
+                left = torch.randint(0, width - w + 1, (1,), generator=g).item()
+                return top, left, h, w, torch.rand(1, generator=g).item() < 0.5
+        ratio = width / height
+        w, h = width, height
+        if ratio < 3 / 4:
+            h = round(w / (3 / 4))
+        elif ratio > 4 / 3:
+            w = round(h * 4 / 3)
+        h, w = min(h, height), min(w, width)
+        return (height - h) // 2, (width - w) // 2, h, w, torch.rand(1, generator=g).item() < 0.5
+
+    def __getitem__(self, index):
+        from PIL import Image
+        try:
+            with Image.open(self.paths[index]) as im:
+                rgb = np.asarray(im.convert("RGB"))
+        except (OSError, ValueError, SyntaxError):
+            return {"image": torch.zeros(3, 224, 224), "label": torch.tensor(-1 - index)}
+        top, left, h, w, flip = self.crop_params(rgb.shape[0], rgb.shape[1], index * 7919 + 1)
+        crop = torch.from_numpy(rgb[top:top + h, left:left + w].copy()).permute(2, 0, 1)
+        x = torch.nn.functional.interpolate(crop.unsqueeze(0).float(), size=(224, 224),
+                                            mode="bilinear", align_corners=False)[0]
+        if flip:
+            x = x.flip(2)
+        x = (x / 255 - self.MEAN) / self.STD
+        return {"image": x, "label": torch.tensor(self.labels[index])}
+
+
+JPEG_NOTE = ("PyTorch side: PIL decode (Image.open + convert RGB), RandomResizedCrop "
+             "parameters as torchvision's, torch bilinear interpolate to 224, flip, normalise; "
+             "torchvision is not installed")
+
+
 def make_loader(dataset, workers, batch_size, prefetch):
     kwargs = dict(batch_size=batch_size, shuffle=False, drop_last=True, num_workers=workers)
     if workers > 0:
@@ -100,12 +170,22 @@ def measure(dataset, workers, batch_size, batches, prefetch):
     """Times one configuration exactly as mploader-bench's RunTimer does."""
     start = time.perf_counter()
     loader = make_loader(dataset, workers, batch_size, prefetch)
-    taken = samples = steady_samples = steady_bytes = 0
+    taken = samples = steady_samples = steady_bytes = corrupt = 0
     first = last = None
+    waits, examples = [], []
     while taken < batches:
         before = taken
+        wait_start = time.perf_counter()
         for batch in loader:
             now = time.perf_counter()
+            if taken > 0:
+                waits.append((now - wait_start) * 1e3)
+            bad = (batch["label"] < 0).nonzero().flatten()
+            corrupt += len(bad)
+            for i in bad.tolist():
+                idx = -1 - int(batch["label"][i])
+                if len(examples) < 5 and idx not in examples:
+                    examples.append(idx)
             n = batch["image"].size(0)
             if taken == 0:
                 first = now
@@ -116,6 +196,7 @@ def measure(dataset, workers, batch_size, batches, prefetch):
             del batch
             if taken == batches:
                 break
+            wait_start = time.perf_counter()
         if taken == before:
             fail("an epoch gave no batch (dataset smaller than a batch?)")
     loop_end = time.perf_counter()
@@ -126,7 +207,18 @@ def measure(dataset, workers, batch_size, batches, prefetch):
     return {"samples_per_s": steady_samples / steady if steady > 0 else 0.0,
             "mb_per_s": steady_bytes / 1e6 / steady if steady > 0 else 0.0,
             "first_batch_s": first - start, "batches": taken, "wall_s": last - start,
-            "samples": samples, "teardown_s": teardown_end - loop_end}
+            "samples": samples, "teardown_s": teardown_end - loop_end,
+            "wait_p50_ms": percentile(waits, 50), "wait_p99_ms": percentile(waits, 99),
+            "corrupt": corrupt, "corrupt_examples": examples}
+
+
+def percentile(values, p):
+    """Nearest rank, as mploader-bench's RunTimer."""
+    if not values:
+        return 0.0
+    values = sorted(values)
+    rank = max(1, min(len(values), int(np.ceil(p / 100 * len(values)))))
+    return values[rank - 1]
 
 
 def parse_list(option, text, minimum, unique=True):
@@ -141,7 +233,7 @@ def parse_list(option, text, minimum, unique=True):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workload", choices=["synthetic", "fmnist"], default="fmnist")
+    p.add_argument("--workload", choices=["synthetic", "fmnist", "jpeg"], default="fmnist")
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     p.add_argument("--sample-shape", default="3,224,224")
     p.add_argument("--workers", default="2")
@@ -161,6 +253,8 @@ def main():
     torch.set_num_threads(1)
     if args.workload == "synthetic":
         dataset = SyntheticDataset(args.sample_shape, args.batches * args.batch_size)
+    elif args.workload == "jpeg":
+        dataset = JpegDataset(args.data_dir)
     else:
         dataset = FmnistDataset(args.data_dir)
     if len(dataset) < args.batch_size:
@@ -171,6 +265,8 @@ def main():
                   "batch_size": args.batch_size, "prefetch": args.prefetch}
         result.update(measure(dataset, workers, args.batch_size, args.batches, args.prefetch))
         result["dataset_size"] = len(dataset)
+        if args.workload == "jpeg":
+            result["note"] = JPEG_NOTE
         if args.workload == "synthetic":
             result["sample_shape"] = args.sample_shape
         print(json.dumps(result), flush=True)

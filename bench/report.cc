@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace bench {
@@ -28,6 +29,14 @@ std::string json_line(const RunResult& r) {
   if (r.config.workload == "synthetic") j["sample_shape"] = r.config.sample_shape;
   if (r.config.loader == "mploader") j["start"] = r.config.start;
   if (!r.checksum.empty()) j["checksum"] = r.checksum;
+  j["wait_p50_ms"] = r.wait_p50_ms;
+  j["wait_p99_ms"] = r.wait_p99_ms;
+  j["utilisation"] = r.utilisation;
+  j["busy_ms_per_batch"] = r.busy_ms_per_batch;
+  j["head_of_line_s"] = r.head_of_line_s;
+  j["corrupt"] = r.corrupt;
+  j["corrupt_examples"] = r.corrupt_examples;
+  if (!r.note.empty()) j["note"] = r.note;
   return j.dump();
 }
 
@@ -45,6 +54,16 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line) try 
   r.mb_per_s = j.at("mb_per_s").get<double>();
   r.wall_s = j.at("wall_s").get<double>();
   r.teardown_s = j.at("teardown_s").get<double>();
+  r.config.batch_size = j.value("batch_size", config.batch_size);
+  r.config.prefetch = j.value("prefetch", config.prefetch);
+  r.wait_p50_ms = j.value("wait_p50_ms", 0.0);
+  r.wait_p99_ms = j.value("wait_p99_ms", 0.0);
+  r.utilisation = j.value("utilisation", -1.0);
+  r.busy_ms_per_batch = j.value("busy_ms_per_batch", -1.0);
+  r.head_of_line_s = j.value("head_of_line_s", -1.0);
+  r.corrupt = j.value("corrupt", int64_t{0});
+  r.corrupt_examples = j.value("corrupt_examples", std::vector<int64_t>{});
+  if (j.contains("note")) r.note = j.at("note").get<std::string>();
   return r;
 } catch (const nlohmann::json::exception& e) {
   throw std::runtime_error(e.what());
@@ -52,43 +71,50 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line) try 
 
 void print_table_header(std::ostream& out) {
   char line[160];
-  std::snprintf(line, sizeof line, "%-10s %-10s %7s %6s %8s %12s %10s %13s %8s %8s %10s",
-                "loader", "workload", "workers", "batch", "prefetch", "samples/s", "MB/s",
-                "first_batch_s", "batches", "wall_s", "teardown_s");
+  std::snprintf(line, sizeof line,
+                "%-10s %-10s %7s %6s %8s %12s %10s %13s %8s %8s %6s %8s %8s %10s", "loader",
+                "workload", "workers", "batch", "prefetch", "samples/s", "MB/s", "first_batch_s",
+                "wait_p50", "wait_p99", "util", "hol_s", "wall_s", "teardown_s");
   out << line << '\n';
 }
 
 void print_table_row(std::ostream& out, const RunResult& r) {
-  char line[200];
+  char line[240], util[16] = "-", hol[16] = "-";
+  if (r.utilisation >= 0) std::snprintf(util, sizeof util, "%.2f", r.utilisation);
+  if (r.head_of_line_s >= 0) std::snprintf(hol, sizeof hol, "%.4f", r.head_of_line_s);
   std::snprintf(line, sizeof line,
-                "%-10s %-10s %7lld %6lld %8lld %12.1f %10.1f %13.4f %8lld %8.3f %10.4f",
+                "%-10s %-10s %7lld %6lld %8lld %12.1f %10.1f %13.4f %8.2f %8.2f %6s %8s %8.3f "
+                "%10.4f",
                 r.config.loader.c_str(), r.config.workload.c_str(),
                 static_cast<long long>(r.config.workers),
                 static_cast<long long>(r.config.batch_size),
                 static_cast<long long>(r.config.prefetch), r.samples_per_s, r.mb_per_s,
-                r.first_batch_s, static_cast<long long>(r.batches), r.wall_s, r.teardown_s);
+                r.first_batch_s, r.wait_p50_ms, r.wait_p99_ms, util, hol, r.wall_s,
+                r.teardown_s);
   out << line << '\n';
 }
 
 void print_ratios(std::ostream& out, const std::vector<RunResult>& results) {
-  // (workload, workers) -> mploader's rate, in the order first seen.
-  std::vector<std::pair<std::string, int64_t>> keys;
-  std::map<std::pair<std::string, int64_t>, double> mploader_rate;
+  // (workload, workers, batch size, prefetch) -> mploader's rate, in the order first seen.
+  using Key = std::tuple<std::string, int64_t, int64_t, int64_t>;
+  const auto key_of = [](const RunResult& r) {
+    return Key{r.config.workload, r.config.workers, r.config.batch_size, r.config.prefetch};
+  };
+  std::vector<Key> keys;
+  std::map<Key, double> mploader_rate;
   for (const RunResult& r : results) {
     if (r.config.loader != "mploader") continue;
-    const auto key = std::make_pair(r.config.workload, r.config.workers);
-    if (mploader_rate.emplace(key, r.samples_per_s).second) keys.push_back(key);
+    if (mploader_rate.emplace(key_of(r), r.samples_per_s).second) keys.push_back(key_of(r));
   }
   if (keys.empty()) return;
   out << "\nmploader samples/s relative to the others:\n";
-  for (const auto& key : keys) {
-    std::string line = "  " + key.first + " workers=" + std::to_string(key.second) + ":";
+  for (const Key& key : keys) {
+    std::string line = "  " + std::get<0>(key) + " workers=" + std::to_string(std::get<1>(key)) +
+                       " batch=" + std::to_string(std::get<2>(key)) +
+                       " prefetch=" + std::to_string(std::get<3>(key)) + ":";
     const size_t bare = line.size();
     for (const RunResult& r : results) {
-      if (r.config.loader == "mploader" || r.config.workload != key.first ||
-          r.config.workers != key.second) {
-        continue;
-      }
+      if (r.config.loader == "mploader" || key_of(r) != key) continue;
       char ratio[64];
       const double x = r.samples_per_s > 0 ? mploader_rate[key] / r.samples_per_s : 0.0;
       std::snprintf(ratio, sizeof ratio, "  mploader/%s %.2fx", r.config.loader.c_str(), x);

@@ -23,8 +23,9 @@ class UsageError : public std::runtime_error {
 // One configuration: one loader on one workload with one worker count.
 struct RunConfig {
   std::string loader;    // mploader | libtorch | inprocess | pytorch
-  std::string workload;  // synthetic | fmnist
+  std::string workload;  // synthetic | fmnist | jpeg
   std::string data_dir;  // fmnist IDX folder
+  std::string jpeg_dir;  // jpeg: folder of .jpg files (--data-dir, or the generated set)
   std::vector<int64_t> sample_shape;  // synthetic "image" shape
   int64_t workers = 2;
   int64_t batch_size = 64;
@@ -55,6 +56,19 @@ struct RunResult {
   double wall_s = 0;         // loader construction start -> last batch in hand
   double teardown_s = 0;     // destroying the loader (workers stopped and joined)
   std::string checksum;      // with --checksum: FNV-1a over the bytes of every batch, in order
+  // Time in the loader's next() (or iterator increment) per batch after the first, ms.
+  double wait_p50_ms = 0;
+  double wait_p99_ms = 0;
+  // mploader only (Loader::stats(); -1 elsewhere): sum of worker busy time over workers x
+  // the loop's duration; busy ms per batch; head-of-line stall (s) of the whole run.
+  double utilisation = -1;
+  double busy_ms_per_batch = -1;
+  double head_of_line_s = -1;
+  // jpeg: samples whose file could not be read or decoded (replaced by zeros), and the first
+  // few of their dataset indices.
+  int64_t corrupt = 0;
+  std::vector<int64_t> corrupt_examples;
+  std::string note;  // what the runner did differently, e.g. PyTorch's JPEG decoder
 };
 
 // Runners. Each constructs its loader, takes config.batches batches (more epochs when one is

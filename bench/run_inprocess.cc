@@ -74,10 +74,14 @@ RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader:
     };
     for (int64_t b = 0; b < config.batches; ++b) {
       first_index = (b % per_epoch) * config.batch_size;
+      timer.waiting();
       pool.run(config.batch_size, fill);
       int64_t bytes = 0;
       for (const Column& c : columns) bytes += tensor_bytes(c.batch);
       timer.batch(image_rows(columns), bytes);
+      for (const Column& c : columns) {
+        if (c.name == "label") timer.labels(c.batch);
+      }
     }
     timer.loop_done();
   }

@@ -49,9 +49,12 @@ RunResult run_libtorch(const RunConfig& config, const std::shared_ptr<mploader::
       DatasetAdapter(data).map(torch::data::transforms::Stack<>()), loader_options(config));
   while (timer.batches() < config.batches) {
     const int64_t before = timer.batches();
+    timer.waiting();
     for (torch::data::Example<>& b : *loader) {
       timer.batch(b.data.size(0), tensor_bytes(b.data) + tensor_bytes(b.target));
+      timer.labels(b.target);
       if (timer.batches() == config.batches) break;
+      timer.waiting();
     }
     if (timer.batches() == before) {
       throw std::runtime_error("libtorch: an epoch gave no batch (dataset smaller than a batch?)");

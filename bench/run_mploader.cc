@@ -65,6 +65,19 @@ int64_t batch_bytes(const mploader::Batch& batch) {
   return bytes;
 }
 
+// Worker utilisation and head-of-line stall from the loader's own counters.
+void add_stats(const mploader::LoaderStats& stats, double loop_s, RunResult& result) {
+  result.head_of_line_s = static_cast<double>(stats.head_of_line_ns) / 1e9;
+  if (stats.workers.empty() || loop_s <= 0) return;
+  uint64_t busy_ns = 0, batches = 0;
+  for (const mploader::WorkerStats& w : stats.workers) {
+    busy_ns += w.busy_ns;
+    batches += w.batches;
+  }
+  result.utilisation = static_cast<double>(busy_ns) / 1e9 / (loop_s * stats.workers.size());
+  if (batches > 0) result.busy_ms_per_batch = static_cast<double>(busy_ns) / 1e6 / batches;
+}
+
 }  // namespace
 
 RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data) {
@@ -74,6 +87,7 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
   int empty_in_a_row = 0;  // nullopt ends an epoch; the next call starts the next one
   uint64_t checksum = 14695981039346656037ULL;
   while (timer.batches() < config.batches) {
+    timer.waiting();
     std::optional<mploader::Batch> b = loader->next();
     if (!b) {
       if (++empty_in_a_row > 1) {
@@ -84,11 +98,14 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
     empty_in_a_row = 0;
     if (config.checksum) checksum = hash_batch(*b, checksum);
     timer.batch((*b)["image"].size(0), batch_bytes(*b));
+    if (b->tensors().contains("label")) timer.labels((*b)["label"]);
   }
   timer.loop_done();
+  const mploader::LoaderStats stats = loader->stats();
   loader.reset();
   timer.torn_down();
   RunResult result = timer.finish(config, data->size());
+  add_stats(stats, timer.loop_s(), result);
   if (config.checksum) {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(checksum));

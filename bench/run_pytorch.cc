@@ -92,7 +92,8 @@ bool pytorch_available(std::string& reason) {
 std::vector<RunResult> run_pytorch(const RunConfig& config) {
   std::string out;
   const int status = run_child(
-      {kPython, script_path(), "--workload", config.workload, "--data-dir", config.data_dir,
+      {kPython, script_path(), "--workload", config.workload, "--data-dir",
+       config.workload == "jpeg" ? config.jpeg_dir : config.data_dir,
        "--sample-shape", shape_text(config.sample_shape), "--workers",
        std::to_string(config.workers), "--batch-size", std::to_string(config.batch_size),
        "--batches", std::to_string(config.batches), "--prefetch", std::to_string(config.prefetch)},

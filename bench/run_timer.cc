@@ -1,11 +1,42 @@
 // RunTimer: first-batch latency, steady-state rates, wall and teardown time of one run.
 #include "run_timer.h"
 
+#include "jpeg_dataset.h"
+
+#include <algorithm>
+#include <cmath>
+
 namespace bench {
 
 namespace {
 double seconds(RunTimer::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The nearest-rank percentile p (0-100) of `values`, which it sorts.
+double percentile(std::vector<double>& values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<size_t>(std::ceil(p / 100 * static_cast<double>(values.size())));
+  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
+}
+
+constexpr size_t kCorruptExamples = 5;
 }  // namespace
+
+void RunTimer::labels(const at::Tensor& label) {
+  const at::Tensor flat = label.reshape({-1});
+  if (flat.scalar_type() != at::kLong) return;
+  const int64_t* v = flat.data_ptr<int64_t>();
+  for (int64_t i = 0; i < flat.numel(); ++i) {
+    const int64_t index = corrupt_index(v[i]);
+    if (index < 0) continue;
+    ++corrupt_;
+    if (corrupt_examples_.size() < kCorruptExamples &&
+        std::find(corrupt_examples_.begin(), corrupt_examples_.end(), index) ==
+            corrupt_examples_.end()) {
+      corrupt_examples_.push_back(index);
+    }
+  }
+}
 
 void RunTimer::batch(int64_t samples, int64_t bytes) {
   const Clock::time_point now = Clock::now();
@@ -14,6 +45,7 @@ void RunTimer::batch(int64_t samples, int64_t bytes) {
   } else {
     steady_samples_ += samples;
     steady_bytes_ += bytes;
+    if (wait_start_ != Clock::time_point{}) waits_ms_.push_back(seconds(now - wait_start_) * 1e3);
   }
   last_ = now;
   ++batches_;
@@ -33,6 +65,11 @@ RunResult RunTimer::finish(const RunConfig& config, size_t dataset_size) const {
   result.mb_per_s = steady > 0 ? steady_bytes_ / 1e6 / steady : 0.0;
   result.wall_s = seconds(last_ - start_);
   result.teardown_s = seconds(teardown_end_ - loop_end_);
+  std::vector<double> waits = waits_ms_;
+  result.wait_p50_ms = percentile(waits, 50);
+  result.wait_p99_ms = percentile(waits, 99);
+  result.corrupt = corrupt_;
+  result.corrupt_examples = corrupt_examples_;
   return result;
 }
 

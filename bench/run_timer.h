@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 namespace bench {
 
@@ -18,12 +19,18 @@ class RunTimer {
   // Starts the clock: construct it right before the loader is constructed.
   RunTimer() : start_(Clock::now()) {}
 
+  // Call right before asking the loader for the next batch.
+  void waiting() { wait_start_ = Clock::now(); }
   // Call as soon as a batch is in hand, with its sample count and the bytes of its tensors.
   void batch(int64_t samples, int64_t bytes);
+  // Records the samples of a batch whose "label" marks a corrupt file (jpeg_dataset.h).
+  void labels(const at::Tensor& label);
   int64_t batches() const { return batches_; }
   // Call once the last batch has been taken, then again once the loader is destroyed.
   void loop_done() { loop_end_ = Clock::now(); }
   void torn_down() { teardown_end_ = Clock::now(); }
+  // Construction start to loop_done(), in seconds.
+  double loop_s() const { return std::chrono::duration<double>(loop_end_ - start_).count(); }
 
   // The result of the run of `config` over a dataset of `dataset_size` samples.
   RunResult finish(const RunConfig& config, size_t dataset_size) const;
@@ -38,6 +45,10 @@ class RunTimer {
   int64_t samples_ = 0;
   int64_t steady_samples_ = 0;  // in the batches after the first
   int64_t steady_bytes_ = 0;
+  Clock::time_point wait_start_{};
+  std::vector<double> waits_ms_;  // batches after the first
+  int64_t corrupt_ = 0;
+  std::vector<int64_t> corrupt_examples_;
 };
 
 inline int64_t tensor_bytes(const at::Tensor& t) { return static_cast<int64_t>(t.nbytes()); }

@@ -2,6 +2,7 @@
 #include "workloads.h"
 
 #include "fmnist_idx.h"
+#include "jpeg_dataset.h"
 
 #include <ATen/ops/full.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -77,8 +78,9 @@ std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config) {
     return std::make_shared<SyntheticDataset>(config.sample_shape, size);
   }
   if (config.workload == "fmnist") return std::make_shared<FmnistDataset>(config.data_dir);
+  if (config.workload == "jpeg") return std::make_shared<JpegDataset>(config.jpeg_dir);
   throw UsageError("--workload: unknown workload '" + config.workload +
-                   "'; use synthetic or fmnist");
+                   "'; use synthetic, fmnist or jpeg");
 }
 
 }  // namespace bench

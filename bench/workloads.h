@@ -49,7 +49,8 @@ class FmnistDataset : public mploader::Dataset {
   at::Tensor labels_;  // int64 [N]
 };
 
-// The dataset of `config.workload`. Synthetic holds exactly batches * batch_size samples.
+// The dataset of `config.workload`. Synthetic holds exactly batches * batch_size samples;
+// jpeg reads config.jpeg_dir (jpeg_dataset.h).
 std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config);
 
 }  // namespace bench

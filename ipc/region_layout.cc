@@ -42,6 +42,7 @@ void RegionView::initialize(void* base, const RegionGeometry& g, int worker_id) 
   h->stop.store(0);
   h->cancel_generation.store(0);
   h->tasks_done.store(0);
+  h->busy_ns.store(0);
   h->current_index.store(-1);
   h->current_sequence.store(0);
   h->phase.store(static_cast<uint32_t>(WorkerPhase::kStarting));

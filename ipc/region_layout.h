@@ -90,6 +90,7 @@ struct alignas(64) RegionHeader {
   std::atomic<int64_t> current_index;               // worker: sample being loaded, -1 idle
   std::atomic<uint64_t> current_sequence;           // worker: batch being built
   std::atomic<uint32_t> phase;                      // worker: WorkerPhase
+  std::atomic<uint64_t> busy_ns;                    // worker: time spent on tasks
   // Written by the worker's signal handlers (worker/crash_handler.h), read by the main process.
   alignas(64) CrashRecord crash;
   alignas(64) CrashRecord stack_dump;

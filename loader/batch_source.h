@@ -19,6 +19,8 @@ class BatchSource {
                            std::vector<uint64_t> sequences, uint64_t epoch) = 0;
   // The next batch, or nullopt at the end of the epoch.
   virtual std::optional<Batch> next() = 0;
+  // Time next() waited for the batch due while later ones were ready (LoaderStats).
+  virtual uint64_t head_of_line_ns() const { return 0; }
 };
 
 }  // namespace mploader::detail

@@ -16,6 +16,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+int64_t nanos(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
 // Returns a payload slot to its worker when the last tensor viewing it is destroyed.
 class SlotLease {
  public:
@@ -79,7 +83,10 @@ std::optional<Batch> Dispatcher::next() {
       return std::move(ready->batch);
     }
     const int64_t restarts = restarts_this_epoch_;
+    const bool blocked = !reorder_.empty();  // later batches ready, the one due is not
+    const Clock::time_point wait_start = blocked ? Clock::now() : Clock::time_point{};
     wait_for_results(deadline);
+    if (blocked) head_of_line_ns_ += static_cast<uint64_t>(nanos(Clock::now() - wait_start));
     if (restarts_this_epoch_ != restarts) deadline = fresh_deadline();  // a new worker's time
   }
 }

@@ -33,6 +33,7 @@ class Dispatcher : public BatchSource {
   void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
                    uint64_t epoch) override;
   std::optional<Batch> next() override;
+  uint64_t head_of_line_ns() const override { return head_of_line_ns_; }
 
  private:
   struct InFlight {
@@ -90,6 +91,7 @@ class Dispatcher : public BatchSource {
   std::map<uint64_t, Ready> reorder_;
   std::deque<Ready> unordered_;
   std::exception_ptr broken_;  // a dead worker makes the loader unusable
+  uint64_t head_of_line_ns_ = 0;
 };
 
 }  // namespace mploader::detail

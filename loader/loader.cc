@@ -16,6 +16,9 @@
 
 #include <mploader/errors.h>
 
+#include <algorithm>
+#include <chrono>
+
 
 namespace mploader {
 namespace detail {
@@ -132,6 +135,7 @@ class LoaderCore {
   // Batches already delivered keep their memory: their slots hold the region mapped.
   void stop_workers() {
     if (!pool_) return;
+    stopped_stats_ = stats();  // the next pool's counters add to these
     source_.reset();
     supervisor_.reset();  // before the orderly shutdown, whose exits are no deaths
     pool_->shutdown();
@@ -179,7 +183,12 @@ class LoaderCore {
 
   std::optional<Batch> next() {
     if (!running_) start_epoch();
+    const auto wait_start = std::chrono::steady_clock::now();
     std::optional<Batch> batch = source_->next();
+    wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now() - wait_start)
+                                          .count());
+    batches_taken_ += batch ? 1 : 0;
     if (!batch) {
       running_ = false;
       if (!options_.persistent_workers) stop_workers();
@@ -234,8 +243,27 @@ class LoaderCore {
     requested_epoch_ = epoch;
   }
 
+  // The counters so far: those of stopped pools plus the live one's.
+  LoaderStats stats() const {
+    LoaderStats s = stopped_stats_;
+    s.batches = batches_taken_;
+    s.wait_ns = wait_ns_;
+    if (!pool_) return s;
+    s.workers.resize(std::max(s.workers.size(), pool_->size()));
+    for (size_t w = 0; w < pool_->size(); ++w) {
+      const ipc::RegionHeader& h = pool_->channel(w).view.header();
+      s.workers[w].busy_ns += h.busy_ns.load(std::memory_order_relaxed);
+      s.workers[w].batches += h.tasks_done.load(std::memory_order_relaxed);
+    }
+    if (source_) s.head_of_line_ns += source_->head_of_line_ns();
+    return s;
+  }
+
   LoaderOptions options_;
   std::shared_ptr<Dataset> dataset_;
+  LoaderStats stopped_stats_;
+  uint64_t wait_ns_ = 0;
+  uint64_t batches_taken_ = 0;
   PoolConfig config_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<InFlightBook> book_;
@@ -287,6 +315,8 @@ Loader::Iterator Loader::begin() {
 std::optional<Batch> Loader::next() { return core_->next(); }
 
 const LoaderOptions& Loader::options() const { return core_->options_; }
+
+LoaderStats Loader::stats() const { return core_->stats(); }
 
 std::vector<int> Loader::worker_pids() const {
   std::vector<int> pids;

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -41,7 +42,11 @@ class Worker {
     if (!run_init()) return kInitFailedExit;
     uint32_t id;
     while (next_task(id)) {
+      const auto started = std::chrono::steady_clock::now();
       run_task(id);
+      const auto busy = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - started);
+      header_.busy_ns.fetch_add(static_cast<uint64_t>(busy.count()), std::memory_order_relaxed);
       header_.tasks_done.fetch_add(1, std::memory_order_relaxed);
       c_.region.done_ring().try_push(id);  // cannot be full: it holds every descriptor id
       notify(c_.done_event_fd);

@@ -13,6 +13,7 @@
 #include <mploader/batch.h>
 #include <mploader/dataset.h>
 #include <mploader/options.h>
+#include <mploader/stats.h>
 
 #include <memory>
 #include <optional>
@@ -79,6 +80,8 @@ class Loader {
   const LoaderOptions& options() const;
   // Process ids of the live workers (empty when num_workers == 0).
   std::vector<int> worker_pids() const;
+  // Counters of where time went so far (stats.h): per-worker busy time, the caller's wait.
+  LoaderStats stats() const;
 
  private:
   friend class DevicePrefetcher;

@@ -1,0 +1,50 @@
+// The jpeg workload: every .jpg/.jpeg file under a folder (searched recursively, sorted by
+// path), or a set generated once from Fashion-MNIST into a cache folder.
+//
+// "image": float32 [3, 224, 224] (jpeg_transform.h); "label": int64, the index of the file's
+// parent folder among all parent folders (as torchvision's ImageFolder), or -1 - index when
+// the file cannot be read or decoded: its image is then all zeros. Runners count such samples
+// (corrupt_index) and report their paths; a bad file is never fatal.
+//
+// get() is safe from several threads at once: each thread decodes with its own handle.
+#pragma once
+
+#include "run_config.h"
+
+#include <mploader/dataset.h>
+
+#include <string>
+#include <vector>
+
+namespace bench {
+
+class JpegDataset : public mploader::Dataset {
+ public:
+  // Lists the files; throws UsageError when `dir` is no folder or holds no .jpg file.
+  explicit JpegDataset(const std::string& dir);
+  size_t size() const override { return paths_.size(); }
+  mploader::Sample get(int64_t index) override;
+  std::optional<mploader::DatasetRecipe> recipe() const override {
+    return mploader::DatasetRecipe{"bench-jpeg", dir_};
+  }
+  const std::string& path(int64_t index) const { return paths_.at(static_cast<size_t>(index)); }
+
+ private:
+  std::string dir_;
+  std::vector<std::string> paths_;
+  std::vector<int64_t> labels_;
+};
+
+// The index of the corrupt sample that `label` marks, or -1 for a good one.
+inline int64_t corrupt_index(int64_t label) { return label < 0 ? -1 - label : -1; }
+
+// The default folder of the generated set: $MPLOADER_BENCH_CACHE, else
+// $XDG_CACHE_HOME/mploader-bench, else ~/.cache/mploader-bench; then "fmnist-jpeg-<count>".
+std::string default_jpeg_dir(int64_t count);
+
+// Makes `dir` hold `count` JPEGs (classes in subfolders 0-9) from Fashion-MNIST images in
+// `fmnist_dir`, upscaled to 288 x 288 RGB, unless it is there already. Written into a temporary
+// folder first and renamed into place, so an interrupted run leaves no half set.
+void ensure_jpeg_set(const std::string& dir, const std::string& fmnist_dir, int64_t count);
+
+}  // namespace bench

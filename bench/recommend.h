@@ -1,0 +1,45 @@
+// The num_workers recommendation and the scaling summary, from measured rows only (pure
+// functions: unit-tested on made-up rows in tests/test_bench_recommend.cc).
+//
+// For each (loader, workload, batch size, prefetch) with two or more worker counts:
+//   best   = the highest samples/s of the group;
+//   choice = the smallest num_workers whose samples/s is within 5 % of best;
+//   reason, read at `choice` from mploader's own counters (Loader::stats()):
+//     - "main-loop bound" when choice is 0 workers (loading in the main process is as fast);
+//     - "IPC-bound"    when worker utilisation < 0.6: workers sit idle while the training loop
+//                       takes and hands back batches, so the hand-off, not the loading, limits;
+//     - "memory-bound" when utilisation >= 0.6 and a worker needs >= 1.3x the busy time per
+//                       batch it needed in the group's smallest worker count: workers slow
+//                       each other down (memory bandwidth, caches), so more of them add little;
+//     - "CPU-bound"    otherwise: workers are busy and each is as fast as alone, so throughput
+//                       is what the cores can compute.
+//   Loaders without these counters (libtorch, inprocess, pytorch) get the choice and no reason.
+#pragma once
+
+#include "run_config.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+struct Recommendation {
+  std::string loader, workload;
+  int64_t batch_size = 0, prefetch = 0;
+  int64_t workers = 0;      // the choice
+  double samples_per_s = 0; // at the choice
+  int64_t best_workers = 0;
+  double best_samples_per_s = 0;
+  std::string bound;        // CPU-bound | memory-bound | IPC-bound | main-loop bound | ""
+  std::string reason;       // the measurements behind `bound`, one line
+};
+
+std::vector<Recommendation> recommend(const std::vector<RunResult>& rows);
+void print_recommendations(std::ostream& out, const std::vector<Recommendation>& recs);
+
+// throughput(workers = cores) / (cores x throughput(workers = 1)) per loader, workload, batch
+// size and prefetch that has both rows; printed as lines "scaling efficiency ...".
+void print_scaling(std::ostream& out, const std::vector<RunResult>& rows, int64_t cores);
+
+}  // namespace bench

@@ -1,0 +1,33 @@
+// LoaderStats: where a Loader's time went, read with Loader::stats(). Counters only grow while
+// the Loader lives; take two snapshots and subtract to measure an interval.
+//
+// Cheap by design: workers add their busy time to their shared region header (relaxed atomics,
+// two clock reads per batch) and the Loader's thread times its own waits; reading them takes
+// no lock. A snapshot is a plain value, safe to keep and copy.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace mploader {
+
+struct WorkerStats {
+  // Time spent building batches (Dataset::get, collation, publishing), from taking a task to
+  // handing it back. Idle time waiting for tasks is not counted.
+  uint64_t busy_ns = 0;
+  uint64_t batches = 0;  // tasks finished, cancelled ones included
+};
+
+struct LoaderStats {
+  // One entry per worker slot (empty with num_workers == 0). A replaced worker's counters
+  // start again from zero.
+  std::vector<WorkerStats> workers;
+  uint64_t batches = 0;  // batches next() returned
+  // Time the caller spent inside next() (and so in iterator increments): waiting for batches.
+  uint64_t wait_ns = 0;
+  // The part of wait_ns spent waiting for the batch due next (in_order) while batches that
+  // come later were already done: head-of-line blocking behind a slow worker.
+  uint64_t head_of_line_ns = 0;
+};
+
+}  // namespace mploader

@@ -1,0 +1,72 @@
+// The bench's num_workers recommendation rule (bench/recommend.h) on made-up measurement rows.
+#include <catch2/catch.hpp>
+
+#include "bench/recommend.h"
+
+#include <sstream>
+
+namespace {
+
+bench::RunResult row(int64_t workers, double rate, double util = -1, double busy_ms = -1,
+                     const std::string& loader = "mploader") {
+  bench::RunResult r;
+  r.config.loader = loader;
+  r.config.workload = "jpeg";
+  r.config.workers = workers;
+  r.config.batch_size = 64;
+  r.config.prefetch = 2;
+  r.samples_per_s = rate;
+  r.utilisation = util;
+  r.busy_ms_per_batch = busy_ms;
+  r.wait_p50_ms = 1.0;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("recommend: smallest workers within 5 % of the best, CPU-bound when busy and not "
+          "slowed", "[recommend]") {
+  const auto recs = bench::recommend(
+      {row(1, 100, 0.98, 10), row(2, 196, 0.97, 10.2), row(4, 380, 0.95, 10.5),
+       row(8, 390, 0.5, 10.5)});
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].workers == 4);  // 380 >= 0.95 x 390
+  CHECK(recs[0].best_workers == 8);
+  CHECK(recs[0].bound == "CPU-bound");
+}
+
+TEST_CASE("recommend: memory-bound when each worker needs 1.3x the busy time it did with fewer",
+          "[recommend]") {
+  const auto recs =
+      bench::recommend({row(1, 100, 0.98, 10), row(2, 150, 0.95, 13.5), row(4, 152, 0.9, 26)});
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].workers == 2);
+  CHECK(recs[0].bound == "memory-bound");
+}
+
+TEST_CASE("recommend: IPC-bound when workers are mostly idle", "[recommend]") {
+  const auto recs = bench::recommend({row(1, 1000, 0.4, 1), row(2, 1010, 0.2, 1)});
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].workers == 1);
+  CHECK(recs[0].bound == "IPC-bound");
+}
+
+TEST_CASE("recommend: 0 workers when the main process is as fast, no reason without counters",
+          "[recommend]") {
+  auto recs = bench::recommend({row(0, 500), row(2, 510, 0.3, 1)});
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].workers == 0);
+  CHECK(recs[0].bound == "main-loop bound");
+  recs = bench::recommend({row(1, 100, -1, -1, "libtorch"), row(2, 200, -1, -1, "libtorch")});
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].workers == 2);
+  CHECK(recs[0].bound.empty());
+  CHECK(bench::recommend({row(2, 100)}).empty());  // one worker count: nothing to choose
+}
+
+TEST_CASE("scaling efficiency: throughput at cores workers over cores x one worker's",
+          "[recommend]") {
+  std::ostringstream out;
+  bench::print_scaling(out, {row(1, 100), row(4, 360)}, 4);
+  CHECK(out.str().find("0.90") != std::string::npos);
+}
