@@ -8,7 +8,30 @@
 #include <mploader/collate.h>
 #include <mploader/dataset.h>
 
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
 namespace mploader::detail {
+
+// Memory for in-process batches, reused once the loop drops a batch. A batch of large samples
+// is tens of MB, and a fresh allocation that large is a fresh mmap: every batch paid its page
+// faults again. Safe for concurrent use: a batch is dropped on whatever thread the caller
+// likes. Buffers that come back after the pool is gone are freed.
+class BatchBufferPool : public std::enable_shared_from_this<BatchBufferPool> {
+ public:
+  // At least `bytes`; `base` is set to its start. Dropping the result gives it back.
+  std::shared_ptr<void> take(uint64_t bytes, uint8_t*& base);
+
+ private:
+  void give_back(at::Tensor buffer);
+
+  std::mutex mutex_;
+  std::vector<at::Tensor> free_;
+};
 
 class InProcessSource : public BatchSource {
  public:
@@ -18,8 +41,11 @@ class InProcessSource : public BatchSource {
   std::optional<Batch> next() override;
 
  private:
+  Sample load(int64_t index, const std::string& where);
+
   Dataset& dataset_;
   Collator& collator_;
+  std::shared_ptr<BatchBufferPool> buffers_ = std::make_shared<BatchBufferPool>();
   std::vector<std::vector<int64_t>> batches_;
   std::vector<uint64_t> sequences_;  // as in BatchSource::start_epoch
   uint64_t epoch_ = 0;

@@ -138,6 +138,24 @@ TEST_CASE("loader: batches kept alive across iterations are not overwritten",
   CHECK(survivors[49][7][2].item<float>() == 399.0f);
 }
 
+TEST_CASE("loader: num_workers 0 never builds a batch in memory a held batch uses",
+          "[loader]") {
+  // In-process batches reuse the memory of dropped ones (a pool): never of one still held.
+  Loader loader(std::make_shared<CountingDataset>(40), options(0, 4));
+  loader.next();  // dropped at once: its memory may be reused
+  Batch second = *loader.next();
+  Batch third = *loader.next();
+  CHECK(third["x"].data_ptr() != second["x"].data_ptr());
+  Batch fourth = *loader.next();
+  CHECK(fourth["x"].data_ptr() != second["x"].data_ptr());
+  CHECK(fourth["x"].data_ptr() != third["x"].data_ptr());
+  for (int64_t i = 0; i < 4; ++i) {
+    CHECK(second["label"][i].item<int64_t>() == 4 + i);
+    CHECK(third["x"][i][3].item<float>() == static_cast<float>(8 + i));
+    CHECK(fourth["x"][i][0].item<float>() == static_cast<float>(12 + i));
+  }
+}
+
 TEST_CASE("loader: tensors outlive the loader", "[loader][process]") {
   at::Tensor x;
   {
