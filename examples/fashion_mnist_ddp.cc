@@ -55,7 +55,11 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 c10::intrusive_ptr<c10d::ProcessGroupGloo> connect(const mploader::LaunchInfo& launch) {
   c10d::TCPStoreOptions so;
-  so.isServer = launch.rank == 0 && std::getenv(kStoreHostedEnv) == nullptr;
+  // The store is already served by this program's launcher, or by torchrun's agent (which says
+  // so with TORCHELASTIC_USE_AGENT_STORE); otherwise rank 0 serves it.
+  const bool hosted = std::getenv(kStoreHostedEnv) != nullptr ||
+                      env_or("TORCHELASTIC_USE_AGENT_STORE", "") == "True";
+  so.isServer = launch.rank == 0 && !hosted;
   so.numWorkers = static_cast<int>(launch.world_size);
   so.waitWorkers = false;
   so.timeout = kCollectiveTimeout;
