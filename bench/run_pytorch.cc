@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -25,7 +26,22 @@ namespace {
 
 constexpr const char* kPython = "/usr/bin/python3";
 
-std::string script_path() { return std::string(MPLOADER_BENCH_SCRIPT_DIR) + "/pytorch_dataloader.py"; }
+// An installed bench finds the script installed beside it (MPLOADER_BENCH_SCRIPT_INSTALL_DIR,
+// relative to the binary's folder); a bench in its build tree, the one in the source tree.
+std::string script_path() {
+  const std::string name = "/pytorch_dataloader.py";
+#ifdef MPLOADER_BENCH_SCRIPT_INSTALL_DIR
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir.erase(dir.find_last_of('/'));
+    const std::string installed = dir + "/" + MPLOADER_BENCH_SCRIPT_INSTALL_DIR + name;
+    if (access(installed.c_str(), R_OK) == 0) return installed;
+  }
+#endif
+  return std::string(MPLOADER_BENCH_SCRIPT_DIR) + name;
+}
 
 // Runs argv[0] with stdin from /dev/null and stderr inherited. Returns the exit status (-1 when
 // it could not start, 128+N when killed by signal N); its stdout goes to `out` when given,

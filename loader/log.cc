@@ -1,10 +1,17 @@
 #include "loader/log.h"
 
+#include <mploader/errors.h>
+#include <mploader/logging.h>
+
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-namespace mploader::detail {
+#include <algorithm>
+#include <cctype>
+
+namespace mploader {
+namespace detail {
 
 spdlog::logger& log() {
   static std::shared_ptr<spdlog::logger> logger = [] {
@@ -16,4 +23,35 @@ spdlog::logger& log() {
   return *logger;
 }
 
-}  // namespace mploader::detail
+}  // namespace detail
+
+namespace {
+
+// LogLevel and spdlog's levels are in the same order, trace to off.
+static_assert(static_cast<int>(LogLevel::kTrace) == spdlog::level::trace &&
+              static_cast<int>(LogLevel::kOff) == spdlog::level::off);
+
+}  // namespace
+
+void set_log_level(LogLevel level) {
+  detail::log().set_level(static_cast<spdlog::level::level_enum>(level));
+}
+
+LogLevel log_level() { return static_cast<LogLevel>(detail::log().level()); }
+
+LogLevel parse_log_level(const std::string& text) {
+  std::string lower = text;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static const std::pair<const char*, LogLevel> kNames[] = {
+      {"trace", LogLevel::kTrace},       {"debug", LogLevel::kDebug},  {"info", LogLevel::kInfo},
+      {"warn", LogLevel::kWarn},         {"warning", LogLevel::kWarn}, {"error", LogLevel::kError},
+      {"critical", LogLevel::kCritical}, {"off", LogLevel::kOff}};
+  for (const auto& [name, level] : kNames) {
+    if (lower == name) return level;
+  }
+  throw OptionError("log_level", "mploader: unknown log level '" + text +
+                                     "'; use trace, debug, info, warn, error, critical or off");
+}
+
+}  // namespace mploader

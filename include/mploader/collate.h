@@ -1,6 +1,7 @@
-// Collators turn a list of samples into one batch. They work in two phases so that a worker can
-// size the batch, find room for it in a shared-memory slot, and then write the batch straight
-// into that slot with no intermediate copy.
+/// @file
+/// Collators turn a list of samples into one batch. They work in two phases so that a worker can
+/// size the batch, find room for it in a shared-memory slot, and then write the batch straight
+/// into that slot with no intermediate copy.
 #pragma once
 
 #include <mploader/tensor_dict.h>
@@ -15,52 +16,66 @@
 
 namespace mploader {
 
-// Name, element type and shape of one tensor of a batch.
+/// Name, element type and shape of one tensor of a batch.
 struct TensorLayout {
-  std::string name;
-  at::ScalarType dtype;
-  std::vector<int64_t> shape;
+  std::string name;            ///< The tensor's name in the batch.
+  at::ScalarType dtype;        ///< Its element type.
+  std::vector<int64_t> shape;  ///< Its shape, batch dimension first.
 };
 
-// A collator is used by one thread at a time (each worker owns a copy after fork).
+/// A collator is used by one thread at a time (each worker owns a copy after fork).
+/// Turns the samples of one batch into the batch's tensors, in two phases (layout, then fill
+/// into preallocated shared memory). Subclass it for a custom batch format and register it with
+/// MPLOADER_REGISTER_COLLATOR to use it under spawn.
 class Collator {
  public:
-  virtual ~Collator() = default;
-  // Phase 1: the tensors the batch will hold. Throws if the samples cannot be collated.
+  virtual ~Collator() = default;  ///< Collators are owned through shared_ptr.
+  /// Phase 1: the tensors the batch will hold. Throws if the samples cannot be collated.
   virtual std::vector<TensorLayout> layout(const std::vector<Sample>& samples) = 0;
-  // Phase 2: writes the batch into `outputs`, preallocated to match layout() in order.
+  /// Phase 2: writes the batch into `outputs`, preallocated to match layout() in order.
   virtual void fill(const std::vector<Sample>& samples, std::vector<at::Tensor>& outputs) = 0;
-  // Bytes a batch of `batch_size` samples like `sample` would need, or nullopt when that
-  // cannot be known without a whole batch. Used to size ring slots.
+  /// Bytes a batch of `batch_size` samples like `sample` would need, or nullopt when that
+  /// cannot be known without a whole batch. Used to size ring slots.
   virtual std::optional<size_t> estimate_batch_bytes(const Sample& sample, size_t batch_size);
 
-  // Optional streaming form, for collators whose batch layout follows from the first sample
-  // alone (stack_collate does). A worker then writes each sample into the slot as soon as it
-  // is loaded and holds one sample at a time instead of a batch of them. When streams() is
-  // true, workers call layout_from_first() once per batch and fill_row() for every sample
-  // (row 0 included) instead of layout() and fill(); fill_row() throws, like layout(), when a
-  // sample does not fit the layout. The defaults do not stream.
+  /// @name Streaming (optional)
+  /// For collators whose batch layout follows from the first sample alone (stack_collate
+  /// does). A worker then writes each sample into the slot as soon as it is loaded and holds
+  /// one sample at a time instead of a batch of them. When streams() is true, workers (and the
+  /// num_workers = 0 path) call layout_from_first() once per batch and fill_row() for every
+  /// sample, row 0 included, instead of layout() and fill().
+  /// @{
+  /// True when this collator implements layout_from_first() and fill_row(). Default: false.
   virtual bool streams() const { return false; }
+  /// The batch's layout from its first sample and its size. The default throws
+  /// std::logic_error (a collator that does not stream).
   virtual std::vector<TensorLayout> layout_from_first(const Sample& first, size_t batch_size);
+  /// Writes `sample` into row `row` of `outputs` (allocated to match `layout`). Throws, with
+  /// the message layout() would give, when the sample does not fit the layout. The default
+  /// throws std::logic_error.
   virtual void fill_row(size_t row, const Sample& sample, const std::vector<TensorLayout>& layout,
                         std::vector<at::Tensor>& outputs);
-  // How a spawned worker rebuilds this collator: "stack", "pad <value> <suffix>", or
-  // "<factory>\n<config>" for one registered with MPLOADER_REGISTER_COLLATOR. nullopt: it
-  // cannot be rebuilt (function_collate), and start_method spawn is refused.
+  /// @}
+
+  /// How a spawned worker rebuilds this collator: `stack`, `pad <value> <suffix>`, or
+  /// `<factory>` and `<config>` on two lines for one registered with MPLOADER_REGISTER_COLLATOR. nullopt: it
+  /// cannot be rebuilt (function_collate), and start_method spawn is refused.
   virtual std::optional<std::string> recipe() const { return std::nullopt; }
 };
 
-// Stacks equal-shaped tensors along a new first dimension: [B, ...].
+/// Stacks equal-shaped tensors along a new first dimension: [B, ...].
 std::shared_ptr<Collator> stack_collate();
 
-// Pads tensors of different first-dimension lengths to the longest in the batch with
-// `pad_value`, and adds "<name><lengths_suffix>" (int64 [B]) for each padded tensor.
-// Zero-dimensional tensors are stacked.
+/// Pads tensors of different first-dimension lengths to the longest in the batch with
+/// `pad_value`, and adds `<name><lengths_suffix>` (int64 [B]) for each padded tensor.
+/// Zero-dimensional tensors are stacked.
 std::shared_ptr<Collator> pad_collate(double pad_value = 0.0,
                                       std::string lengths_suffix = "_lengths");
 
-// Runs `fn` in the worker and copies its result into the slot (one copy).
+/// A collate function: the samples of one batch in, the batch's tensors out.
 using CollateFunction = std::function<TensorDict(const std::vector<Sample>&)>;
+/// Runs `fn` in the worker and copies its result into the slot (one copy). It cannot be rebuilt
+/// in a spawned worker: start_method spawn or forkserver with it is an OptionError.
 std::shared_ptr<Collator> function_collate(CollateFunction fn);
 
 }  // namespace mploader

@@ -1,13 +1,14 @@
-// Loader: iterates a Dataset in batches built by worker processes and handed over through
-// shared-memory rings.
-//
-//   mploader::Loader loader(dataset, options);
-//   for (int epoch = 0; epoch < 3; ++epoch) {
-//     loader.set_epoch(epoch);
-//     for (mploader::Batch& b : loader) { at::Tensor x = b["image"]; ... }
-//   }
-//
-// A Loader is used from one thread at a time. Batches it returns may outlive it.
+/// @file
+/// Loader: iterates a Dataset in batches built by worker processes and handed over through
+/// shared-memory rings.
+///
+///   mploader::Loader loader(dataset, options);
+///   for (int epoch = 0; epoch < 3; ++epoch) {
+///     loader.set_epoch(epoch);
+///     for (mploader::Batch& b : loader) { at::Tensor x = b["image"]; ... }
+///   }
+///
+/// A Loader is used from one thread at a time. Batches it returns may outlive it.
 #pragma once
 
 #include <mploader/batch.h>
@@ -28,34 +29,41 @@ namespace detail {
 class LoaderCore;
 }
 
+/// Iterates a Dataset in batches that worker processes (or, with num_workers == 0, the calling
+/// thread) build straight into shared-memory ring slots; each Batch views its slot, no copy.
+///
+/// Thread-safety: one thread at a time uses a Loader (not necessarily the one that built it).
+/// Ownership: the Loader owns its workers and rings; a Batch (and every tensor taken from it)
+/// keeps its slot alive, so batches may outlive the Loader. Errors: OptionError and ShmError at
+/// construction; WorkerError, WorkerCrashed, TimeoutError and BatchTooLarge while iterating.
 class Loader {
  public:
   class Iterator;
-  struct Sentinel {};
+  struct Sentinel {};  ///< end() of a range-for loop over the Loader.
 
-  // Validates options (OptionError), sizes and creates the rings (ShmError) and starts the
-  // workers. Throws before any worker runs if anything is wrong.
+  /// Validates options (OptionError), sizes and creates the rings (ShmError) and starts the
+  /// workers. Throws before any worker runs if anything is wrong.
   Loader(std::shared_ptr<Dataset> dataset, LoaderOptions options);
-  // Stops the workers (they exit; none is left as a zombie) and releases the rings once no
-  // Batch uses them any more.
+  /// Stops the workers (they exit; none is left as a zombie) and releases the rings once no
+  /// Batch uses them any more.
   ~Loader();
-  Loader(const Loader&) = delete;
-  Loader& operator=(const Loader&) = delete;
+  Loader(const Loader&) = delete;             ///< Not copyable: it owns processes and rings.
+  Loader& operator=(const Loader&) = delete;  ///< Not copyable.
 
-  // The epoch the next iteration runs; it seeds shuffling. Without a call, each new iteration
-  // takes the epoch after the last one (the first is 0).
+  /// The epoch the next iteration runs; it seeds shuffling. Without a call, each new iteration
+  /// takes the epoch after the last one (the first is 0).
   void set_epoch(uint64_t epoch);
-  // The epoch of the current (or last) iteration.
+  /// The epoch of the current (or last) iteration.
   uint64_t epoch() const;
-  // Batches the next epoch will have.
+  /// Batches the next epoch will have.
   size_t batches_per_epoch() const;
 
-  // Starts a new epoch (abandoning what is left of the current one) and returns its first
-  // batch.
+  /// Starts a new epoch (abandoning what is left of the current one) and returns its first
+  /// batch.
   Iterator begin();
-  Sentinel end() { return {}; }
-  // The next batch of the current epoch, starting one if none is running; nullopt once the
-  // epoch is complete. Throws WorkerError, WorkerCrashed, TimeoutError or BatchTooLarge.
+  Sentinel end() { return {}; }  ///< Where begin()'s iterator stops: the end of the epoch.
+  /// The next batch of the current epoch, starting one if none is running; nullopt once the
+  /// epoch is complete. Throws WorkerError, WorkerCrashed, TimeoutError or BatchTooLarge.
   std::optional<Batch> next();
 
   // Resuming after a restart of the program. state_dict() says which epoch runs and which of
@@ -78,7 +86,7 @@ class Loader {
   void load_state_dict(const std::string& state);
 
   const LoaderOptions& options() const;
-  // Process ids of the live workers (empty when num_workers == 0).
+  /// Process ids of the live workers (empty when num_workers == 0).
   std::vector<int> worker_pids() const;
   // Counters of where time went so far (stats.h): per-worker busy time, the caller's wait.
   LoaderStats stats() const;
@@ -92,17 +100,21 @@ class Loader {
   std::unique_ptr<detail::LoaderCore> core_;
 };
 
+/// Input iterator over one epoch of a Loader, from Loader::begin(). Advancing it releases the
+/// current batch (unless the loop kept a copy) before it waits for the next one; it throws
+/// what Loader::next() throws.
 class Loader::Iterator {
  public:
-  Batch& operator*() { return *current_; }
-  Batch* operator->() { return &*current_; }
+  Batch& operator*() { return *current_; }    ///< The current batch.
+  Batch* operator->() { return &*current_; }  ///< The current batch.
+  /// Moves to the next batch of the epoch (Loader::next()).
   Iterator& operator++() {
     current_.reset();  // let the slot go back to its worker before waiting for the next batch
     current_ = loader_->next();
     return *this;
   }
-  bool operator!=(Sentinel) const { return current_.has_value(); }
-  bool operator==(Sentinel) const { return !current_.has_value(); }
+  bool operator!=(Sentinel) const { return current_.has_value(); }   ///< Not at the end yet.
+  bool operator==(Sentinel) const { return !current_.has_value(); }  ///< The epoch is over.
 
  private:
   friend class Loader;
@@ -111,5 +123,8 @@ class Loader::Iterator {
   Loader* loader_;
   std::optional<Batch> current_;
 };
+
+/// @fn const LoaderOptions& Loader::options() const
+/// The options the Loader was built with, after validation.
 
 }  // namespace mploader

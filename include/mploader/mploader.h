@@ -1,4 +1,5 @@
-// Umbrella header: everything a training loop needs.
+/// @file
+/// Umbrella header: everything a training loop needs.
 #pragma once
 
 #include <mploader/batch.h>
@@ -8,6 +9,7 @@
 #include <mploader/distributed.h>
 #include <mploader/errors.h>
 #include <mploader/loader.h>
+#include <mploader/logging.h>
 #include <mploader/npy.h>
 #include <mploader/options.h>
 #include <mploader/registry.h>

@@ -1,7 +1,8 @@
-// Large read-only arrays shared, not copied: .npy files mapped read-only. Every process that
-// maps the same file (all workers of all loaders, other jobs on the machine) shares its pages
-// through the page cache, so a dataset over them costs a worker no private memory however
-// large the data, and does not grow over an epoch.
+/// @file
+/// Large read-only arrays shared, not copied: .npy files mapped read-only. Every process that
+/// maps the same file (all workers of all loaders, other jobs on the machine) shares its pages
+/// through the page cache, so a dataset over them costs a worker no private memory however
+/// large the data, and does not grow over an epoch.
 #pragma once
 
 #include <mploader/dataset.h>
@@ -15,24 +16,24 @@
 
 namespace mploader {
 
-// One .npy array (format versions 1 to 3; C order; little-endian or single-byte elements of
-// types bool, uint8, int8, int16, int32, int64, float16, float32, float64), mapped read-only.
-// Thread-safe to read; the tensors it returns view the mapping and keep it alive, and must not
-// be written to.
+/// One .npy array (format versions 1 to 3; C order; little-endian or single-byte elements of
+/// types bool, uint8, int8, int16, int32, int64, float16, float32, float64), mapped read-only.
+/// Thread-safe to read; the tensors it returns view the mapping and keep it alive, and must not
+/// be written to.
 class NpyArray {
  public:
-  // Throws mploader::Error naming the file and what is wrong with it (missing, truncated, not
-  // a .npy file, an unsupported dtype or Fortran order).
+  /// Throws mploader::Error naming the file and what is wrong with it (missing, truncated, not
+  /// a .npy file, an unsupported dtype or Fortran order).
   explicit NpyArray(const std::string& path);
 
-  const std::string& path() const { return path_; }
-  at::ScalarType dtype() const { return dtype_; }
-  const std::vector<int64_t>& shape() const { return shape_; }
-  // The length of the first dimension.
+  const std::string& path() const { return path_; }  ///< The file mapped.
+  at::ScalarType dtype() const { return dtype_; }  ///< Its element type.
+  const std::vector<int64_t>& shape() const { return shape_; }  ///< Its shape.
+  /// The length of the first dimension.
   int64_t rows() const { return shape_.empty() ? 1 : shape_[0]; }
-  // Row `i` (shape()[1:]) as a view of the mapping: no copy.
+  /// Row `i` (shape()[1:]) as a view of the mapping: no copy.
   at::Tensor row(int64_t i) const;
-  // The whole array as a view of the mapping.
+  /// The whole array as a view of the mapping.
   at::Tensor tensor() const;
 
  private:
@@ -44,10 +45,10 @@ class NpyArray {
   uint64_t row_bytes_ = 0;
 };
 
-// Sample i holds row i of each named array; all arrays must have the same number of rows.
+/// Sample i holds row i of each named array; all arrays must have the same number of rows.
 class NpyDataset : public Dataset {
  public:
-  // (name, path) pairs, e.g. {{"image", "train_images.npy"}, {"label", "train_labels.npy"}}.
+  /// (name, path) pairs, e.g. {{"image", "train_images.npy"}, {"label", "train_labels.npy"}}.
   explicit NpyDataset(const std::vector<std::pair<std::string, std::string>>& arrays);
   size_t size() const override { return rows_; }
   Sample get(int64_t index) override;

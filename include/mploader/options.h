@@ -1,4 +1,5 @@
-// LoaderOptions: every knob of a Loader, validated when the Loader is constructed.
+/// @file
+/// LoaderOptions: every knob of a Loader, validated when the Loader is constructed.
 #pragma once
 
 #include <mploader/collate.h>
@@ -13,41 +14,44 @@
 
 namespace mploader {
 
+/// How a Loader starts its worker processes (LoaderOptions::start_method).
 enum class StartMethod {
-  // fork(2): workers are copies of this process, dataset and all. Fast; but a lock another
-  // thread held, or a CUDA context, comes along broken.
+  /// fork(2): workers are copies of this process, dataset and all. Fast; but a lock another
+  /// thread held, or a CUDA context, comes along broken.
   kFork,
-  // Workers are this program executed afresh (call mploader::init(argc, argv) first thing in
-  // main); they rebuild the dataset from Dataset::recipe(). Slower to start, inherits nothing.
+  /// Workers are this program executed afresh (call mploader::init(argc, argv) first thing in
+  /// main); they rebuild the dataset from Dataset::recipe(). Slower to start, inherits nothing.
   kSpawn,
-  // A clean server process (started once, like a spawned worker) forks the workers; they
-  // rebuild the dataset as spawned ones do. Inherits nothing from the training program and
-  // starts faster than spawn.
+  /// A clean server process (started once, like a spawned worker) forks the workers; they
+  /// rebuild the dataset as spawned ones do. Inherits nothing from the training program and
+  /// starts faster than spawn.
   kForkserver,
 };
 
+/// Every option of a Loader. The Loader copies and checks them at construction: a wrong value
+/// is an OptionError naming the option, the value and the fix. A plain struct: no locking.
 struct LoaderOptions {
-  // Samples per batch (ignored when batch_sampler is set). >= 1.
+  /// Samples per batch (ignored when batch_sampler is set). >= 1.
   int64_t batch_size = 1;
-  // Worker processes; 0 loads in the calling thread behind the same API.
+  /// Worker processes; 0 loads in the calling thread behind the same API.
   int64_t num_workers = 0;
-  // Batches each worker may have in flight ahead of the training loop. >= 1.
+  /// Batches each worker may have in flight ahead of the training loop. >= 1.
   int64_t prefetch_factor = 2;
-  // Random order per epoch (RandomSampler(seed)); ignored when sampler is set.
+  /// Random order per epoch (RandomSampler(seed)); ignored when sampler is set.
   bool shuffle = false;
-  uint64_t seed = 0;
-  // Drop the last batch when it is short; ignored when batch_sampler is set.
+  uint64_t seed = 0;  ///< Seeds shuffling (seed + epoch) and the workers' generators.
+  /// Drop the last batch when it is short; ignored when batch_sampler is set.
   bool drop_last = false;
-  // Deliver batches in sampler order. false: deliver whichever batch is ready first.
+  /// Deliver batches in sampler order. false: deliver whichever batch is ready first.
   bool in_order = true;
-  // Longest wait for one batch; 0 waits forever.
+  /// Longest wait for one batch; 0 waits forever.
   std::chrono::milliseconds timeout{0};
-  // Directory for the shared-memory rings (a tmpfs such as /dev/shm). Empty: anonymous memory
-  // (memfd), which is not limited by the size of /dev/shm.
+  /// Directory for the shared-memory rings (a tmpfs such as /dev/shm). Empty: anonymous memory
+  /// (memfd), which is not limited by the size of /dev/shm.
   std::string shm_dir;
-  // Bytes of one ring slot. 0: estimated from the first sample, with headroom.
+  /// Bytes of one ring slot. 0: estimated from the first sample, with headroom.
   uint64_t max_batch_bytes = 0;
-  // A batch larger than a slot travels in a one-off shared segment; false makes it an error.
+  /// A batch larger than a slot travels in a one-off shared segment; false makes it an error.
   bool allow_overflow = true;
   // Page-lock the rings in this process (cudaHostRegister), so that copies of batches to a GPU
   // (Tensor::to(device, non_blocking) or DevicePrefetcher) go straight from shared memory by
@@ -58,26 +62,31 @@ struct LoaderOptions {
   // environment variable MPLOADER_CRASH_DIR, else ./mploader-crashes. Read them with
   // mploader-report.
   std::string crash_dir;
-  // Replace a dead worker and issue its batches again, at most this many times per epoch;
-  // every index is still delivered exactly once. 0: a death raises WorkerCrashed.
+  /// Replace a dead worker and issue its batches again, at most this many times per epoch;
+  /// every index is still delivered exactly once. 0: a death raises WorkerCrashed.
   int64_t max_restarts_per_epoch = 0;
-  // How samples become a batch; null stacks them (stack_collate()).
+  /// How samples become a batch; null stacks them (stack_collate()).
   std::shared_ptr<Collator> collate;
-  // Index order; null means RandomSampler(seed) when shuffle, else SequentialSampler.
+  /// Index order; null means RandomSampler(seed) when shuffle, else SequentialSampler.
   std::shared_ptr<Sampler> sampler;
-  // Whole batches; overrides sampler, batch_size and drop_last.
+  /// Whole batches; overrides sampler, batch_size and drop_last.
   std::shared_ptr<BatchSampler> batch_sampler;
-  StartMethod start_method = StartMethod::kFork;
-  // Keep the workers (and their rings) from one epoch to the next. false: they stop at the end
-  // of each epoch and fresh ones start with the next, as PyTorch's default does; memory a
-  // worker gathers during an epoch goes with it.
+  StartMethod start_method = StartMethod::kFork;  ///< fork, spawn or forkserver (StartMethod).
+  /// Keep the workers (and their rings) from one epoch to the next. false: they stop at the end
+  /// of each epoch and fresh ones start with the next, as PyTorch's default does; memory a
+  /// worker gathers during an epoch goes with it.
   bool persistent_workers = false;
-  // Runs in each worker after it starts, before its first sample: the place to open files and
-  // connections that must not cross a fork (HDF5, databases, sockets). An exception here is
-  // reported as a WorkerCrashed naming worker_init.
+  /// Runs in each worker after it starts, before its first sample: the place to open files and
+  /// connections that must not cross a fork (HDF5, databases, sockets). An exception here is
+  /// reported as a WorkerCrashed naming worker_init.
   std::function<void(const WorkerInfo&)> worker_init;
-  // This process's rank in a distributed job; shows in worker_info().
+  /// This process's rank in a distributed job; shows in worker_info().
   int64_t rank = 0;
 };
+
+/// @var LoaderOptions::crash_dir
+/// Where crash reports go, one JSON file per worker death, never overwritten. Empty: the
+/// environment variable MPLOADER_CRASH_DIR, else ./mploader-crashes. Read them with
+/// mploader-report.
 
 }  // namespace mploader

@@ -1,0 +1,38 @@
+# `cmake --install` puts the headers, the library, the binaries and a CMake package in place, so
+# that an outside project does find_package(mploader REQUIRED) and links mploader::mploader.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(MPLOADER_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/mploader)
+
+install(TARGETS mploader EXPORT mploaderTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/mploader DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
+install(EXPORT mploaderTargets NAMESPACE mploader:: DESTINATION ${MPLOADER_CMAKE_DIR})
+
+# A static mploader hands its private dependencies to the program that links it (as
+# $<LINK_ONLY:...> in the export), so the package must find them again; a shared one needs
+# only libtorch, whose headers its own headers include.
+get_target_property(MPLOADER_LIBRARY_TYPE mploader TYPE)
+configure_package_config_file(cmake/mploaderConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/mploaderConfig.cmake
+  INSTALL_DESTINATION ${MPLOADER_CMAKE_DIR})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/mploaderConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mploaderConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/mploaderConfigVersion.cmake
+  DESTINATION ${MPLOADER_CMAKE_DIR})
+
+if(TARGET mploader-bench)
+  install(TARGETS mploader-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # The bench runs PyTorch's DataLoader through this script; the installed bench looks for it
+  # here, relative to its own location (bench/run_pytorch.cc).
+  install(FILES bench/pytorch_dataloader.py DESTINATION ${CMAKE_INSTALL_DATADIR}/mploader)
+endif()
+if(TARGET mploader-report)
+  install(TARGETS mploader-report RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()

@@ -1,0 +1,331 @@
+// Data-parallel training fed by mploader: each rank is a process with its own Loader (2 worker
+// processes) over its DistributedSampler shard of Fashion-MNIST; gradients are averaged over
+// c10d's Gloo process group at every step, as DistributedDataParallel does, and at the end the
+// ranks prove their parameters are identical. Rank 0 prints the loss and test accuracy.
+//
+// Started with torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) it is one rank.
+// Started without them it is the launcher: it serves the rendezvous store on a free port and
+// runs --world-size copies of itself as the ranks.
+//
+//   fashion_mnist_ddp [--world-size 2] [--epochs 1] [--batch-size 32] [--workers 2]
+//                     [--max-batches 0] [--min-accuracy 0] [--data-dir DIR]
+#include "fashion_mnist.h"
+
+#include <mploader/mploader.h>
+
+#include <CLI/CLI.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace {
+
+struct Flags {
+  std::string data_dir = examples::kFashionMnistDir;
+  int world_size = 2;
+  int epochs = 1;
+  int64_t batch_size = 32;  // per rank
+  int64_t workers = 2;      // per rank
+  int64_t max_batches = 0;  // per rank and epoch; 0: the whole shard
+  double min_accuracy = 0;
+  double lr = 1e-3;
+  uint64_t seed = 1;
+  int timeout_s = 600;
+};
+
+// Set by the launcher: it serves the store itself, so every rank is a client of it.
+constexpr const char* kStoreHostedEnv = "MPLOADER_EXAMPLE_STORE_HOSTED";
+constexpr auto kCollectiveTimeout = std::chrono::seconds(120);
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+c10::intrusive_ptr<c10d::ProcessGroupGloo> connect(const mploader::LaunchInfo& launch) {
+  c10d::TCPStoreOptions so;
+  // The store is already served by this program's launcher, or by torchrun's agent (which says
+  // so with TORCHELASTIC_USE_AGENT_STORE); otherwise rank 0 serves it.
+  const bool hosted = std::getenv(kStoreHostedEnv) != nullptr ||
+                      env_or("TORCHELASTIC_USE_AGENT_STORE", "") == "True";
+  so.isServer = launch.rank == 0 && !hosted;
+  so.numWorkers = static_cast<int>(launch.world_size);
+  so.waitWorkers = false;
+  so.timeout = kCollectiveTimeout;
+  const std::string port = env_or("MASTER_PORT", "");
+  if (port.empty()) throw std::runtime_error("MASTER_PORT is not set; torchrun sets it");
+  so.port = static_cast<uint16_t>(std::stoi(port));
+  auto store = c10::make_intrusive<c10d::TCPStore>(env_or("MASTER_ADDR", "127.0.0.1"), so);
+  auto options = c10d::ProcessGroupGloo::Options::create();
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  options->timeout = kCollectiveTimeout;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(launch.rank),
+                                                     static_cast<int>(launch.world_size), options);
+}
+
+void allreduce(c10d::ProcessGroup& group, at::Tensor& t, c10d::ReduceOp op = c10d::ReduceOp::SUM) {
+  std::vector<at::Tensor> v{t};
+  c10d::AllreduceOptions o;
+  o.reduceOp = op;
+  group.allreduce(v, o)->wait();
+}
+
+// All parameters (or their gradients) as one flat tensor, and back.
+at::Tensor flatten(const std::vector<at::Tensor>& ts) {
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& t : ts) flat.push_back(t.reshape({-1}));
+  return torch::cat(flat);
+}
+void unflatten(const at::Tensor& flat, std::vector<at::Tensor>& ts) {
+  int64_t at = 0;
+  for (at::Tensor& t : ts) {
+    t.copy_(flat.slice(0, at, at + t.numel()).view_as(t));
+    at += t.numel();
+  }
+}
+
+// One epoch on this rank; returns {loss sum, batches, samples} of this rank.
+std::array<double, 3> train_epoch(const Flags& f, mploader::Loader& loader,
+                                  torch::nn::Sequential& model, torch::optim::Optimizer& optimizer,
+                                  c10d::ProcessGroup& group, int world) {
+  std::array<double, 3> sums{0, 0, 0};
+  for (mploader::Batch& b : loader) {
+    optimizer.zero_grad();
+    at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(b["image"]), b["label"]);
+    loss.backward();
+    std::vector<at::Tensor> grads;
+    for (at::Tensor& p : model->parameters()) grads.push_back(p.mutable_grad());
+    at::Tensor flat = flatten(grads);
+    allreduce(group, flat);  // one collective per step for all gradients
+    flat.div_(world);
+    unflatten(flat, grads);
+    optimizer.step();
+    sums[0] += loss.item<double>();
+    sums[1] += 1;
+    sums[2] += static_cast<double>(b.size());
+    if (sums[1] == f.max_batches) break;  // every rank stops at the same step
+  }
+  return sums;
+}
+
+// Test samples this rank classifies right, over its share rank::world of the test set.
+int64_t correct_on_shard(torch::nn::Sequential& model, const examples::FashionMnistSplit& test,
+                         int64_t rank, int64_t world) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  const int64_t n = test.labels.size(0);
+  const at::Tensor x = examples::normalized_images(test).slice(0, rank, n, world);
+  const at::Tensor predicted = model->forward(x).argmax(1);
+  model->train();
+  return predicted.eq(test.labels.slice(0, rank, n, world)).sum().item<int64_t>();
+}
+
+// Rank 0's initial weights on every rank, as DistributedDataParallel starts.
+void broadcast_parameters(torch::nn::Sequential& model, c10d::ProcessGroup& group) {
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> params = model->parameters();
+  std::vector<at::Tensor> flat{flatten(params)};
+  group.broadcast(flat)->wait();
+  unflatten(flat[0], params);
+}
+
+// Averaged gradients keep the replicas equal: true when every parameter is bitwise the same on
+// every rank (the elementwise minimum over the ranks equals the maximum).
+bool replicas_identical(torch::nn::Sequential& model, c10d::ProcessGroup& group) {
+  const at::Tensor mine = flatten(model->parameters()).detach();
+  at::Tensor lowest = mine.clone(), highest = mine.clone();
+  allreduce(group, lowest, c10d::ReduceOp::MIN);
+  allreduce(group, highest, c10d::ReduceOp::MAX);
+  return lowest.equal(highest);
+}
+
+// This rank's Loader: its DistributedSampler shard, built before the process group so that its
+// persistent workers are forked before Gloo starts threads.
+std::unique_ptr<mploader::Loader> make_loader(const Flags& f,
+                                              std::shared_ptr<examples::FashionMnist> train_set,
+                                              std::shared_ptr<mploader::DistributedSampler> sampler,
+                                              int64_t rank) {
+  mploader::LoaderOptions o;
+  o.sampler = std::move(sampler);
+  o.batch_size = f.batch_size;
+  o.num_workers = f.workers;
+  o.persistent_workers = true;
+  o.rank = rank;
+  o.timeout = std::chrono::seconds(60);
+  return std::make_unique<mploader::Loader>(std::move(train_set), o);
+}
+
+int run_rank(const Flags& f, const mploader::LaunchInfo& launch) {
+  const int64_t rank = launch.rank, world = launch.world_size;
+  torch::set_num_threads(1);  // ranks and their workers share the machine's cores
+  auto train_set = std::make_shared<examples::FashionMnist>(f.data_dir, "train");
+  const examples::FashionMnistSplit test = examples::read_fashion_mnist(f.data_dir, "t10k");
+  auto sampler = std::make_shared<mploader::DistributedSampler>(world, rank, true, f.seed);
+  const std::unique_ptr<mploader::Loader> loader = make_loader(f, train_set, sampler, rank);
+  auto group = connect(launch);
+
+  torch::manual_seed(static_cast<int64_t>(f.seed));
+  torch::nn::Sequential model(torch::nn::Linear(784, 256), torch::nn::ReLU(),
+                              torch::nn::Linear(256, 10));
+  broadcast_parameters(model, *group);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(f.lr));
+  if (rank == 0) {
+    std::printf(
+        "Fashion-MNIST MLP 784-256-10 data-parallel on %lld ranks (c10d Gloo): %zu "
+        "samples per rank and epoch, batch %lld per rank, %lld workers per rank\n",
+        static_cast<long long>(world), sampler->num_samples(train_set->size()),
+        static_cast<long long>(f.batch_size), static_cast<long long>(f.workers));
+  }
+  double accuracy = 0;
+  for (int epoch = 0; epoch < f.epochs; ++epoch) {
+    mploader::verify_ranks_agree(*group, mploader::agreement_of(*sampler, train_set->size(), epoch),
+                                 kCollectiveTimeout);
+    loader->set_epoch(epoch);
+    const auto start = std::chrono::steady_clock::now();
+    const std::array<double, 3> mine = train_epoch(f, *loader, model, optimizer, *group, world);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    const double correct = static_cast<double>(correct_on_shard(model, test, rank, world));
+    at::Tensor sums = at::tensor({mine[0], mine[1], mine[2], correct}, at::kDouble);
+    allreduce(*group, sums);
+    const double* s = sums.data_ptr<double>();
+    accuracy = s[3] / static_cast<double>(test.labels.size(0));
+    if (rank == 0) {
+      std::printf(
+          "epoch %d/%d: train loss %.4f, test accuracy %.2f %%, %.0f samples over %lld "
+          "ranks in %.1f s (%.0f samples/s)\n",
+          epoch + 1, f.epochs, s[0] / std::max(s[1], 1.0), 100 * accuracy, s[2],
+          static_cast<long long>(world), took.count(), s[2] / took.count());
+      std::fflush(stdout);
+    }
+  }
+  if (!replicas_identical(model, *group)) {
+    std::fprintf(stderr, "rank %lld: parameters differ between ranks\n",
+                 static_cast<long long>(rank));
+    return 1;
+  }
+  if (rank == 0) {
+    std::printf("parameters identical on all %lld ranks (%lld values)\n",
+                static_cast<long long>(world),
+                static_cast<long long>(flatten(model->parameters()).numel()));
+    if (accuracy < f.min_accuracy) {
+      std::fprintf(stderr, "test accuracy %.2f %% is under --min-accuracy %.2f %%\n",
+                   100 * accuracy, 100 * f.min_accuracy);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// Serves the store on a free port and runs the ranks; exits with the first failing rank's
+// status, killing the others so that none waits for ever in a collective.
+int launch_ranks(const Flags& f, char** argv) {
+  c10d::TCPStoreOptions so;
+  so.isServer = true;
+  so.port = 0;  // any free port: parallel runs never collide
+  so.waitWorkers = false;
+  so.timeout = kCollectiveTimeout;
+  c10d::TCPStore store("127.0.0.1", so);
+  const std::string port = std::to_string(store.getPort());
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < f.world_size; ++rank) {
+    // Everything the child needs is built before fork: between fork and exec it may not allocate.
+    std::vector<std::string> env{"RANK=" + std::to_string(rank),
+                                 "LOCAL_RANK=" + std::to_string(rank),
+                                 "WORLD_SIZE=" + std::to_string(f.world_size),
+                                 "MASTER_ADDR=127.0.0.1",
+                                 "MASTER_PORT=" + port,
+                                 std::string(kStoreHostedEnv) + "=1"};
+    std::vector<char*> envp;
+    for (std::string& e : env) envp.push_back(e.data());
+    for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+    envp.push_back(nullptr);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // a rank never outlives its launcher
+      if (getppid() != parent) _exit(1);
+      execve("/proc/self/exe", argv, envp.data());
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int result = 0;
+  bool timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(f.timeout_s);
+  for (size_t left = pids.size(); left > 0;) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      --left;
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (code != 0 && result == 0) {
+        std::fprintf(stderr, "a rank (pid %d) failed with status %d; stopping the others\n", pid,
+                     code);
+        result = code;
+        for (pid_t p : pids) kill(p, SIGKILL);
+      }
+    } else if (!timed_out && std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "ranks still running after --timeout %d s; killing them\n", f.timeout_s);
+      for (pid_t p : pids) kill(p, SIGKILL);
+      result = result != 0 ? result : 1;
+      timed_out = true;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mploader::init(argc, argv);  // a spawned mploader worker runs here and never returns
+  Flags f;
+  CLI::App app("Data-parallel MLP training on Fashion-MNIST over c10d Gloo, fed by mploader");
+  app.add_option("--data-dir", f.data_dir, "folder of the Fashion-MNIST IDX files");
+  app.add_option("--world-size", f.world_size, "ranks the launcher starts")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--epochs", f.epochs, "epochs to train")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", f.batch_size, "samples per batch and rank")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--workers", f.workers, "mploader worker processes per rank")
+      ->check(CLI::Range(0, 256));
+  app.add_option("--max-batches", f.max_batches, "steps per epoch (0: the whole shard)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--min-accuracy", f.min_accuracy, "exit 1 if the final test accuracy is lower")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--lr", f.lr, "Adam's learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--seed", f.seed, "seed of the initial weights and the shuffling");
+  app.add_option("--timeout", f.timeout_s, "seconds the launcher lets the ranks run")
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  std::string who = "launcher";
+  try {
+    const mploader::LaunchInfo launch = mploader::launch_info_from_env();
+    if (launch.launcher == "none") return launch_ranks(f, argv);
+    who = "rank " + std::to_string(launch.rank);
+    return run_rank(f, launch);
+  } catch (const mploader::Error& e) {
+    std::fprintf(stderr, "fashion_mnist_ddp %s: %s\n", who.c_str(), e.what());
+    return 1;
+  } catch (const std::exception& e) {  // unreadable data names the file; c10d errors say why
+    std::fprintf(stderr, "fashion_mnist_ddp %s: %s\n", who.c_str(), e.what());
+    return 1;
+  }
+}

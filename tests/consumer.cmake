@@ -1,0 +1,22 @@
+# An outside project built against mploader and run (issue 7): from a `cmake --install` of this
+# build, through add_subdirectory and through FetchContent (tests/consumer/check.sh). They
+# compile (the package one only its own file; the other two the library again, from ccache
+# when it has it), so they take a lock that keeps them from running at the same time.
+set(modes package)
+# Under sanitizers only the installed package is tried: how add_subdirectory and FetchContent
+# wire the targets does not change with the flags, and the sanitized link is the same one.
+if(NOT MPLOADER_SANITIZE)
+  list(APPEND modes subdir fetch)
+endif()
+foreach(mode ${modes})
+  set(name "consumer: an outside project builds and runs against mploader (${mode})")
+  set(work ${CMAKE_CURRENT_BINARY_DIR}/consumer-${mode})
+  add_test(NAME "${name}"
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/consumer/check.sh ${mode} ${PROJECT_SOURCE_DIR}
+            ${work} ${PROJECT_BINARY_DIR} ${CMAKE_BUILD_TYPE} ${MPLOADER_SANITIZE}
+            ${CMAKE_CXX_COMPILER})
+  set_tests_properties("${name}" PROPERTIES
+    TIMEOUT 1500  # a cold build of the library on 2 cores
+    RESOURCE_LOCK mploader_consumer_build
+    PASS_REGULAR_EXPRESSION "consumer ok: fork and spawn each delivered all 203 samples once")
+endforeach()

@@ -1,0 +1,41 @@
+#!/bin/sh
+# Builds tests/consumer against mploader one way and runs it (ctest "consumer: ...").
+# Usage: check.sh MODE SOURCE_DIR WORK_DIR OUTER_BUILD_DIR BUILD_TYPE SANITIZE CXX
+#   MODE package: `cmake --install OUTER_BUILD_DIR` into WORK_DIR/prefix, then find_package;
+#   MODE subdir / fetch: add_subdirectory / FetchContent of SOURCE_DIR.
+# WORK_DIR/build is kept between runs, so a second run rebuilds only what changed.
+set -eu
+mode=$1 src=$2 work=$3 outer=$4 build_type=$5 sanitize=$6 cxx=$7
+build=$work/build
+mkdir -p "$work"
+# ccache keys -g objects by folder unless told otherwise (CCACHE_NOHASHDIR): without it, the
+# library the subdir and fetch builds compile could not hit what the other one cached.
+export CCACHE_NOHASHDIR=true
+launcher=
+command -v ccache >/dev/null 2>&1 && launcher=-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+case $mode in
+  package)
+    rm -rf "$work/prefix"
+    cmake --install "$outer" --prefix "$work/prefix" >"$work/install.log" ||
+      { cat "$work/install.log"; exit 1; }
+    for f in include/mploader/mploader.h lib/cmake/mploader/mploaderConfig.cmake \
+             lib/cmake/mploader/mploaderConfigVersion.cmake bin/mploader-report; do
+      [ -e "$work/prefix/$f" ] || { echo "not installed: $f"; exit 1; }
+    done
+    # The installed bench runs PyTorch's DataLoader through the script installed beside it.
+    if [ -e "$work/prefix/bin/mploader-bench" ] &&
+       [ ! -e "$work/prefix/share/mploader/pytorch_dataloader.py" ]; then
+      echo "not installed: share/mploader/pytorch_dataloader.py"; exit 1
+    fi
+    extra="-DCMAKE_PREFIX_PATH=$work/prefix" ;;
+  subdir|fetch)
+    extra="-DMPLOADER_SOURCE_DIR=$src -DMPLOADER_SANITIZE=$sanitize" ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
+# shellcheck disable=SC2086
+cmake -S "$src/tests/consumer" -B "$build" -DMPLOADER_CONSUME="$mode" \
+  -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_COMPILER="$cxx" $launcher $extra \
+  >"$work/configure.log" || { cat "$work/configure.log"; exit 1; }
+cmake --build "$build" -j2 --target consumer >"$work/build.log" 2>&1 ||
+  { tail -50 "$work/build.log"; exit 1; }
+"$build/consumer"

@@ -1,0 +1,48 @@
+# The example training loops (examples/, issue 7) run end to end on a short schedule: the MLP
+# must reach 80 % test accuracy in one epoch; the data-parallel one trains 2 ranks over Gloo for
+# 300 steps (75 % or more) and checks that their parameters end identical; bad data is a clear
+# error naming the file.
+set(fmnist_dir /usr/share/datasets/fashion-mnist)
+if(TARGET fashion_mnist_mlp)
+  set(mlp $<TARGET_FILE:fashion_mnist_mlp>)
+  add_test(NAME "example: MLP on Fashion-MNIST reaches 80 % test accuracy in one epoch"
+    COMMAND ${mlp} --data-dir ${fmnist_dir} --epochs 1 --workers 2 --min-accuracy 0.80)
+  set_tests_properties("example: MLP on Fashion-MNIST reaches 80 % test accuracy in one epoch"
+    PROPERTIES PASS_REGULAR_EXPRESSION "epoch 1/1: train loss [0-9.]+, test accuracy (8|9)[0-9]\\.[0-9]+ %")
+  add_test(NAME "example: MLP with spawned workers trains"
+    COMMAND ${mlp} --data-dir ${fmnist_dir} --epochs 1 --workers 2 --start spawn --max-batches 100)
+  set_tests_properties("example: MLP with spawned workers trains"
+    PROPERTIES PASS_REGULAR_EXPRESSION "epoch 1/1: train loss [0-9.]+, test accuracy [0-9.]+ %, 6400 samples")
+  # mploader's debug line about its rings shows with SPDLOG_LEVEL=debug, and --log-level
+  # (mploader::set_log_level) overrides it.
+  add_test(NAME "example: SPDLOG_LEVEL=debug shows mploader's debug lines"
+    COMMAND sh -c "SPDLOG_LEVEL=debug \"$0\" --data-dir \"$1\" --max-batches 2 2>&1" ${mlp} ${fmnist_dir})
+  set_tests_properties("example: SPDLOG_LEVEL=debug shows mploader's debug lines" PROPERTIES
+    PASS_REGULAR_EXPRESSION "\\[debug\\] mploader: 2 workers, [0-9]+ slots of ")
+  add_test(NAME "example: --log-level warn wins over SPDLOG_LEVEL=debug"
+    COMMAND sh -c "SPDLOG_LEVEL=debug \"$0\" --data-dir \"$1\" --max-batches 2 --log-level warn 2>&1" ${mlp} ${fmnist_dir})
+  set_tests_properties("example: --log-level warn wins over SPDLOG_LEVEL=debug" PROPERTIES
+    PASS_REGULAR_EXPRESSION "epoch 1/1: train loss"
+    FAIL_REGULAR_EXPRESSION "mploader: 2 workers")
+  add_test(NAME "example: a missing data folder is a clear error"
+    COMMAND sh -c "\"$0\" --data-dir /nonexistent/fmnist 2>&1; echo \"exit status $?\"" ${mlp})
+  set_tests_properties("example: a missing data folder is a clear error" PROPERTIES
+    PASS_REGULAR_EXPRESSION
+    "/nonexistent/fmnist/train-images-idx3-ubyte\\(\\.gz\\): no such file\\. Fix: .*--data-dir.*exit status 2")
+  # A training file cut short after 1,000 bytes (plain, not gzipped), the others intact.
+  set(cut ${CMAKE_CURRENT_BINARY_DIR}/fmnist-truncated)
+  add_test(NAME "example: a truncated data file is a clear error"
+    COMMAND sh -c "rm -rf \"$1\" && mkdir -p \"$1\" && gzip -dc \"$2\"/train-images-idx3-ubyte.gz | head -c 1000 > \"$1\"/train-images-idx3-ubyte; cp \"$2\"/*labels* \"$2\"/t10k-* \"$1\"/ && \"$0\" --data-dir \"$1\" 2>&1; echo \"exit status $?\""
+            ${mlp} ${cut} ${fmnist_dir})
+  set_tests_properties("example: a truncated data file is a clear error" PROPERTIES
+    PASS_REGULAR_EXPRESSION
+    "fmnist-truncated/train-images-idx3-ubyte: truncated: the header announces 47040000 data bytes, the file holds 984\\. Fix: .*exit status 2")
+endif()
+if(TARGET fashion_mnist_ddp)
+  add_test(NAME "example: data-parallel MLP on 2 Gloo ranks ends with identical parameters"
+    COMMAND $<TARGET_FILE:fashion_mnist_ddp> --data-dir ${fmnist_dir} --world-size 2 --epochs 1
+            --workers 2 --max-batches 300 --min-accuracy 0.75 --timeout 280)
+  set_tests_properties("example: data-parallel MLP on 2 Gloo ranks ends with identical parameters"
+    PROPERTIES PASS_REGULAR_EXPRESSION
+    "epoch 1/1: train loss [0-9.]+, test accuracy [0-9.]+ %, 19200 samples over 2 ranks.*parameters identical on all 2 ranks")
+endif()
