@@ -38,13 +38,12 @@ class Collator {
   /// cannot be known without a whole batch. Used to size ring slots.
   virtual std::optional<size_t> estimate_batch_bytes(const Sample& sample, size_t batch_size);
 
-  /// @name Streaming (optional)
-  /// For collators whose batch layout follows from the first sample alone (stack_collate
-  /// does). A worker then writes each sample into the slot as soon as it is loaded and holds
-  /// one sample at a time instead of a batch of them. When streams() is true, workers (and the
-  /// num_workers = 0 path) call layout_from_first() once per batch and fill_row() for every
-  /// sample, row 0 included, instead of layout() and fill().
-  /// @{
+  // Streaming (optional), for collators whose batch layout follows from the first sample
+  // alone (stack_collate does): a worker then writes each sample into the slot as soon as it
+  // is loaded and holds one sample at a time instead of a batch of them. When streams() is
+  // true, workers (and the num_workers = 0 path) call layout_from_first() once per batch and
+  // fill_row() for every sample, row 0 included, instead of layout() and fill().
+
   /// True when this collator implements layout_from_first() and fill_row(). Default: false.
   virtual bool streams() const { return false; }
   /// The batch's layout from its first sample and its size. The default throws
@@ -55,7 +54,6 @@ class Collator {
   /// throws std::logic_error.
   virtual void fill_row(size_t row, const Sample& sample, const std::vector<TensorLayout>& layout,
                         std::vector<at::Tensor>& outputs);
-  /// @}
 
   /// How a spawned worker rebuilds this collator: `stack`, `pad <value> <suffix>`, or
   /// `<factory>` and `<config>` on two lines for one registered with MPLOADER_REGISTER_COLLATOR. nullopt: it

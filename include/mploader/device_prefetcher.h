@@ -30,25 +30,29 @@ namespace detail {
 class DeviceCopier;
 }
 
+/// A Loader's batches on a device, batch N+1 copied on a side stream while batch N trains
+/// (see the top of this file). Used from the Loader's thread; the Loader must outlive it.
 class DevicePrefetcher {
  public:
+  /// Copies `loader`'s batches to `device`; a device this process cannot use falls back to
+  /// passing host batches through, with one log line.
   DevicePrefetcher(Loader& loader, c10::Device device);
-  // Waits for copies still in flight, so their host batches go back to the workers intact.
+  /// Waits for copies still in flight, so their host batches go back to the workers intact.
   ~DevicePrefetcher();
   DevicePrefetcher(const DevicePrefetcher&) = delete;
   DevicePrefetcher& operator=(const DevicePrefetcher&) = delete;
 
-  // The next batch of the Loader's epoch, on device(); nullopt at the end of an epoch (the
-  // next call starts the next epoch, as Loader::next() does). Throws what Loader::next()
-  // throws.
+  /// The next batch of the Loader's epoch, on device(); nullopt at the end of an epoch (the
+  /// next call starts the next epoch, as Loader::next() does). Throws what Loader::next()
+  /// throws.
   std::optional<Batch> next();
-  // The Loader's state_dict(), less the batch copied ahead but not yet returned by next(), so
-  // that a resume issues it again.
+  /// The Loader's state_dict(), less the batch copied ahead but not yet returned by next(), so
+  /// that a resume issues it again.
   std::string state_dict() const;
 
-  // Where batches go: the device asked for, or kCPU after a fallback.
+  /// Where batches go: the device asked for, or kCPU after a fallback.
   c10::Device device() const;
-  // Why the device asked for is not used; empty when it is.
+  /// Why the device asked for is not used; empty when it is.
   const std::string& fallback_reason() const;
 
  private:

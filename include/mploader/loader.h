@@ -66,29 +66,29 @@ class Loader {
   /// epoch is complete. Throws WorkerError, WorkerCrashed, TimeoutError or BatchTooLarge.
   std::optional<Batch> next();
 
-  // Resuming after a restart of the program. state_dict() says which epoch runs and which of
-  // its batches the loop has received (a batch counts once next() or the iterator returned
-  // it; one that raised does not). Call it from the loop's thread between batches, typically
-  // after the training step on the current batch and next to a model checkpoint; it is a
-  // versioned JSON text to store as it is. Batches prefetched but not yet received are not in
-  // it: a resume issues them again.
+  /// Resuming after a restart of the program. state_dict() says which epoch runs and which of
+  /// its batches the loop has received (a batch counts once next() or the iterator returned
+  /// it; one that raised does not). Call it from the loop's thread between batches, typically
+  /// after the training step on the current batch and next to a model checkpoint; it is a
+  /// versioned JSON text to store as it is. Batches prefetched but not yet received are not in
+  /// it: a resume issues them again.
   std::string state_dict() const;
-  // Makes the next iteration (begin() or next()) run the state's epoch with only the batches
-  // not yet received, in their order (in_order) and with their original Batch::sequence();
-  // epoch() returns the state's epoch at once. An epoch in progress is abandoned. The Loader
-  // must have the dataset and the options the state was taken with (num_workers,
-  // persistent_workers, in_order and start_method may differ): the epoch's batch plan is
-  // recomputed and checked against a fingerprint. set_epoch() with another epoch before the
-  // next iteration discards the loaded state. Throws OptionError("state") naming the field
-  // and the fix for a corrupt, truncated or altered text, another version, or a state from
-  // another dataset size, batch_size, drop_last, shuffle, seed or sampler. Do not combine
-  // with a sampler's own load_state_dict (DistributedBucketSampler): use one or the other.
+  /// Makes the next iteration (begin() or next()) run the state's epoch with only the batches
+  /// not yet received, in their order (in_order) and with their original Batch::sequence();
+  /// epoch() returns the state's epoch at once. An epoch in progress is abandoned. The Loader
+  /// must have the dataset and the options the state was taken with (num_workers,
+  /// persistent_workers, in_order and start_method may differ): the epoch's batch plan is
+  /// recomputed and checked against a fingerprint. set_epoch() with another epoch before the
+  /// next iteration discards the loaded state. Throws OptionError("state") naming the field
+  /// and the fix for a corrupt, truncated or altered text, another version, or a state from
+  /// another dataset size, batch_size, drop_last, shuffle, seed or sampler. Do not combine
+  /// with a sampler's own load_state_dict (DistributedBucketSampler): use one or the other.
   void load_state_dict(const std::string& state);
 
   const LoaderOptions& options() const;
   /// Process ids of the live workers (empty when num_workers == 0).
   std::vector<int> worker_pids() const;
-  // Counters of where time went so far (stats.h): per-worker busy time, the caller's wait.
+  /// Counters of where time went so far (stats.h): per-worker busy time, the caller's wait.
   LoaderStats stats() const;
 
  private:

@@ -53,10 +53,10 @@ struct LoaderOptions {
   uint64_t max_batch_bytes = 0;
   /// A batch larger than a slot travels in a one-off shared segment; false makes it an error.
   bool allow_overflow = true;
-  // Page-lock the rings in this process (cudaHostRegister), so that copies of batches to a GPU
-  // (Tensor::to(device, non_blocking) or DevicePrefetcher) go straight from shared memory by
-  // DMA with no staging copy. Workers never touch CUDA. Without a usable CUDA device or with a
-  // CPU-only libtorch it logs why once and goes on unpinned. Overflow segments stay unpinned.
+  /// Page-lock the rings in this process (cudaHostRegister), so that copies of batches to a GPU
+  /// (Tensor::to(device, non_blocking) or DevicePrefetcher) go straight from shared memory by
+  /// DMA with no staging copy. Workers never touch CUDA. Without a usable CUDA device or with a
+  /// CPU-only libtorch it logs why once and goes on unpinned. Overflow segments stay unpinned.
   bool pin_memory = false;
   // Where crash reports go, one JSON file per worker death, never overwritten. Empty: the
   // environment variable MPLOADER_CRASH_DIR, else ./mploader-crashes. Read them with

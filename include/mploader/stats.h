@@ -11,22 +11,24 @@
 
 namespace mploader {
 
+/// One worker's counters (see LoaderStats).
 struct WorkerStats {
-  // Time spent building batches (Dataset::get, collation, publishing), from taking a task to
-  // handing it back. Idle time waiting for tasks is not counted.
+  /// Time spent building batches (Dataset::get, collation, publishing), from taking a task to
+  /// handing it back. Idle time waiting for tasks is not counted.
   uint64_t busy_ns = 0;
-  uint64_t batches = 0;  // tasks finished, cancelled ones included
+  uint64_t batches = 0;  ///< Tasks finished, cancelled ones included.
 };
 
+/// Where a Loader's time went: a snapshot from Loader::stats(); subtract two for an interval.
 struct LoaderStats {
-  // One entry per worker slot (empty with num_workers == 0). A replaced worker's counters
-  // start again from zero.
+  /// One entry per worker slot (empty with num_workers == 0). A replaced worker's counters
+  /// start again from zero.
   std::vector<WorkerStats> workers;
-  uint64_t batches = 0;  // batches next() returned
-  // Time the caller spent inside next() (and so in iterator increments): waiting for batches.
+  uint64_t batches = 0;  ///< Batches next() returned.
+  /// Time the caller spent inside next() (and so in iterator increments): waiting for batches.
   uint64_t wait_ns = 0;
-  // The part of wait_ns spent waiting for the batch due next (in_order) while batches that
-  // come later were already done: head-of-line blocking behind a slow worker.
+  /// The part of wait_ns spent waiting for the batch due next (in_order) while batches that
+  /// come later were already done: head-of-line blocking behind a slow worker.
   uint64_t head_of_line_ns = 0;
 };
 
