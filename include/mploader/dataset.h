@@ -27,6 +27,9 @@ class Dataset {
   /// Number of samples; indices passed to get() are in [0, size()).
   virtual size_t size() const = 0;
   /// One sample as named tensors. Throwing here reaches the training loop as WorkerError.
+  /// In worker processes it runs under c10::InferenceMode (its tensors are copied into shared
+  /// memory and dropped, so autograd bookkeeping would be pure cost): code here cannot record
+  /// gradients. With num_workers = 0 it runs in the caller's own mode.
   virtual Sample get(int64_t index) = 0;
   /// How a spawned worker rebuilds this dataset; nullopt (the default) means it cannot be, and
   /// start_method spawn is refused at construction.
