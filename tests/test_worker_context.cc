@@ -1,6 +1,7 @@
 // Worker context: worker_info(), deterministic seeds, worker_init, persistent workers.
 #include "crash_test_support.h"
 
+#include <c10/core/InferenceMode.h>
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -169,4 +170,32 @@ TEST_CASE("context: a worker_init that throws is reported as such", "[context][p
   CHECK(out.summary.worker_id == 1);
   CHECK_THAT(out.message, Catch::Contains("worker_init threw std::runtime_error: database "
                                           "unreachable"));
+}
+
+namespace {
+
+// Each sample says whether Dataset::get ran under c10::InferenceMode.
+class ModeDataset : public Dataset {
+ public:
+  size_t size() const override { return 8; }
+  Sample get(int64_t) override {
+    const int64_t inference = c10::InferenceMode::is_enabled();
+    return {{"inference", at::scalar_tensor(inference, at::kLong)}};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("context: workers run get() under InferenceMode, num_workers 0 in the caller's mode",
+          "[context][process]") {
+  for (int64_t workers : {0, 2}) {
+    CAPTURE(workers);
+    LoaderOptions o;
+    o.num_workers = workers;
+    o.batch_size = 4;
+    Loader loader(std::make_shared<ModeDataset>(), o);
+    for (Batch& b : loader) {
+      CHECK(b["inference"].sum().item<int64_t>() == (workers > 0 ? 4 : 0));
+    }
+  }
 }
