@@ -109,7 +109,7 @@ TEST_CASE("npy: a loader over NpyDataset delivers the rows", "[npy][process]") {
   CHECK(label_sum == 70);
 }
 
-TEST_CASE("npy: workers share the mapped array; their private memory stays flat",
+TEST_CASE("npy: workers share the mapped array, and their private memory stays flat",
           "[npy][process]") {
   const std::string path = crash_testing::fresh_dir() + "/big.npy";
   constexpr int64_t kRows = 16384, kCols = 1024;  // 64 MiB of float32

@@ -61,7 +61,7 @@ LoaderOptions context_options(bool persistent) {
 
 }  // namespace
 
-TEST_CASE("context: worker_info names the worker; seeds differ by worker and epoch",
+TEST_CASE("context: worker_info names the worker, and seeds differ by worker and epoch",
           "[context][process]") {
   Loader loader(std::make_shared<WhoAmIDataset>(), context_options(true));
   CHECK_FALSE(worker_info().has_value());  // the main process is no worker
