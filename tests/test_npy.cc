@@ -134,7 +134,10 @@ TEST_CASE("npy: workers share the mapped array, and their private memory stays f
     auto now = rollup(pid);
     INFO("worker " << pid << " Private_Dirty " << now["Private_Dirty:"] << " Pss " << now["Pss:"]);
     CHECK(now["Private_Dirty:"] - after_first[pid]["Private_Dirty:"] < (4 << 20));
-    CHECK(now["Private_Dirty:"] < (32 << 20));  // far below the 64 MiB array: not copied
+    // Below the 64 MiB array: not copied (a copying worker measures >= 64 MiB, next test).
+    // The margin is for the worker's own heap: about 35 MiB under ASan, whose allocator keeps
+    // freed memory in quarantine.
+    CHECK(now["Private_Dirty:"] < (48 << 20));
   }
 }
 
