@@ -9,6 +9,12 @@
 
 namespace mploader::detail {
 
+// Batch `position`'s sequence in the epoch's full plan, given the `sequences` passed to
+// BatchSource::start_epoch (empty: the identity).
+inline uint64_t plan_sequence(const std::vector<uint64_t>& sequences, size_t position) {
+  return sequences.empty() ? position : sequences[position];
+}
+
 class BatchSource {
  public:
   virtual ~BatchSource() = default;

@@ -71,7 +71,7 @@ class Dispatcher : public BatchSource {
   std::string describe_batch(uint64_t sequence) const;
   // Positions index batches_; Batch::sequence() and messages use the full plan's sequence.
   uint64_t plan_sequence(uint64_t position) const {
-    return sequences_.empty() ? position : sequences_[position];
+    return detail::plan_sequence(sequences_, position);
   }
 
   WorkerPool& pool_;

@@ -99,7 +99,7 @@ Sample InProcessSource::load(int64_t index, const std::string& where) {
 std::optional<Batch> InProcessSource::next() {
   if (position_ >= batches_.size()) return std::nullopt;
   const uint64_t position = position_++;
-  const uint64_t sequence = sequences_.empty() ? position : sequences_[position];
+  const uint64_t sequence = plan_sequence(sequences_, position);
   std::vector<int64_t>& indices = batches_[position];
   const std::string where = batch_place(sequence, epoch_, indices);
   worker::PlannedBatch plan;
