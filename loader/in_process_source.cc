@@ -105,7 +105,7 @@ std::optional<Batch> InProcessSource::next() {
   worker::PlannedBatch plan;
   std::shared_ptr<void> memory;
   uint8_t* base = nullptr;
-  if (collator_.streams()) {  // one sample in memory at a time, as in a worker
+  if (collator_.streams() && !indices.empty()) {  // one sample at a time, as in a worker
     std::vector<at::Tensor> views;
     for (size_t row = 0; row < indices.size(); ++row) {
       Sample sample = load(indices[row], where);

@@ -127,7 +127,9 @@ class Worker {
     d.num_tensors = 0;
     d.batch_bytes = 0;
     d.failed_index = -1;
-    if (c_.collator->streams()) return run_streaming(id, d);
+    // An empty batch (the loader never sends one) takes the whole-batch path, whose layout()
+    // refuses it; streaming would publish it with no layout at all.
+    if (c_.collator->streams() && d.num_indices > 0) return run_streaming(id, d);
     std::vector<Sample> samples;
     if (!load_samples(id, d, samples)) return;
     PlannedBatch plan;
