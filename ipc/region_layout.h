@@ -23,12 +23,14 @@
 namespace mploader::ipc {
 
 constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
-constexpr uint32_t kLayoutVersion = 2;
+constexpr uint32_t kLayoutVersion = 3;
 constexpr uint32_t kRingCapacity = 64;
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
-constexpr uint32_t kMaxTensors = 16;
-constexpr uint32_t kMaxDims = 8;
-constexpr uint32_t kNameBytes = 64;
+// The tensor table's limits (README, "Limits"). Each is checked against sample 0's batch at
+// Loader construction. A descriptor's table costs kMaxTensors * ~280 bytes, per descriptor.
+constexpr uint32_t kMaxTensors = 64;
+constexpr uint32_t kMaxDims = 16;   // batch dimension included
+constexpr uint32_t kNameBytes = 128;  // 127 characters and the terminator
 constexpr uint32_t kShutdownId = 0xffffffffu;  // pushed on the task ring: exit now
 constexpr size_t kPayloadAlign = 64;
 constexpr size_t kPageBytes = 4096;
@@ -43,6 +45,12 @@ struct TensorMeta {
   int64_t shape[kMaxDims];
   uint64_t offset;  // from the start of the payload slot or overflow segment
   uint64_t nbytes;
+};
+
+// What a task asks of the worker.
+enum class TaskKind : uint32_t {
+  kBatch = 0,  // load and collate the indices into the slot (or an overflow segment)
+  kProbe = 1,  // size a batch of probe_batch_size from the indices; write no payload
 };
 
 enum class TaskStatus : uint32_t {
@@ -63,7 +71,9 @@ struct TaskDescriptor {
   uint32_t num_indices;
   uint32_t status;      // TaskStatus
   uint32_t num_tensors;
-  uint64_t batch_bytes; // payload bytes the batch needed
+  uint32_t kind;        // TaskKind
+  uint32_t probe_batch_size;  // kProbe: the batch size to estimate for
+  uint64_t batch_bytes; // payload bytes the batch needed (kProbe: the estimate)
   int64_t failed_index;
   char error_type[128];
   char error_message[1024];

@@ -166,6 +166,7 @@ void Dispatcher::send_task(size_t w, int64_t slot, uint64_t sequence) {
   d.payload_slot = static_cast<int32_t>(slot);
   d.num_indices = static_cast<uint32_t>(indices.size());
   d.status = static_cast<uint32_t>(ipc::TaskStatus::kPending);
+  d.kind = static_cast<uint32_t>(ipc::TaskKind::kBatch);
   std::memcpy(channel.view.indices(id), indices.data(), indices.size() * sizeof(int64_t));
   state.in_flight[id] = InFlight{generation_, sequence, slot};
   book_.add(w, id, InFlightBatch{epoch_, plan_sequence(sequence), indices});

@@ -9,10 +9,10 @@
 #include "loader/options_check.h"
 #include "loader/preflight.h"
 #include "loader/resume_state.h"
+#include "loader/slot_probe.h"
 #include "loader/supervisor.h"
 #include "loader/units.h"
 #include "loader/worker_pool.h"
-#include "worker/batch_writer.h"
 
 #include <mploader/errors.h>
 
@@ -23,33 +23,6 @@
 namespace mploader {
 namespace detail {
 namespace {
-
-// Bytes for one ring slot: max_batch_bytes, or an estimate from the first sample (the whole
-// first batch when the collator cannot estimate) with a quarter of headroom.
-uint64_t choose_slot_bytes(Dataset& dataset, const LoaderOptions& o) {
-  if (o.max_batch_bytes > 0) return o.max_batch_bytes;
-  const size_t n = dataset.size();
-  if (n == 0) return ipc::kPageBytes;
-  const size_t max_batch = o.batch_sampler->max_batch_size();
-  std::optional<size_t> estimate;
-  try {
-    estimate = o.collate->estimate_batch_bytes(dataset.get(0), max_batch);
-    if (!estimate) {
-      const size_t probe = std::min(n, max_batch);
-      std::vector<Sample> samples;
-      for (size_t i = 0; i < probe; ++i) samples.push_back(dataset.get(static_cast<int64_t>(i)));
-      worker::PlannedBatch plan;
-      std::string error = worker::plan_batch(o.collate->layout(samples), plan);
-      if (!error.empty()) throw std::invalid_argument(error);
-      estimate = plan.total_bytes * max_batch / probe;
-    }
-  } catch (const std::exception& e) {
-    throw Error(std::string("mploader: sizing the ring slots needs one sample, and "
-                            "Dataset::get(0) or collate failed in the main process: ") +
-                e.what() + ". Fix the dataset, or set max_batch_bytes to skip this probe.");
-  }
-  return *estimate + *estimate / 4 + ipc::kPageBytes;
-}
 
 void check_batches(const std::vector<std::vector<int64_t>>& batches, size_t dataset_size,
                    size_t max_batch) {
@@ -86,7 +59,6 @@ class LoaderCore {
     config_.num_descriptors = static_cast<uint32_t>(options_.prefetch_factor);
     config_.num_slots = static_cast<uint32_t>(options_.prefetch_factor) + 1;
     config_.max_indices = static_cast<uint32_t>(options_.batch_sampler->max_batch_size());
-    config_.slot_bytes = choose_slot_bytes(*dataset_, options_);
     config_.shm_dir = options_.shm_dir;
     config_.allow_overflow = options_.allow_overflow;
     config_.pin_memory = options_.pin_memory;
@@ -99,6 +71,7 @@ class LoaderCore {
       config_.dataset_config = dataset_->recipe()->config;
       config_.collator_recipe = *options_.collate->recipe();
     }
+    config_.slot_bytes = probe_slot_bytes(*dataset_, options_, config_);
     log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
                 config_.num_slots, human_bytes(config_.slot_bytes));
     run_preflight();

@@ -162,7 +162,8 @@ ipc::Result<worker::WorkerProcess> WorkerPool::launch(WorkerChannel& channel) {
 worker::SpawnSpec WorkerPool::spawn_spec(const WorkerChannel& c) const {
   worker::SpawnSpec s;
   s.worker_id = c.id;
-  s.num_workers = config_.num_workers;
+  s.num_workers = config_.reported_num_workers > 0 ? config_.reported_num_workers
+                                                   : config_.num_workers;
   s.parent_pid = getpid();
   s.region_fd = c.region->fd();
   s.region_bytes = c.region->size();

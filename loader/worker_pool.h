@@ -62,6 +62,9 @@ struct WorkerChannel {
 
 struct PoolConfig {
   int num_workers = 0;
+  // WorkerInfo::num_workers when it is not num_workers: the slot probe's one process tells
+  // worker_init and the dataset the loader's real worker count.
+  int reported_num_workers = 0;
   uint32_t num_descriptors = 0;
   uint32_t num_slots = 0;
   uint32_t max_indices = 0;

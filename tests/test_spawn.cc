@@ -158,12 +158,17 @@ TEST_CASE("spawn: a segfault in a spawned worker is symbolized in its own layout
              Catch::Contains("write_through_null"));
 }
 
+// The slot-size probe is the first spawned worker, so the constructor reports it.
 TEST_CASE("spawn: a factory that throws in the worker is reported", "[spawn][process]") {
-  auto out = crash_testing::run_until_crash(std::make_shared<BrokenRecipeDataset>(50),
-                                            spawn_options());
-  REQUIRE(out.threw);
-  CHECK_THAT(out.message, Catch::Contains("rebuilding the dataset in a spawned worker") &&
-                              Catch::Contains("the data directory is not mounted"));
+  try {
+    Loader loader(std::make_shared<BrokenRecipeDataset>(50), spawn_options());
+    FAIL("the constructor returned");
+  } catch (const WorkerCrashed& e) {
+    CHECK(e.cause() == DeathCause::kExit);
+    CHECK_THAT(std::string(e.what()),
+               Catch::Contains("rebuilding the dataset in a spawned worker") &&
+                   Catch::Contains("the data directory is not mounted"));
+  }
 }
 
 TEST_CASE("forkserver: a crashed worker's exit status comes from the server",

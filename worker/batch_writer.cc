@@ -7,18 +7,23 @@ namespace mploader::worker {
 std::string plan_batch(std::vector<TensorLayout> layout, PlannedBatch& out) {
   if (layout.size() > ipc::kMaxTensors) {
     return "a batch may hold at most " + std::to_string(ipc::kMaxTensors) +
-           " tensors; the collator produced " + std::to_string(layout.size());
+           " tensors; the collator produced " + std::to_string(layout.size()) +
+           ". Fix: stack related fields into one tensor per sample";
   }
   out = PlannedBatch{};
   uint64_t offset = 0;
   for (const TensorLayout& t : layout) {
     if (t.name.size() >= ipc::kNameBytes) {
-      return "tensor name '" + t.name + "' is longer than " +
-             std::to_string(ipc::kNameBytes - 1) + " characters";
+      return "tensor name '" + t.name + "' has " + std::to_string(t.name.size()) +
+             " characters; at most " + std::to_string(ipc::kNameBytes - 1) +
+             " are supported. Fix: use a shorter name";
     }
     if (t.shape.size() > ipc::kMaxDims) {
       return "tensor '" + t.name + "' has " + std::to_string(t.shape.size()) +
-             " dimensions; at most " + std::to_string(ipc::kMaxDims) + " are supported";
+             " dimensions in the batch (its samples " + std::to_string(t.shape.size() - 1) +
+             "); at most " + std::to_string(ipc::kMaxDims) +
+             " are supported. Fix: reshape the sample to fewer dimensions (flatten the last "
+             "ones) and view it back after loading";
     }
     uint64_t elements = 1;
     for (int64_t d : t.shape) {

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <typeinfo>
 
@@ -127,6 +128,7 @@ class Worker {
     d.num_tensors = 0;
     d.batch_bytes = 0;
     d.failed_index = -1;
+    if (d.kind == static_cast<uint32_t>(ipc::TaskKind::kProbe)) return run_probe(id, d);
     // An empty batch (the loader never sends one) takes the whole-batch path, whose layout()
     // refuses it; streaming would publish it with no layout at all.
     if (c_.collator->streams() && d.num_indices > 0) return run_streaming(id, d);
@@ -162,6 +164,36 @@ class Worker {
     }
     header_.current_index.store(-1, std::memory_order_relaxed);
     publish(id, d, dest);
+  }
+
+  // Sizes a batch of d.probe_batch_size for the main process, which must not run dataset code
+  // itself (a lazily opened file would be shared by every forked worker; a crash would kill
+  // the training process). From sample 0 when the collator can estimate, else from the whole
+  // probe batch scaled up. The tensor table of that batch goes back too: its limits are
+  // checked here, before any epoch runs.
+  void run_probe(uint32_t id, ipc::TaskDescriptor& d) {
+    const int64_t* indices = c_.region.indices(id);
+    std::vector<Sample> samples(1);
+    if (d.num_indices == 0 || !load_sample(d, indices[0], samples[0])) return;
+    std::optional<size_t> estimate;
+    if (!collate([&] { estimate = c_.collator->estimate_batch_bytes(samples[0],
+                                                                    d.probe_batch_size); },
+                 d)) {
+      return;
+    }
+    if (!estimate) {
+      samples.resize(d.num_indices);
+      for (uint32_t i = 1; i < d.num_indices; ++i) {
+        if (!load_sample(d, indices[i], samples[i])) return;
+      }
+    }
+    header_.current_index.store(-1, std::memory_order_relaxed);
+    PlannedBatch plan;
+    if (!plan_layout([&] { return c_.collator->layout(samples); }, d, plan)) return;
+    write_tensor_table(plan, d);
+    d.batch_bytes = estimate ? *estimate
+                             : plan.total_bytes * d.probe_batch_size / samples.size();
+    d.status = static_cast<uint32_t>(ipc::TaskStatus::kOk);
   }
 
   bool load_samples(uint32_t id, ipc::TaskDescriptor& d, std::vector<Sample>& samples) {

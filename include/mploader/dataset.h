@@ -20,7 +20,9 @@ struct DatasetRecipe {
 
 /// Subclass this. With num_workers > 0 every worker process has its own copy of the object
 /// (fork copies it), so get() needs no locking; per-process resources such as file handles
-/// should be opened lazily on first use in the worker.
+/// should be opened lazily on first use in the worker. With num_workers > 0 the training
+/// process never calls get(): even the read of sample 0 that sizes the ring slots runs in a
+/// short-lived worker process, so a lazily opened handle is never inherited by the workers.
 class Dataset {
  public:
   virtual ~Dataset() = default;

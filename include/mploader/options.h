@@ -49,7 +49,10 @@ struct LoaderOptions {
   /// Directory for the shared-memory rings (a tmpfs such as /dev/shm). Empty: anonymous memory
   /// (memfd), which is not limited by the size of /dev/shm.
   std::string shm_dir;
-  /// Bytes of one ring slot. 0: estimated from the first sample, with headroom.
+  /// Bytes of one ring slot. 0: estimated from sample 0 (the first batch when the collator
+  /// cannot estimate from one sample), with a quarter of headroom. That sample is read in a
+  /// short-lived worker process started like the others, never in the training process; its
+  /// failures are the same WorkerError / WorkerCrashed / TimeoutError an epoch raises.
   uint64_t max_batch_bytes = 0;
   /// A batch larger than a slot travels in a one-off shared segment; false makes it an error.
   bool allow_overflow = true;

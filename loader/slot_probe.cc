@@ -1,0 +1,138 @@
+#include "loader/slot_probe.h"
+
+#include "loader/supervisor.h"
+
+#include <mploader/errors.h>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace mploader::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint32_t kProbeDescriptor = 0;
+
+// One worker, one descriptor for up to `probe_count` indices, and a one-page slot the probe
+// never writes to: its answer is the descriptor itself.
+PoolConfig probe_config(const PoolConfig& pool, uint32_t probe_count) {
+  PoolConfig c = pool;
+  c.reported_num_workers = pool.num_workers;
+  c.num_workers = 1;
+  c.num_descriptors = 1;
+  c.num_slots = 1;
+  c.max_indices = probe_count;
+  c.slot_bytes = ipc::kPageBytes;
+  c.pin_memory = false;
+  return c;
+}
+
+void send_probe(WorkerChannel& c, InFlightBook& book, uint32_t probe_count, size_t max_batch,
+                uint64_t epoch) {
+  ipc::TaskDescriptor& d = c.view.descriptor(kProbeDescriptor);
+  d.sequence = 0;
+  d.epoch = epoch;
+  d.generation = 0;
+  d.payload_slot = -1;
+  d.num_indices = probe_count;
+  d.status = static_cast<uint32_t>(ipc::TaskStatus::kPending);
+  d.kind = static_cast<uint32_t>(ipc::TaskKind::kProbe);
+  d.probe_batch_size = static_cast<uint32_t>(max_batch);
+  std::vector<int64_t> indices(probe_count);
+  for (uint32_t i = 0; i < probe_count; ++i) indices[i] = i;
+  std::memcpy(c.view.indices(kProbeDescriptor), indices.data(), probe_count * sizeof(int64_t));
+  book.add(0, kProbeDescriptor, InFlightBatch{epoch, 0, std::move(indices)});
+  c.view.task_ring().try_push(kProbeDescriptor);
+  c.task_event.notify();
+}
+
+const char* const kProbeDied =
+    "mploader: the worker process that reads sample 0 to size the ring slots died, so the "
+    "loader was not created (that read runs in a worker, never in the training process). ";
+
+// Returns when the probe has answered; throws WorkerCrashed or TimeoutError when it died or
+// overran LoaderOptions::timeout.
+void await_probe(WorkerChannel& c, Supervisor& supervisor, const LoaderOptions& options) {
+  const bool has_timeout = options.timeout.count() > 0;
+  const Clock::time_point deadline = has_timeout ? Clock::now() + options.timeout
+                                                 : Clock::time_point::max();
+  for (;;) {
+    uint32_t id;
+    if (c.view.done_ring().try_pop(id)) return;
+    pollfd fds[2] = {{c.done_event.fd(), POLLIN, 0}, {c.process.pidfd, POLLIN, 0}};
+    int timeout_ms = c.process.pidfd < 0 ? 100 : -1;  // no pidfd: poll the status instead
+    if (has_timeout) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const int until_deadline = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 1 << 30));
+      timeout_ms = timeout_ms < 0 ? until_deadline : std::min(timeout_ms, until_deadline);
+    }
+    const int rc = poll(fds, 2, timeout_ms);
+    if (rc < 0 && errno != EINTR) throw Error(std::string("mploader: poll: ") + strerror(errno));
+    c.done_event.drain();
+    if (c.view.done_ring().try_pop(id)) return;
+    const bool exited = c.process.pidfd >= 0 ? (fds[1].revents & POLLIN) != 0
+                                             : worker::peek_exit(c.process).has_value();
+    if (exited) {
+      auto record = supervisor.death_of(0);
+      throw WorkerCrashed(kProbeDied + record->message, record->summary);
+    }
+    if (has_timeout && Clock::now() >= deadline) {
+      auto record = supervisor.hang_of(0, static_cast<int64_t>(options.timeout.count()));
+      throw TimeoutError(kProbeDied + record->message, record->summary);
+    }
+  }
+}
+
+// The probe's estimate, or the WorkerError its failure stands for.
+uint64_t probe_result(const WorkerChannel& c) {
+  const ipc::TaskDescriptor& d = c.view.descriptor(kProbeDescriptor);
+  const auto status = static_cast<ipc::TaskStatus>(d.status);
+  if (status == ipc::TaskStatus::kOk) return d.batch_bytes;
+  const std::string type(d.error_type, strnlen(d.error_type, sizeof d.error_type));
+  const std::string text(d.error_message, strnlen(d.error_message, sizeof d.error_message));
+  const std::string who = "mploader: sizing the ring slots (in worker process " +
+                          std::to_string(c.process.pid) + ", before the loader starts): ";
+  if (status == ipc::TaskStatus::kDatasetError) {
+    throw WorkerError(who + "Dataset::get(" + std::to_string(d.failed_index) + ") threw " +
+                          type + ": " + text +
+                          ". Fix the dataset (num_workers = 0 runs it in this process, under "
+                          "a debugger); the loader was not created.",
+                      0, d.failed_index, type, text);
+  }
+  if (type == "layout") {
+    throw WorkerError(who + "the first batch cannot be described in a ring slot's tensor "
+                          "table: " + text + ". The loader was not created.",
+                      0, d.failed_index, type, text);
+  }
+  throw WorkerError(who + "collating the first samples failed: " + type + ": " + text +
+                        ". Fix the collator or the samples; the loader was not created.",
+                    0, d.failed_index, type, text);
+}
+
+}  // namespace
+
+uint64_t probe_slot_bytes(Dataset& dataset, const LoaderOptions& options,
+                          const PoolConfig& pool_config) {
+  if (options.max_batch_bytes > 0) return options.max_batch_bytes;
+  const size_t n = dataset.size();
+  if (n == 0) return ipc::kPageBytes;
+  const size_t max_batch = options.batch_sampler->max_batch_size();
+  const auto probe_count = static_cast<uint32_t>(std::min(n, max_batch));
+  uint64_t estimate = 0;
+  {
+    // Destroyed in reverse: the supervisor stops watching before the pool's orderly shutdown.
+    WorkerPool pool(dataset, *options.collate, probe_config(pool_config, probe_count));
+    InFlightBook book(1);
+    Supervisor supervisor(pool, book, options);
+    send_probe(pool.channel(0), book, probe_count, max_batch, pool_config.first_epoch);
+    await_probe(pool.channel(0), supervisor, options);
+    estimate = probe_result(pool.channel(0));
+  }
+  return estimate + estimate / 4 + ipc::kPageBytes;
+}
+
+}  // namespace mploader::detail
