@@ -208,6 +208,33 @@ bool has(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// Memory that grows with --batches: refuse a count the bench cannot hold up front, instead of
+// std::bad_alloc in the middle of a sweep.
+constexpr int64_t kMaxBatches = 10'000'000;  // one wait time (8 bytes) kept per batch
+constexpr int64_t kMaxSyntheticSamples = int64_t{1} << 25;  // an index (8 bytes) per sample
+
+void check_batches(const Plan& plan) {
+  const int64_t batches = plan.base.batches;
+  if (batches > kMaxBatches) {
+    throw UsageError("--batches: " + std::to_string(batches) + " is more than " +
+                     std::to_string(kMaxBatches) + ", the most the bench takes (it keeps every "
+                     "batch's wait time for wait_p50 and wait_p99); give at most --batches " +
+                     std::to_string(kMaxBatches) + " (2000 already gives steady numbers)");
+  }
+  if (!has(plan.workloads, "synthetic")) return;
+  const int64_t largest = *std::max_element(plan.batch_sizes.begin(), plan.batch_sizes.end());
+  if (batches * largest <= kMaxSyntheticSamples) return;
+  const int64_t fitting = kMaxSyntheticSamples / largest;
+  throw UsageError(
+      "--batches: " + std::to_string(batches) + " x --batch-size " + std::to_string(largest) +
+      " = " + std::to_string(batches * largest) + " synthetic samples is more than " +
+      std::to_string(kMaxSyntheticSamples) + " (the synthetic workload holds batches x "
+      "batch-size samples, and a loader plans an epoch as a list of all their indices in "
+      "memory); give " + (fitting >= 2 ? "at most --batches " + std::to_string(fitting) +
+      " at --batch-size " + std::to_string(largest)
+      : "a --batch-size of at most " + std::to_string(kMaxSyntheticSamples / batches)));
+}
+
 // --data-dir means the IDX folder for fmnist and the image folder for jpeg: not both at once.
 void check_data_dir(const RawOptions& raw, Plan& plan) {
   const bool fmnist = has(plan.workloads, "fmnist"), jpeg = has(plan.workloads, "jpeg");
@@ -310,6 +337,7 @@ void validate(const RawOptions& raw, Plan& plan) {
   plan.base.batch_size = plan.batch_sizes.front();
   plan.base.batches = parse_count("--batches", raw.batches, 2, "200");
   plan.prefetches = parse_count_list("--prefetch", raw.prefetch, 1, "2,4");
+  check_batches(plan);
   plan.base.prefetch = plan.prefetches.front();
   plan.csv = raw.csv;
   plan.plot = raw.plot;

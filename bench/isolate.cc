@@ -6,6 +6,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,15 +71,27 @@ int reap(pid_t pid) {
   return status;
 }
 
+// The run process must not outlive the bench, even one killed with SIGKILL: it would go on
+// measuring, at full speed, for nobody. PDEATHSIG fires when the thread that forked exits; that
+// is the bench's main thread (isolate.h), so it means "the bench is gone". mploader's workers
+// die with the run process in turn (their own PDEATHSIG), and pytorch's python with it too
+// (run_pytorch.cc).
+void die_with_bench(pid_t bench) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != bench) _exit(1);  // the bench died before prctl took effect
+}
+
 }  // namespace
 
 std::vector<RunResult> run_isolated(const RunConfig& config,
                                     const std::function<std::vector<RunResult>()>& run) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const pid_t bench = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    die_with_bench(bench);
     close(fds[0]);
     child_main(fds[1], run);
   }

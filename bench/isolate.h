@@ -11,7 +11,8 @@
 namespace bench {
 
 // Forks; the child calls `run` and sends its results back as JSON lines. Throws
-// std::runtime_error with the child's error, or the signal that killed it.
+// std::runtime_error with the child's error, or the signal that killed it. The child is killed
+// when the calling thread ends (PR_SET_PDEATHSIG): call it from the main thread only.
 std::vector<RunResult> run_isolated(const RunConfig& config,
                                     const std::function<std::vector<RunResult>()>& run);
 

@@ -27,6 +27,8 @@ namespace bench {
 namespace {
 
 constexpr int kGeneratedSide = 288;
+// The bench has no --seed: every run crops alike.
+constexpr uint64_t kAugmentSeed = 0;
 
 bool is_jpeg_name(const fs::path& p) {
   std::string ext = p.extension().string();
@@ -91,10 +93,15 @@ mploader::Sample JpegDataset::get(int64_t index) {
     return {{"image", image}, {"label", at::scalar_tensor(-1 - index, at::kLong)}};
   }
   const std::optional<mploader::WorkerInfo> info = mploader::worker_info();
-  const CropBox box = random_resized_crop(height, width, crop_seed(index, info ? info->epoch : 0));
+  const uint64_t epoch = info ? info->epoch : epoch_.load(std::memory_order_relaxed);
+  const CropBox box = random_resized_crop(height, width, sample_seed(kAugmentSeed, epoch, index));
   crop_resize_normalize(rgb.data(), width, box, kCropSize, image.data_ptr<float>());
   const int64_t label = labels_[static_cast<size_t>(index)];
   return {{"image", image}, {"label", at::scalar_tensor(label, at::kLong)}};
+}
+
+void set_loading_epoch(mploader::Dataset& data, uint64_t epoch) {
+  if (auto* jpeg = dynamic_cast<JpegDataset*>(&data)) jpeg->set_epoch(epoch);
 }
 
 MPLOADER_REGISTER_DATASET("bench-jpeg", [](const std::string& dir) {

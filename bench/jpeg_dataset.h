@@ -7,12 +7,18 @@
 // (corrupt_index) and report their paths; a bad file is never fatal.
 //
 // get() is safe from several threads at once: each thread decodes with its own handle.
+//
+// Random crops and flips depend on (kAugmentSeed, epoch, index) only. A worker process reads
+// the epoch from mploader::worker_info(); loading in the bench's own process (num_workers = 0,
+// libtorch's threads, the in-process ideal) has no worker_info, so runners say which epoch they
+// load with set_loading_epoch().
 #pragma once
 
 #include "run_config.h"
 
 #include <mploader/dataset.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -28,12 +34,19 @@ class JpegDataset : public mploader::Dataset {
     return mploader::DatasetRecipe{"bench-jpeg", dir_};
   }
   const std::string& path(int64_t index) const { return paths_.at(static_cast<size_t>(index)); }
+  // The epoch get() crops for outside worker processes; threads may call get() meanwhile.
+  void set_epoch(uint64_t epoch) { epoch_.store(epoch, std::memory_order_relaxed); }
 
  private:
+  std::atomic<uint64_t> epoch_{0};
   std::string dir_;
   std::vector<std::string> paths_;
   std::vector<int64_t> labels_;
 };
+
+// Tells `data` which epoch the bench's own process loads next, when its samples depend on it
+// (the jpeg workload); nothing for the other workloads. Call between epochs.
+void set_loading_epoch(mploader::Dataset& data, uint64_t epoch);
 
 // The index of the corrupt sample that `label` marks, or -1 for a good one.
 inline int64_t corrupt_index(int64_t label) { return label < 0 ? -1 - label : -1; }

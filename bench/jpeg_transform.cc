@@ -37,11 +37,15 @@ std::vector<Tap> taps(int start, int extent, int size) {
 
 }  // namespace
 
-uint64_t crop_seed(int64_t index, uint64_t epoch) {
-  uint64_t z = static_cast<uint64_t>(index) * 0x9e3779b97f4a7c15ULL + epoch + 0x5851f42d4c957f2dULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+uint64_t sample_seed(uint64_t seed, uint64_t epoch, int64_t index) {
+  // Nearby inputs (index i and i + 1) give unrelated seeds.
+  auto mix = [](uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return mix(mix(mix(seed) ^ epoch) ^ static_cast<uint64_t>(index));
 }
 
 CropBox random_resized_crop(int height, int width, uint64_t seed) {

@@ -3,8 +3,9 @@
 // then a centre crop), bilinear resize without antialiasing, RandomHorizontalFlip, ToTensor and
 // Normalize(ImageNet mean/std) into float32 [3, 224, 224].
 //
-// The random choices come from a generator seeded per sample (crop_seed), so every loader and
-// every run crops a sample the same way. JpegDecoder holds a turbojpeg handle: one per thread.
+// The random choices come from a generator seeded per sample (sample_seed), so every loader,
+// every worker count and every run crops a sample the same way. JpegDecoder holds a turbojpeg
+// handle: one per thread.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,10 @@ struct CropBox {
 // torchvision's RandomResizedCrop.get_params for an image of `height` x `width`, plus the flip.
 CropBox random_resized_crop(int height, int width, uint64_t seed);
 
-// The seed of sample `index` in `epoch` (splitmix64).
-uint64_t crop_seed(int64_t index, uint64_t epoch);
+// The seed of sample `index`'s random choices in `epoch` of a run seeded `seed` (splitmix64
+// steps over the three, as mploader::worker_seed): it depends on the sample alone, never on the
+// process or worker that loads it.
+uint64_t sample_seed(uint64_t seed, uint64_t epoch, int64_t index);
 
 // Bilinear resize of `box` of an RGB image (rows of width*3 bytes) to size x size, flipped
 // when box.flip, normalised, written as float CHW into out[3 * size * size].

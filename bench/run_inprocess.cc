@@ -4,6 +4,7 @@
 // (the calling thread and workers - 1 helpers, so no thread sits waiting); workers == 0 and
 // workers == 1 both load in the calling thread alone.
 #include "fill_pool.h"
+#include "jpeg_dataset.h"
 #include "run_config.h"
 #include "run_timer.h"
 
@@ -74,6 +75,7 @@ RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader:
     };
     for (int64_t b = 0; b < config.batches; ++b) {
       first_index = (b % per_epoch) * config.batch_size;
+      if (first_index == 0) set_loading_epoch(*data, static_cast<uint64_t>(b / per_epoch));
       timer.waiting();
       pool.run(config.batch_size, fill);
       int64_t bytes = 0;

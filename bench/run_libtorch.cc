@@ -1,6 +1,7 @@
 // Runs libtorch's own torch::data DataLoader (worker threads) over the same mploader::Dataset,
 // wrapped as a torch::data dataset of Example<>{image, label} stacked with Stack<>.
 // The only file that includes the torch::data headers (they are slow to compile).
+#include "jpeg_dataset.h"
 #include "run_config.h"
 #include "run_timer.h"
 
@@ -47,7 +48,10 @@ RunResult run_libtorch(const RunConfig& config, const std::shared_ptr<mploader::
   RunTimer timer;
   auto loader = torch::data::make_data_loader<SequentialSampler>(
       DatasetAdapter(data).map(torch::data::transforms::Stack<>()), loader_options(config));
-  while (timer.batches() < config.batches) {
+  // Each pass over *loader is an epoch; the dataset loads in this process and learns its epoch
+  // only from us (jpeg augmentation), before begin() hands out the pass's first jobs.
+  for (uint64_t epoch = 0; timer.batches() < config.batches; ++epoch) {
+    set_loading_epoch(*data, epoch);
     const int64_t before = timer.batches();
     timer.waiting();
     for (torch::data::Example<>& b : *loader) {

@@ -1,6 +1,7 @@
 // Runs mploader::Loader (worker processes, shared-memory rings) over the workload, with the
 // dataset wrapped by fault_injection.h when --inject-fault asks for a fault.
 #include "fault_injection.h"
+#include "jpeg_dataset.h"
 #include "run_config.h"
 #include "run_timer.h"
 
@@ -86,6 +87,9 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
       config.fault.empty() ? data : inject_fault(data, fault_spec(config)), loader_options(config));
   int empty_in_a_row = 0;  // nullopt ends an epoch; the next call starts the next one
   uint64_t checksum = 14695981039346656037ULL;
+  // With num_workers = 0 the dataset loads here and learns its epoch only from us.
+  uint64_t epoch = 0;
+  set_loading_epoch(*data, epoch);
   while (timer.batches() < config.batches) {
     timer.waiting();
     std::optional<mploader::Batch> b = loader->next();
@@ -93,6 +97,8 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
       if (++empty_in_a_row > 1) {
         throw std::runtime_error("mploader: an epoch gave no batch (dataset smaller than a batch?)");
       }
+      loader->set_epoch(++epoch);
+      set_loading_epoch(*data, epoch);
       continue;
     }
     empty_in_a_row = 0;

@@ -4,7 +4,8 @@
 #include "run_config.h"
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,8 +18,6 @@
 #ifndef MPLOADER_BENCH_SCRIPT_DIR
 #error "MPLOADER_BENCH_SCRIPT_DIR must name the folder of pytorch_dataloader.py"
 #endif
-
-extern char** environ;
 
 namespace bench {
 
@@ -43,37 +42,44 @@ std::string script_path() {
   return std::string(MPLOADER_BENCH_SCRIPT_DIR) + name;
 }
 
-// Runs argv[0] with stdin from /dev/null and stderr inherited. Returns the exit status (-1 when
-// it could not start, 128+N when killed by signal N); its stdout goes to `out` when given,
-// else to /dev/null.
+// In the child between fork and exec (async-signal-safe calls only): stdin from /dev/null,
+// stdout to `out_fd` (or /dev/null, stderr too, when -1), then exec. PDEATHSIG, which exec
+// keeps, kills python when the process that forked it dies: run_child runs in the run process
+// of isolate.h, itself killed with the bench, so python never outlives a killed bench.
+[[noreturn]] void exec_child(pid_t parent, char* const* argv, int out_fd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+  const int null_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int null_out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  dup2(null_in, 0);
+  dup2(out_fd >= 0 ? out_fd : null_out, 1);
+  if (out_fd < 0) dup2(null_out, 2);
+  execv(argv[0], argv);
+  _exit(127);
+}
+
+// Runs argv[0] with stdin from /dev/null and stderr inherited. Returns the exit status (127
+// when it could not start, 128+N when killed by signal N); its stdout goes to `out` when given,
+// else to /dev/null. Call from a thread that outlives the child (see exec_child).
 int run_child(const std::vector<std::string>& args, std::string* out) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  if (out != nullptr) {
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  } else {
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  }
-  posix_spawn_file_actions_addclose(&actions, fds[0]);
-  posix_spawn_file_actions_addclose(&actions, fds[1]);
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int err = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) exec_child(parent, argv.data(), out != nullptr ? fds[1] : -1);
   close(fds[1]);
   char buf[4096];
-  for (ssize_t n; err == 0 && (n = read(fds[0], buf, sizeof buf)) != 0;) {
+  for (ssize_t n; pid > 0 && (n = read(fds[0], buf, sizeof buf)) != 0;) {
     if (n > 0 && out != nullptr) out->append(buf, static_cast<size_t>(n));
     if (n < 0 && errno != EINTR) break;
   }
   close(fds[0]);
-  if (err != 0) return -1;
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
