@@ -3,7 +3,7 @@
 # zip layout: <root>/share/cmake/{Torch,Caffe2}), so the tests run where that layout is.
 if(NOT MPLOADER_SANITIZE AND EXISTS "${MPLOADER_TORCH_PREFIX}/share/cmake/Caffe2/Caffe2Config.cmake")
   foreach(case
-      "missing|Torch_DIR names a libtorch's root, not its cmake folder|has no TorchConfig\\.cmake\\. It is here: -DTorch_DIR=[^[:space:]]*/libtorch/share/cmake/Torch"
+      "missing|Torch_DIR names a libtorch's root, not its cmake folder|has no TorchConfig\\.cmake\\. It is here: -DTorch_DIR=.*/libtorch/share/cmake/Torch"
       "cuda|a CUDA build without the CUDA libraries|needs libraries this machine does not have: libcudnn_mploader_test\\.so\\.9\\. It is a CUDA build.*CPU build"
       "precxx11|a pre-C++11 ABI libtorch|pre-C\\+\\+11 string ABI \\(TORCH_CXX_FLAGS has -D_GLIBCXX_USE_CXX11_ABI=0\\).*cxx11-ABI")
     string(REPLACE "|" ";" parts "${case}")
