@@ -1,5 +1,7 @@
 #include "loader/messages.h"
 
+#include "loader/units.h"
+
 namespace mploader::detail::messages {
 
 std::string index_list(const std::vector<int64_t>& indices, size_t limit) {
@@ -17,6 +19,19 @@ std::string overflow_warning(int worker, uint64_t sequence) {
          "batch " + std::to_string(sequence) +
          " and others like it travel in one-off shared segments, which is slower. Release "
          "batches (and tensors taken from them) sooner, or raise prefetch_factor.";
+}
+
+std::string batch_larger_than_slot(int worker, uint64_t sequence, uint64_t batch_bytes,
+                                   uint64_t slot_bytes, uint64_t max_batch_bytes) {
+  const std::string option = max_batch_bytes == 0
+                                 ? "max_batch_bytes is 0, estimated from sample 0"
+                                 : "max_batch_bytes = " + std::to_string(max_batch_bytes);
+  return "mploader: batch " + std::to_string(sequence) + " from worker " +
+         std::to_string(worker) + " is " + human_bytes(batch_bytes) +
+         ", larger than a ring slot of " + human_bytes(slot_bytes) + " (" + option +
+         "); it and other oversized batches travel in one-off shared segments, which is "
+         "slower. Set max_batch_bytes to the largest batch you expect (at least " +
+         std::to_string(batch_bytes) + "). Logged once per loader.";
 }
 
 std::string corrupt_ring(int worker, uint32_t descriptor) {
