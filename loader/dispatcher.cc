@@ -3,6 +3,7 @@
 #include "loader/batch_builder.h"
 #include "loader/log.h"
 #include "loader/messages.h"
+#include "loader/overflow_memory.h"
 
 #include <mploader/errors.h>
 
@@ -276,14 +277,13 @@ Batch Dispatcher::build_overflow_batch(size_t w, const InFlight& f, uint32_t id,
                                            : received.error().describe()));
   }
   const uint64_t bytes = std::max<uint64_t>(d.batch_bytes, 1);
-  auto segment = ipc::ShmRegion::adopt(received.value().fd, bytes);
-  if (!segment.ok()) {
-    throw Error(messages::overflow_receive_failed(static_cast<int>(w),
-                                                  segment.error().describe()));
+  OverflowMemory memory = take_overflow_segment(received.value().fd, bytes, static_cast<int>(w));
+  if (memory.copied && !notices_.copying_overflow) {
+    notices_.copying_overflow = true;
+    log().warn(messages::overflow_copying(live_overflow_segments(), live_overflow_bytes(),
+                                          mappings_now(), max_map_count()));
   }
-  auto owner = std::make_shared<ipc::ShmRegion>(segment.take());
-  owner->close_fd();
-  return BatchBuilder::from_table(d, static_cast<uint8_t*>(owner->base()), bytes, owner,
+  return BatchBuilder::from_table(d, memory.base, bytes, std::move(memory.owner),
                                   std::move(indices), static_cast<int>(w));
 }
 

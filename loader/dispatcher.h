@@ -28,7 +28,8 @@ namespace mploader::detail {
 
 // Warnings logged once per Loader; the Loader keeps these across the Dispatchers of its epochs.
 struct DispatcherNotices {
-  bool batch_too_large = false;  // a batch did not fit its slot
+  bool batch_too_large = false;   // a batch did not fit its slot
+  bool copying_overflow = false;  // too many overflow segments mapped: copying them
 };
 
 class Dispatcher : public BatchSource {
