@@ -104,7 +104,7 @@ uint64_t overflow_copy_threshold() { return std::min<uint64_t>(1024, max_map_cou
 namespace {
 
 // The program's own mappings count against the same limit. Checked every kRecheckEvery
-// segments (reading /proc/self/maps costs about a millisecond per 10,000 mappings): mapping
+// segments, since reading /proc/self/maps takes longer the more mappings there are: mapping
 // stops while fewer than kSpareMappings are left, which malloc, threads and libraries need.
 constexpr uint64_t kRecheckEvery = 64;
 constexpr int64_t kSpareMappings = 512;
