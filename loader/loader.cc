@@ -102,7 +102,7 @@ class LoaderCore {
     pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config_);
     book_ = std::make_unique<InFlightBook>(pool_->size());
     supervisor_ = std::make_unique<Supervisor>(*pool_, *book_, options_);
-    source_ = std::make_unique<Dispatcher>(*pool_, *supervisor_, *book_, options_);
+    source_ = std::make_unique<Dispatcher>(*pool_, *supervisor_, *book_, options_, notices_);
   }
 
   // Batches already delivered keep their memory: their slots hold the region mapped.
@@ -242,6 +242,7 @@ class LoaderCore {
   std::unique_ptr<InFlightBook> book_;
   std::unique_ptr<Supervisor> supervisor_;
   std::unique_ptr<BatchSource> source_;
+  DispatcherNotices notices_;  // once-per-loader warnings, across epochs' Dispatchers
   std::optional<uint64_t> requested_epoch_;
   std::optional<ResumeState> resume_;  // loaded, applied by the next start_epoch()
   PlanFingerprint plan_;               // of the epoch running (or last run)
