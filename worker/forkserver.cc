@@ -4,6 +4,7 @@
 #include "ipc/region_layout.h"
 #include "worker/launcher.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -179,6 +180,7 @@ void serve_if_forkserver() {
   in >> socket >> main_pid;
   unsetenv(kForkserverEnv);
   if (!in || socket < 0) _exit(kSpawnFailedExit);
+  fcntl(socket, F_SETFD, FD_CLOEXEC);  // inheritable for the exec that started us only
   Forkserver(socket, main_pid).serve();
 }
 
