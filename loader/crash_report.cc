@@ -52,6 +52,7 @@ json evidence_json(const DeathEvidence& e) {
                    {"oom_kills_before", e.oom_before.oom_kills},
                    {"oom_kills_after", e.oom_after.oom_kills}}},
           {"loading_index", e.loading_index},
+          {"process_state", e.process_state ? std::string(1, e.process_state) : ""},
           {"phase", ipc::phase_name(e.phase)},
           {"tasks_done", e.tasks_done},
           {"shm_dir", e.shm_dir},

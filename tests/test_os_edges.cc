@@ -1,5 +1,6 @@
-// The operating system's edge cases around workers: a process that dataset code starts
-// inherits none of mploader's descriptors.
+// The operating system's edge cases around workers: a worker stopped by job control or a
+// debugger is reported as stopped, not as a hang, and is still killed and reaped; a process
+// that dataset code starts inherits none of mploader's descriptors.
 #include "crash_test_support.h"
 
 #include <mploader/registry.h>
@@ -8,6 +9,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +22,95 @@ extern char** environ;
 using namespace mploader;
 using namespace crash_testing;
 using testing_datasets::CountingDataset;
+
+namespace {
+
+// The state letter of /proc/<pid>/stat: R, S, D, T (stopped), t (traced), Z, ...
+char process_state(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  return paren == std::string::npos || paren + 2 >= text.size() ? '?' : text[paren + 2];
+}
+
+bool wait_for_state(int pid, char state) {
+  for (int i = 0; i < 500; ++i) {
+    if (process_state(pid) == state) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Runs a one-worker loader with a timeout whose worker `stop` has stopped; returns the
+// TimeoutError's text and report, and checks the worker is gone afterwards.
+struct StoppedOutcome {
+  bool timed_out = false;
+  DeathCause cause = DeathCause::kOtherSignal;
+  std::string message;
+  nlohmann::json report;
+};
+
+StoppedOutcome run_with_stopped_worker(const std::function<bool(int)>& stop) {
+  StoppedOutcome out;
+  auto o = crash_options(1, fresh_dir());
+  o.timeout = std::chrono::milliseconds(500);
+  int pid = 0;
+  {
+    Loader loader(std::make_shared<CountingDataset>(64), o);
+    pid = loader.worker_pids().at(0);
+    REQUIRE(stop(pid));
+    try {
+      while (loader.next()) {
+      }
+    } catch (const TimeoutError& e) {
+      out.timed_out = true;
+      out.cause = e.cause();
+      out.message = e.what();
+      std::ifstream in(e.report_path());
+      out.report = nlohmann::json::parse(in, nullptr, false);
+    }
+  }
+  CHECK(process_gone(pid));  // killed although stopped, and reaped: not even a zombie
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("stopped worker: SIGSTOP is reported as stopped (state T), not as a hang in get",
+          "[crash][process][stopped]") {
+  StoppedOutcome out = run_with_stopped_worker([](int pid) {
+    return kill(pid, SIGSTOP) == 0 && wait_for_state(pid, 'T');
+  });
+  REQUIRE(out.timed_out);
+  CHECK(out.cause == DeathCause::kHang);
+  CHECK_THAT(out.message, Catch::Contains("stopped") && Catch::Contains("state T") &&
+                              Catch::Contains("SIGCONT") && Catch::Contains("timeout"));
+  CHECK_THAT(out.message, !Catch::Contains("no progress within the timeout (500 ms) in"));
+  REQUIRE(out.report.is_object());
+  CHECK_THAT(out.report["what_happened"].get<std::string>(), Catch::Contains("stopped"));
+  CHECK(out.report["evidence"].get<std::string>().find("state T") != std::string::npos);
+  CHECK(out.report["details"]["process_state"] == "T");
+}
+
+TEST_CASE("stopped worker: a worker held by a debugger is reported as traced (state t)",
+          "[crash][process][stopped]") {
+  bool attached = false;
+  StoppedOutcome out = run_with_stopped_worker([&](int pid) {
+    // The test process is the tracer, as gdb -p would be.
+    attached = ptrace(PTRACE_SEIZE, pid, nullptr, nullptr) == 0 &&
+               ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr) == 0;
+    return !attached || wait_for_state(pid, 't');
+  });
+  if (!attached) {
+    WARN("skipped: ptrace is not permitted here");
+    return;
+  }
+  REQUIRE(out.timed_out);
+  CHECK_THAT(out.message, Catch::Contains("state t") && Catch::Contains("debugger") &&
+                              Catch::Contains("detach"));
+  REQUIRE(out.report.is_object());
+  CHECK(out.report["details"]["process_state"] == "t");
+}
 
 namespace {
 
