@@ -91,7 +91,14 @@ Supervisor::Supervisor(WorkerPool& pool, const InFlightBook& book, const LoaderO
   auto wake = ipc::EventFd::create();
   if (!wake.ok()) throw Error("mploader: supervisor: " + wake.error().describe());
   wake_ = wake.take();
-  for (size_t w = 0; w < pool.size(); ++w) watch(w);
+  try {
+    for (size_t w = 0; w < pool.size(); ++w) watch(w);
+  } catch (...) {
+    for (Watch& w : watches_) {
+      if (w.pidfd >= 0) close(w.pidfd);  // no destructor runs for a throwing constructor
+    }
+    throw;
+  }
   worker::note_own_thread(+1);
   thread_ = std::thread([this] { run(); });
 }
@@ -124,6 +131,10 @@ void Supervisor::watch(size_t worker) {
   const worker::WorkerProcess& p = pool_.channel(worker).process;
   w.pid = p.pid;
   w.pidfd = p.pidfd >= 0 ? fcntl(p.pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+  if (p.pidfd >= 0 && w.pidfd < 0) {  // unwatched, a death would go unreported
+    throw Error("mploader: supervisor: watching worker " + std::to_string(worker) + ": " +
+                ipc::last_error("fcntl(F_DUPFD_CLOEXEC)", "its pidfd").describe());
+  }
   w.foreign_status = p.foreign_status;
   w.oom = read_oom_counter(p.pid);
   w.memory = read_process_memory(p.pid);

@@ -1,9 +1,10 @@
 // Open-file limits: the descriptors a loader holds are measured, preflight's estimate matches
-// them, and a limit too low is raised or is an error naming RLIMIT_NOFILE with the numbers
-// and the fix.
+// them, a limit too low is an error naming RLIMIT_NOFILE with the numbers and the fix, and a
+// descriptor that cannot be created anywhere says the same instead of a bare strerror.
 //
 // Every case that lowers RLIMIT_NOFILE does it in a forked child, so the test binary keeps its
 // own limit.
+#include "ipc/status.h"
 #include "test_datasets.h"
 
 #include <mploader/logging.h>
@@ -189,4 +190,54 @@ TEST_CASE("fd limits: a low soft limit is raised up to the hard limit, and logge
     return log.find("RLIMIT_NOFILE") != std::string::npos ? 0 : 6;
   });
   CHECK(code == 0);
+}
+
+TEST_CASE("fd limits: EMFILE and ENFILE name the limit and the fix, never a bare strerror",
+          "[preflight][fds]") {
+  rlimit limit{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  const std::string emfile = ipc::SysError{"eventfd", EMFILE, {}}.describe();
+  CHECK_THAT(emfile, Catch::StartsWith("eventfd: Too many open files") &&
+                         Catch::Contains("RLIMIT_NOFILE") && Catch::Contains("ulimit -n") &&
+                         Catch::Contains(std::to_string(limit.rlim_cur)));
+  const std::string enfile = ipc::SysError{"memfd_create", ENFILE, {}}.describe();
+  CHECK_THAT(enfile, Catch::Contains("fs.file-max"));
+  CHECK(ipc::SysError{"mmap", ENOMEM, {}}.describe() == "mmap: Cannot allocate memory");
+}
+
+namespace {
+
+// In a worker: leaves the worker no descriptor to spare, and returns a sample too large for
+// a ring slot, so the worker must create an overflow segment (memfd_create: EMFILE).
+class ExhaustingDataset : public CountingDataset {
+ public:
+  using CountingDataset::CountingDataset;
+  Sample get(int64_t index) override {
+    if (worker_info()) {
+      rlimit limit{};
+      getrlimit(RLIMIT_NOFILE, &limit);
+      limit.rlim_cur = 0;
+      setrlimit(RLIMIT_NOFILE, &limit);
+    }
+    return {{"x", at::full({8192}, static_cast<double>(index), at::kFloat)}};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fd limits: a worker out of descriptors says which limit and how to raise it",
+          "[preflight][process][fds]") {
+  LoaderOptions o;
+  o.num_workers = 1;
+  o.batch_size = 2;
+  o.max_batch_bytes = 4096;  // a batch is 64 KiB: it needs an overflow segment
+  Loader loader(std::make_shared<ExhaustingDataset>(8), o);
+  std::string text;
+  try {
+    loader.next();
+  } catch (const Error& e) {
+    text = e.what();
+  }
+  CHECK_THAT(text, Catch::Contains("memfd_create") && Catch::Contains("RLIMIT_NOFILE") &&
+                       Catch::Contains("ulimit -n"));
 }

@@ -168,7 +168,13 @@ ipc::Result<WorkerProcess> start_via_forkserver(const SpawnSpec& spec,
   static ForkserverClient* client = new ForkserverClient();  // lives as long as the process
   auto pid = client->request(spec);
   if (!pid.ok()) return pid.error();
-  return WorkerProcess{pid.value(), open_pidfd(pid.value()), status};
+  const int pidfd = open_pidfd(pid.value());
+  if (pidfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+    const ipc::SysError error = ipc::last_error("pidfd_open", "watching a new worker");
+    kill(pid.value(), SIGKILL);  // the server reaps it
+    return error;
+  }
+  return WorkerProcess{pid.value(), pidfd, status};
 }
 
 void serve_if_forkserver() {
