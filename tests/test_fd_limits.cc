@@ -153,12 +153,14 @@ TEST_CASE("fd limits: a hard limit too low is an error with both limits, the nee
       Loader loader(std::make_shared<CountingDataset>(64), fd_options(2, StartMethod::kFork));
     } catch (const Error& e) {
       const std::string text = e.what();
-      std::fprintf(stderr, "%s\n", e.what());
       const std::string l = std::to_string(limit);
       for (const std::string& part : {std::string("RLIMIT_NOFILE"), std::string("ulimit -n"),
                                       "soft limit " + l, "hard limit " + l,
                                       "need " + std::to_string(now + 15), std::string("2 workers")}) {
-        if (text.find(part) == std::string::npos) return 2;
+        if (text.find(part) == std::string::npos) {
+          std::fprintf(stderr, "missing '%s' in: %s\n", part.c_str(), e.what());
+          return 2;
+        }
       }
       return 0;
     }
