@@ -90,7 +90,9 @@ class LoaderCore {
     input.slot_bytes = config_.slot_bytes;
     input.prefetch_factor = options_.prefetch_factor;
     input.shm_dir = config_.shm_dir;
+    input.start_method = config_.start_method;
     measure_machine(input);
+    raise_fd_soft_limit(input);
     for (const PreflightFinding& finding : preflight(input)) {
       if (finding.error) throw Error(finding.message);
       log().warn(finding.message);

@@ -4,6 +4,7 @@
 #include "ipc/region_layout.h"
 #include "worker/launcher.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -167,7 +168,13 @@ ipc::Result<WorkerProcess> start_via_forkserver(const SpawnSpec& spec,
   static ForkserverClient* client = new ForkserverClient();  // lives as long as the process
   auto pid = client->request(spec);
   if (!pid.ok()) return pid.error();
-  return WorkerProcess{pid.value(), open_pidfd(pid.value()), status};
+  const int pidfd = open_pidfd(pid.value());
+  if (pidfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+    const ipc::SysError error = ipc::last_error("pidfd_open", "watching a new worker");
+    kill(pid.value(), SIGKILL);  // the server reaps it
+    return error;
+  }
+  return WorkerProcess{pid.value(), pidfd, status};
 }
 
 void serve_if_forkserver() {
@@ -179,6 +186,7 @@ void serve_if_forkserver() {
   in >> socket >> main_pid;
   unsetenv(kForkserverEnv);
   if (!in || socket < 0) _exit(kSpawnFailedExit);
+  fcntl(socket, F_SETFD, FD_CLOEXEC);  // inheritable for the exec that started us only
   Forkserver(socket, main_pid).serve();
 }
 
