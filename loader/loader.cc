@@ -71,6 +71,10 @@ class LoaderCore {
       config_.dataset_config = dataset_->recipe()->config;
       config_.collator_recipe = *options_.collate->recipe();
     }
+    // The probe process holds descriptors too: a soft limit too low for the loader is raised
+    // first (the checks themselves need the slot size, hence after the probe).
+    PreflightInput before_probe = preflight_input();
+    raise_fd_soft_limit(before_probe);
     config_.slot_bytes = probe_slot_bytes(*dataset_, options_, config_);
     log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
                 config_.num_slots, human_bytes(config_.slot_bytes));
@@ -80,8 +84,8 @@ class LoaderCore {
 
   ~LoaderCore() { stop_workers(); }
 
-  // Logs what may go wrong on this machine; throws what cannot work.
-  void run_preflight() {
+  // This machine's limits, and what the pool configured so far needs of them.
+  PreflightInput preflight_input() const {
     PreflightInput input;
     input.num_workers = config_.num_workers;
     input.region_bytes = ipc::RegionGeometry::compute(config_.num_descriptors, config_.num_slots,
@@ -92,6 +96,12 @@ class LoaderCore {
     input.shm_dir = config_.shm_dir;
     input.start_method = config_.start_method;
     measure_machine(input);
+    return input;
+  }
+
+  // Logs what may go wrong on this machine; throws what cannot work.
+  void run_preflight() {
+    PreflightInput input = preflight_input();
     raise_fd_soft_limit(input);
     for (const PreflightFinding& finding : preflight(input)) {
       if (finding.error) throw Error(finding.message);

@@ -3,6 +3,7 @@
 #include "loader/log.h"
 #include "loader/memory_evidence.h"
 #include "loader/units.h"
+#include "worker/forkserver.h"
 
 #include <dirent.h>
 #include <sched.h>
@@ -38,6 +39,10 @@ int64_t meminfo_available() {
   return -1;
 }
 
+bool starts_forkserver(const PreflightInput& in) {
+  return in.start_method == StartMethod::kForkserver && !in.forkserver_started;
+}
+
 std::string workers_text(int64_t n) {
   return std::to_string(n) + (n == 1 ? " worker" : " workers");
 }
@@ -52,7 +57,7 @@ std::string fd_need_text(const PreflightInput& in) {
          " open descriptors in this process (" + std::to_string(in.open_fds) + " open now + " +
          std::to_string(kFdsPerWorker) + " per worker + " + std::to_string(kFdsPerLoader) +
          " for the loader" +
-         (in.start_method == StartMethod::kForkserver ? " + 1 for the forkserver" : "") + ")";
+         (starts_forkserver(in) ? " + 1 for the forkserver" : "") + ")";
 }
 
 void check_fds(const PreflightInput& in, std::vector<PreflightFinding>& out) {
@@ -134,7 +139,7 @@ void check_cpus_and_shm(const PreflightInput& in, std::vector<PreflightFinding>&
 
 int64_t fds_needed(const PreflightInput& in) {
   return in.open_fds + in.num_workers * kFdsPerWorker + kFdsPerLoader +
-         (in.start_method == StartMethod::kForkserver ? kFdsForkserver : 0);
+         (starts_forkserver(in) ? kFdsForkserver : 0);
 }
 
 // Raising the soft limit up to the hard one is what any process may do (Python programs often
@@ -161,6 +166,7 @@ void raise_fd_soft_limit(PreflightInput& in) {
 
 void measure_machine(PreflightInput& in) {
   in.open_fds = count_open_fds();
+  in.forkserver_started = worker::forkserver_started();
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
     in.fd_soft_limit = limit.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(limit.rlim_cur);

@@ -25,6 +25,7 @@ struct PreflightInput {
   int64_t prefetch_factor = 0;
   std::string shm_dir;
   StartMethod start_method = StartMethod::kFork;
+  bool forkserver_started = false;  // its socket is then among open_fds already
   // Facts about the machine; filled from the system by measure_machine(), set by tests.
   int64_t open_fds = 0;
   int64_t fd_soft_limit = -1;
@@ -53,7 +54,7 @@ constexpr int64_t kFdsPerWorker = 6;
 // the dispatcher receives and closes once mapped, a /proc file or crash report the supervisor
 // reads or writes.
 constexpr int64_t kFdsPerLoader = 3;
-// Under forkserver: the socket to the server (once per process; counted for every loader).
+// Under forkserver: the socket to the server, once per process (until it is started).
 constexpr int64_t kFdsForkserver = 1;
 // What a raised soft limit leaves for the program's own files on top of the loader's need.
 constexpr int64_t kFdHeadroom = 64;

@@ -24,6 +24,11 @@ namespace {
 // The main process's side: the socket to its server, started on first use.
 class ForkserverClient {
  public:
+  bool started() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return socket_ >= 0 && owner_ == getpid();
+  }
+
   ipc::Result<pid_t> request(const SpawnSpec& spec) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (socket_ < 0 || owner_ != getpid()) {
@@ -163,10 +168,16 @@ class Forkserver {
 
 }  // namespace
 
+ForkserverClient& forkserver_client() {
+  static ForkserverClient* client = new ForkserverClient();  // lives as long as the process
+  return *client;
+}
+
+bool forkserver_started() { return forkserver_client().started(); }
+
 ipc::Result<WorkerProcess> start_via_forkserver(const SpawnSpec& spec,
                                                 const std::atomic<int64_t>* status) {
-  static ForkserverClient* client = new ForkserverClient();  // lives as long as the process
-  auto pid = client->request(spec);
+  auto pid = forkserver_client().request(spec);
   if (!pid.ok()) return pid.error();
   const int pidfd = open_pidfd(pid.value());
   if (pidfd < 0 && (errno == EMFILE || errno == ENFILE)) {
