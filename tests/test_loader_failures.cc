@@ -160,3 +160,86 @@ TEST_CASE("failures: samples that cannot be stacked name the tensor and both sha
     }
   }
 }
+
+namespace {
+
+// Epoch 0's plan is invalid (index 99 of a 10-sample dataset, or an empty batch); later
+// epochs are [[0, 1], [2, 3]].
+class BadFirstEpochSampler : public BatchSampler {
+ public:
+  explicit BadFirstEpochSampler(bool empty_batch) : empty_batch_(empty_batch) {}
+  std::vector<std::vector<int64_t>> batches(size_t, uint64_t epoch) override {
+    if (epoch > 0) return {{0, 1}, {2, 3}};
+    if (empty_batch_) return {{0, 1}, {}};
+    return {{0, 1}, {2, 99}};
+  }
+  size_t max_batch_size() const override { return 2; }
+
+ private:
+  bool empty_batch_;
+};
+
+// What a loop that skips failed batches sees of one epoch: the batches' sequences and the
+// errors' texts. Bounded, so that an error raised on every call fails the test, not hangs it.
+std::pair<std::vector<uint64_t>, std::vector<std::string>> skip_errors(Loader& loader) {
+  std::vector<uint64_t> sequences;
+  std::vector<std::string> errors;
+  for (int call = 0; call < 20; ++call) {
+    try {
+      auto b = loader.next();
+      if (!b) break;
+      sequences.push_back(b->sequence());
+    } catch (const OptionError& e) {
+      errors.push_back(e.option() + ": " + e.what());
+    } catch (const Error& e) {
+      errors.push_back(std::string("not an OptionError: ") + e.what());
+    }
+  }
+  return {sequences, errors};
+}
+
+}  // namespace
+
+TEST_CASE("failures: an invalid batch plan ends its epoch with one OptionError",
+          "[failures][process]") {
+  for (int64_t workers : {0, 1}) {
+    for (bool empty_batch : {false, true}) {
+      CAPTURE(workers, empty_batch);
+      auto o = options(workers, 2);
+      o.batch_sampler = std::make_shared<BadFirstEpochSampler>(empty_batch);
+      Loader loader(std::make_shared<CountingDataset>(10), o);
+      auto [sequences, errors] = skip_errors(loader);
+      CHECK(sequences.empty());
+      REQUIRE(errors.size() == 1);
+      if (empty_batch) {
+        CHECK_THAT(errors[0], Catch::StartsWith("batch_sampler: ") &&
+                                  Catch::Contains("batch 1 with 0 indices"));
+      } else {
+        CHECK_THAT(errors[0], Catch::StartsWith("sampler: ") && Catch::Contains("index 99") &&
+                                  Catch::Contains("10 samples"));
+      }
+      // The next epoch starts normally.
+      std::tie(sequences, errors) = skip_errors(loader);
+      CHECK(errors.empty());
+      CHECK(sequences == std::vector<uint64_t>{0, 1});
+      CHECK(loader.epoch() == 1);
+    }
+  }
+}
+
+TEST_CASE("failures: an invalid batch plan under range-for raises once and then the epoch is over",
+          "[failures][process]") {
+  for (int64_t workers : {0, 1}) {
+    CAPTURE(workers);
+    auto o = options(workers, 2);
+    o.batch_sampler = std::make_shared<BadFirstEpochSampler>(false);
+    Loader loader(std::make_shared<CountingDataset>(10), o);
+    size_t seen = 0;
+    CHECK_THROWS_AS([&] { for (Batch& b : loader) seen += b.size(); }(), OptionError);
+    CHECK_FALSE(loader.next());  // epoch 0 ended with its error
+    for (Batch& b : loader) seen += b.size();
+    CHECK(seen == 4);
+    CHECK(loader.epoch() == 1);
+  }
+}
+
