@@ -137,8 +137,17 @@ class LoaderCore {
     epoch_ = upcoming_epoch();
     requested_epoch_.reset();
     started_any_ = true;
+    refused_ = false;
     auto batches = options_.batch_sampler->batches(dataset_->size(), epoch_);
-    check_batches(batches, dataset_->size(), options_.batch_sampler->max_batch_size());
+    try {
+      check_batches(batches, dataset_->size(), options_.batch_sampler->max_batch_size());
+    } catch (const OptionError&) {
+      // The sampler would give the same plan on every retry: a loop that catches the error to
+      // skip a batch would never end. This error ends the epoch; the next next() says so.
+      refused_ = true;
+      resume_.reset();
+      throw;
+    }
     plan_ = fingerprint(batches, dataset_->size());
     delivered_.assign(batches.size(), false);
     std::vector<uint64_t> sequences;
@@ -167,6 +176,10 @@ class LoaderCore {
   }
 
   std::optional<Batch> next() {
+    if (!running_ && refused_) {  // the epoch whose plan was refused is over
+      refused_ = false;
+      return std::nullopt;
+    }
     if (!running_) start_epoch();
     const auto wait_start = std::chrono::steady_clock::now();
     std::optional<Batch> batch = source_->next();
@@ -212,6 +225,7 @@ class LoaderCore {
     auto batches = options_.batch_sampler->batches(dataset_->size(), saved.epoch);
     check_same_plan(saved, fingerprint(batches, dataset_->size()), settings());
     running_ = false;  // the next iteration starts the resumed epoch
+    refused_ = false;
     requested_epoch_.reset();
     started_any_ = true;
     epoch_ = saved.epoch;
@@ -262,6 +276,7 @@ class LoaderCore {
   uint64_t epoch_ = 0;
   bool started_any_ = false;
   bool running_ = false;
+  bool refused_ = false;  // the last epoch's plan was invalid: it ended with an OptionError
 };
 
 }  // namespace detail
