@@ -139,7 +139,7 @@ TEST_CASE("collate: a sparse tensor is refused naming it and to_dense()", "[coll
              Catch::Contains("'x'") && Catch::Contains("to_dense()"));
 }
 
-TEST_CASE("collate: a quantized tensor is refused; one that requires grad is copied",
+TEST_CASE("collate: a quantized tensor is refused and one that requires grad is copied",
           "[collate]") {
   const at::Tensor quantized = at::quantize_per_tensor(at::ones({4}), 0.5, 0, at::kQUInt8);
   const std::vector<Sample> samples{{{"x", at::zeros({4})}}, {{"x", quantized}}};
