@@ -71,14 +71,14 @@ class LoaderCore {
       config_.dataset_config = dataset_->recipe()->config;
       config_.collator_recipe = *options_.collate->recipe();
     }
-    // The probe process holds descriptors too: a soft limit too low for the loader is raised
-    // first (the checks themselves need the slot size, hence after the probe).
-    PreflightInput before_probe = preflight_input();
-    raise_fd_soft_limit(before_probe);
+    // The probe is a worker too: what cannot work whatever the slot size (the descriptor
+    // limits) is refused, and a low soft limit raised, before it starts. The rest of
+    // preflight needs the slot size.
+    act_on_preflight(/*warn=*/false);
     config_.slot_bytes = probe_slot_bytes(*dataset_, options_, config_);
     log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
                 config_.num_slots, human_bytes(config_.slot_bytes));
-    run_preflight();
+    act_on_preflight(/*warn=*/true);
     start_workers(0);  // now, so that whatever cannot work fails in the constructor
   }
 
@@ -99,13 +99,13 @@ class LoaderCore {
     return input;
   }
 
-  // Logs what may go wrong on this machine; throws what cannot work.
-  void run_preflight() {
+  // Throws what cannot work on this machine; logs what may go wrong when `warn`.
+  void act_on_preflight(bool warn) {
     PreflightInput input = preflight_input();
     raise_fd_soft_limit(input);
     for (const PreflightFinding& finding : preflight(input)) {
       if (finding.error) throw Error(finding.message);
-      log().warn(finding.message);
+      if (warn) log().warn(finding.message);
     }
   }
 
