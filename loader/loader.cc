@@ -71,14 +71,15 @@ class LoaderCore {
       config_.dataset_config = dataset_->recipe()->config;
       config_.collator_recipe = *options_.collate->recipe();
     }
-    // The probe is a worker too: what cannot work whatever the slot size (the descriptor
-    // limits) is refused, and a low soft limit raised, before it starts. The rest of
-    // preflight needs the slot size.
-    act_on_preflight(/*warn=*/false);
+    // The probe process holds descriptors too: a soft limit too low for the loader is raised
+    // first (the checks themselves need the slot size, hence after the probe; a limit that
+    // cannot be raised makes the probe fail with EMFILE, whose text names the limit).
+    PreflightInput before_probe = preflight_input();
+    raise_fd_soft_limit(before_probe);
     config_.slot_bytes = probe_slot_bytes(*dataset_, options_, config_);
     log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
                 config_.num_slots, human_bytes(config_.slot_bytes));
-    act_on_preflight(/*warn=*/true);
+    run_preflight();
     start_workers(0);  // now, so that whatever cannot work fails in the constructor
   }
 
@@ -99,13 +100,13 @@ class LoaderCore {
     return input;
   }
 
-  // Throws what cannot work on this machine; logs what may go wrong when `warn`.
-  void act_on_preflight(bool warn) {
+  // Logs what may go wrong on this machine; throws what cannot work.
+  void run_preflight() {
     PreflightInput input = preflight_input();
     raise_fd_soft_limit(input);
     for (const PreflightFinding& finding : preflight(input)) {
       if (finding.error) throw Error(finding.message);
-      if (warn) log().warn(finding.message);
+      log().warn(finding.message);
     }
   }
 
