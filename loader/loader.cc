@@ -71,11 +71,12 @@ class LoaderCore {
       config_.dataset_config = dataset_->recipe()->config;
       config_.collator_recipe = *options_.collate->recipe();
     }
-    // The probe process holds descriptors too: a soft limit too low for the loader is raised
-    // first (the checks themselves need the slot size, hence after the probe; a limit that
-    // cannot be raised makes the probe fail with EMFILE, whose text names the limit).
-    PreflightInput before_probe = preflight_input();
-    raise_fd_soft_limit(before_probe);
+    // The probe is a worker process and holds descriptors too: a soft limit too low for the
+    // loader is raised, and one that cannot be raised refused, before it starts. Left to the
+    // probe, the limit would surface as an EMFILE from wherever it ran out (under UBSan, as a
+    // failed vptr check: that check needs a spare descriptor). The other checks need the slot
+    // size, hence after the probe.
+    refuse_impossible_fd_limits();
     config_.slot_bytes = probe_slot_bytes(*dataset_, options_, config_);
     log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
                 config_.num_slots, human_bytes(config_.slot_bytes));
@@ -98,6 +99,15 @@ class LoaderCore {
     input.start_method = config_.start_method;
     measure_machine(input);
     return input;
+  }
+
+  // Raises a low RLIMIT_NOFILE soft limit; throws when the limits cannot fit the loader.
+  void refuse_impossible_fd_limits() {
+    PreflightInput input = preflight_input();
+    raise_fd_soft_limit(input);
+    for (const PreflightFinding& finding : preflight_fds(input)) {
+      if (finding.error) throw Error(finding.message);
+    }
   }
 
   // Logs what may go wrong on this machine; throws what cannot work.

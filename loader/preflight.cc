@@ -182,6 +182,12 @@ void measure_machine(PreflightInput& in) {
   }
 }
 
+std::vector<PreflightFinding> preflight_fds(const PreflightInput& in) {
+  std::vector<PreflightFinding> out;
+  check_fds(in, out);
+  return out;
+}
+
 std::vector<PreflightFinding> preflight(const PreflightInput& in) {
   std::vector<PreflightFinding> out;
   check_fds(in, out);

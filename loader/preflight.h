@@ -44,6 +44,9 @@ void measure_machine(PreflightInput& input);
 // updates `input`. Does nothing when the soft limit suffices or the hard limit cannot.
 void raise_fd_soft_limit(PreflightInput& input);
 std::vector<PreflightFinding> preflight(const PreflightInput& input);
+// The descriptor checks alone: they do not depend on the slot size, so the loader runs them
+// before the slot-size probe, which is a worker process and needs descriptors too.
+std::vector<PreflightFinding> preflight_fds(const PreflightInput& input);
 
 // Descriptors the main process holds for one loader, as measured by counting /proc/self/fd
 // (tests/test_fd_limits.cc: 6 per worker + 1, and 1 more the first time a forkserver starts).
