@@ -20,8 +20,13 @@ Status send_fd(int socket, int fd, uint64_t tag) {
   return send_message(socket, Message{std::to_string(tag), {fd}});
 }
 
+namespace {
+Result<Message> receive_up_to(int socket, size_t max_text);
+}  // namespace
+
 Result<ReceivedFd> receive_fd(int socket) {
-  auto m = receive_message(socket);
+  // The text is only a tag: a small buffer, not receive_message's 64 KiB on every batch.
+  auto m = receive_up_to(socket, 64);
   if (!m.ok()) return m.error();
   if (m.value().fds.size() != 1) {
     for (int fd : m.value().fds) close(fd);
@@ -55,8 +60,11 @@ Status send_message(int socket, const Message& m) {
   return Ok{};
 }
 
-Result<Message> receive_message(int socket) {
-  std::vector<char> buffer(64 * 1024);
+Result<Message> receive_message(int socket) { return receive_up_to(socket, 64 * 1024); }
+
+namespace {
+Result<Message> receive_up_to(int socket, size_t max_text) {
+  std::vector<char> buffer(max_text);
   iovec iov{buffer.data(), buffer.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)] = {};
   msghdr msg{};
@@ -85,5 +93,6 @@ Result<Message> receive_message(int socket) {
   }
   return m;
 }
+}  // namespace
 
 }  // namespace mploader::ipc

@@ -2,6 +2,8 @@
 // errno, and the caller decides what it means to the user.
 #pragma once
 
+#include "ipc/fd_limit.h"
+
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -18,6 +20,9 @@ struct SysError {
   std::string describe() const {
     std::string s = syscall + ": " + std::strerror(error);
     if (!detail.empty()) s += " (" + detail + ")";
+    // Out of descriptors: say which limit, its numbers and the fix, wherever it happened.
+    const std::string advice = fd_limit_advice(error);
+    if (!advice.empty()) s += "; " + advice;
     return s;
   }
 };

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -26,15 +27,82 @@ bool same_names(const Sample& a, const Sample& b) {
   return true;
 }
 
+std::string quoted(const std::vector<std::string>& names) {
+  if (names.empty()) return "none";
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
+
+// The names in `a` that `b` lacks.
+std::vector<std::string> missing_from(const std::vector<std::string>& a,
+                                      const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  for (const std::string& n : a) {
+    if (std::find(b.begin(), b.end(), n) == b.end()) out.push_back(n);
+  }
+  return out;
+}
+
+// Sample `row` names other tensors than sample `first`, or the same ones in another order.
+[[noreturn]] void throw_names_differ(size_t row, const std::vector<std::string>& names,
+                                     size_t first, const std::vector<std::string>& first_names) {
+  const auto only_here = missing_from(names, first_names);
+  const auto only_first = missing_from(first_names, names);
+  throw SampleError(row, [=](const SampleError::NameOf& name) {
+    const std::string a = name(row), b = name(first);
+    if (only_here.empty() && only_first.empty()) {
+      return a + " has the tensors of " + b + " in another order (" + quoted(names) + " vs " +
+             quoted(first_names) + "); Dataset::get must set them in one order for every sample";
+    }
+    return a + " and " + b + " name different tensors: only in " + a + ": " + quoted(only_here) +
+           "; only in " + b + ": " + quoted(only_first) +
+           ". Dataset::get must return the same names for every sample";
+  });
+}
+
 // Every sample must have the same names, in the same order, as the first; fill() relies on it
 // to find a sample's tensors by position.
 void check_same_names(const std::vector<Sample>& samples) {
   const Sample& first = samples.at(0);
   for (size_t i = 1; i < samples.size(); ++i) {
     if (!same_names(samples[i], first)) {
-      throw std::invalid_argument("sample " + std::to_string(i) +
-                                  " of the batch has different tensor names than sample 0");
+      throw_names_differ(i, samples[i].names(), 0, first.names());
     }
+  }
+}
+
+// Why `t` cannot be copied byte for byte into a batch, and the fix; empty when it can. Only a
+// dense (strided) tensor keeps its values in one block of memory, and a quantized tensor's
+// bytes mean nothing without its scale and zero point.
+std::string not_copyable(const at::Tensor& t) {
+  if (t.layout() == at::kStrided && !t.is_quantized()) return {};
+  std::ostringstream s;
+  if (t.layout() != at::kStrided) {
+    s << "is " << (t.is_sparse() || t.is_sparse_csr() ? "sparse" : "not dense") << " (layout "
+      << t.layout() << "), and only dense tensors can be copied into a batch: call .to_dense() "
+      << "on it";
+  } else {
+    s << "is quantized (" << t.scalar_type() << "), and its bytes alone lose the scale and "
+      << "zero point: call .dequantize() on it, or return .int_repr() and the scale as tensors";
+  }
+  return s.str();
+}
+
+// The checks every sample passes before any of its tensors is copied.
+void check_sample(size_t row, const Sample& sample) {
+  if (sample.empty()) {
+    throw SampleError(row, [row](const SampleError::NameOf& name) {
+      return name(row) + " has no tensors: Dataset::get returned an empty Sample; return at "
+                         "least one named tensor, as in {{\"x\", tensor}}";
+    });
+  }
+  for (const auto& item : sample) {
+    std::string why = not_copyable(item.second);
+    if (why.empty()) continue;
+    throw SampleError(row, [row, tensor = item.first, why](const SampleError::NameOf& name) {
+      return "tensor '" + tensor + "' of " + name(row) + " " + why + " in Dataset::get";
+    });
   }
 }
 
@@ -66,23 +134,33 @@ void copy_into_row(at::Tensor& batch, int64_t row, const at::Tensor& src) {
   dst.copy_(src);
 }
 
-// "cannot stack 'x': sample 3 has shape [2] but sample 0 has [3]; ..."
-std::string stack_mismatch(const std::string& name, size_t row, at::IntArrayRef shape,
-                           at::IntArrayRef first_shape) {
-  return "cannot stack '" + name + "': sample " + std::to_string(row) + " has shape " +
-         shape_text(shape) + " but sample 0 has " + shape_text(first_shape) +
-         "; use mploader::pad_collate() for variable-length data";
+// "cannot stack 'x': sample 3 has shape [2] but sample 0 has [3]; <advice>"
+[[noreturn]] void throw_shape_mismatch(const char* verb, const std::string& name, size_t row,
+                                       at::IntArrayRef shape, at::IntArrayRef first_shape,
+                                       const char* advice) {
+  const std::string has = shape_text(shape), first_has = shape_text(first_shape);
+  throw SampleError(row, [=](const SampleError::NameOf& sample) {
+    return std::string("cannot ") + verb + " '" + name + "': " + sample(row) + " has shape " +
+           has + " but " + sample(0) + " has " + first_has + "; " + advice;
+  });
+}
+
+[[noreturn]] void throw_stack_mismatch(const std::string& name, size_t row,
+                                       at::IntArrayRef shape, at::IntArrayRef first_shape) {
+  throw_shape_mismatch("stack", name, row, shape, first_shape,
+                       "use mploader::pad_collate() for variable-length data");
 }
 
 class StackCollator : public Collator {
  public:
   std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override {
     if (samples.empty()) throw std::invalid_argument("cannot collate an empty batch");
+    for (size_t i = 0; i < samples.size(); ++i) check_sample(i, samples[i]);
     check_same_names(samples);
     for (const auto& [name, t0] : samples[0]) {
       for (size_t i = 1; i < samples.size(); ++i) {
         const at::Tensor& t = samples[i][name];
-        if (t.sizes() != t0.sizes()) throw std::invalid_argument(stack_mismatch(name, i, t.sizes(), t0.sizes()));
+        if (t.sizes() != t0.sizes()) throw_stack_mismatch(name, i, t.sizes(), t0.sizes());
       }
     }
     return layout_from_first(samples[0], samples.size());
@@ -102,6 +180,7 @@ class StackCollator : public Collator {
 
   std::vector<TensorLayout> layout_from_first(const Sample& first, size_t batch_size) override {
     if (batch_size == 0) throw std::invalid_argument("cannot collate an empty batch");
+    check_sample(0, first);
     std::vector<TensorLayout> out;
     for (const auto& [name, t] : first) {
       std::vector<int64_t> shape{static_cast<int64_t>(batch_size)};
@@ -113,25 +192,26 @@ class StackCollator : public Collator {
 
   void fill_row(size_t row, const Sample& sample, const std::vector<TensorLayout>& layout,
                 std::vector<at::Tensor>& outputs) override {
+    check_sample(row, sample);
     bool same = sample.size() == layout.size();
     for (size_t k = 0; same && k < layout.size(); ++k) {
       same = (sample.begin() + static_cast<std::ptrdiff_t>(k))->first == layout[k].name;
     }
     if (!same) {
-      throw std::invalid_argument("sample " + std::to_string(row) +
-                                  " of the batch has different tensor names than sample 0");
+      std::vector<std::string> first_names;
+      for (const TensorLayout& t : layout) first_names.push_back(t.name);
+      throw_names_differ(row, sample.names(), 0, first_names);
     }
     size_t k = 0;
     for (const auto& [name, t] : sample) {
       const at::IntArrayRef first_shape = at::IntArrayRef(layout[k].shape).slice(1);
-      if (t.sizes() != first_shape) {
-        throw std::invalid_argument(stack_mismatch(name, row, t.sizes(), first_shape));
-      }
+      if (t.sizes() != first_shape) throw_stack_mismatch(name, row, t.sizes(), first_shape);
       copy_into_row(outputs[k++], static_cast<int64_t>(row), t);
     }
   }
 
   std::optional<size_t> estimate_batch_bytes(const Sample& sample, size_t batch_size) override {
+    check_sample(0, sample);  // nbytes() of a sparse tensor throws libtorch's own error
     size_t bytes = 0;
     for (const auto& item : sample) bytes += item.second.nbytes() * batch_size + 64;
     return bytes;
@@ -147,6 +227,7 @@ class PadCollator : public Collator {
 
   std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override {
     if (samples.empty()) throw std::invalid_argument("cannot collate an empty batch");
+    for (size_t i = 0; i < samples.size(); ++i) check_sample(i, samples[i]);
     check_same_names(samples);
     std::vector<TensorLayout> out;
     const int64_t batch = static_cast<int64_t>(samples.size());
@@ -159,10 +240,8 @@ class PadCollator : public Collator {
       for (size_t i = 0; i < samples.size(); ++i) {
         const at::Tensor& t = samples[i][name];
         if (t.dim() != t0.dim() || t.sizes().slice(1) != t0.sizes().slice(1)) {
-          throw std::invalid_argument("cannot pad '" + name + "': sample " + std::to_string(i) +
-                                      " has shape " + shape_text(t.sizes()) +
-                                      " but sample 0 has " + shape_text(t0.sizes()) +
-                                      "; only the first dimension may differ");
+          throw_shape_mismatch("pad", name, i, t.sizes(), t0.sizes(),
+                               "only the first dimension may differ");
         }
         longest = std::max(longest, t.size(0));
       }
@@ -196,6 +275,7 @@ class PadCollator : public Collator {
   // Lengths vary by batch: twice the first sample's length leaves room for most batches; the
   // rest travel in overflow segments.
   std::optional<size_t> estimate_batch_bytes(const Sample& sample, size_t batch_size) override {
+    check_sample(0, sample);
     size_t bytes = 0;
     for (const auto& item : sample) bytes += 2 * item.second.nbytes() * batch_size + 128;
     return bytes + 8 * batch_size * sample.size();
@@ -221,6 +301,11 @@ class FunctionCollator : public Collator {
     result_ = fn_(samples);
     std::vector<TensorLayout> out;
     for (const auto& [name, t] : result_) {
+      const std::string why = not_copyable(t);
+      if (!why.empty()) {
+        throw std::invalid_argument("tensor '" + name + "' of the collate function's batch " +
+                                    why + " before returning it");
+      }
       out.push_back({name, t.scalar_type(), t.sizes().vec()});
     }
     return out;
@@ -238,6 +323,18 @@ class FunctionCollator : public Collator {
 };
 
 }  // namespace
+
+SampleError::SampleError(size_t row, std::function<std::string(const NameOf&)> message)
+    : std::invalid_argument(message([](size_t r) { return "sample " + std::to_string(r); })),
+      row_(row),
+      message_(std::move(message)) {}
+
+std::string SampleError::message_for(const int64_t* indices, size_t count) const {
+  return message_([&](size_t r) {
+    return r < count ? "sample " + std::to_string(indices[r])
+                     : "the sample in row " + std::to_string(r) + " of the batch";
+  });
+}
 
 std::optional<size_t> Collator::estimate_batch_bytes(const Sample&, size_t) {
   return std::nullopt;

@@ -1,5 +1,7 @@
 #include "loader/crash_report.h"
 
+#include "ipc/fd_limit.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -52,6 +54,7 @@ json evidence_json(const DeathEvidence& e) {
                    {"oom_kills_before", e.oom_before.oom_kills},
                    {"oom_kills_after", e.oom_after.oom_kills}}},
           {"loading_index", e.loading_index},
+          {"process_state", e.process_state ? std::string(1, e.process_state) : ""},
           {"phase", ipc::phase_name(e.phase)},
           {"tasks_done", e.tasks_done},
           {"shm_dir", e.shm_dir},
@@ -118,7 +121,9 @@ std::string write_crash_report(const DeathEvidence& e, const Diagnosis& d,
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST) continue;
     if (fd < 0) {
-      error = "open " + path + ": " + std::strerror(errno);
+      const int err = errno;
+      const std::string advice = ipc::fd_limit_advice(err);
+      error = "open " + path + ": " + std::strerror(err) + (advice.empty() ? "" : "; " + advice);
       return {};
     }
     const std::string text = report.dump(2) + "\n";

@@ -189,11 +189,33 @@ void diagnose_signal(const DeathEvidence& e, Diagnosis& d) {
   }
 }
 
+// A worker that was stopped when the timeout ran out: nothing in it hung, someone paused it.
+void diagnose_stopped(const DeathEvidence& e, Diagnosis& d) {
+  const bool traced = e.process_state == 't';
+  d.cause = DeathCause::kHang;
+  d.what_happened = "no batch within the timeout (" + std::to_string(e.timeout_ms) +
+                    " ms) because the worker was stopped " +
+                    (traced ? "by a debugger or tracer (gdb, strace)"
+                            : "by a signal (SIGSTOP, or SIGTSTP from Ctrl-Z / job control)") +
+                    " " + where(e) + "; it was killed";
+  d.evidence = "/proc/" + std::to_string(e.pid) + "/stat showed state " + e.process_state +
+               (traced ? " (traced)" : " (stopped)") + " at the timeout; finished " +
+               std::to_string(e.tasks_done) + " tasks; no stack asked of a stopped process";
+  d.remedy = traced ? "Continue or detach the debugger before the timeout runs out, or raise "
+                      "timeout (0 = none) while debugging; num_workers = 0 runs dataset code "
+                      "in this process, where a debugger is easier."
+                    : "Resume a stopped worker with SIGCONT (kill -CONT <pid>, or fg in the "
+                      "shell that stopped it) before the timeout runs out; if workers are "
+                      "stopped on purpose, raise timeout (0 = none).";
+}
+
 }  // namespace
 
 Diagnosis diagnose(const DeathEvidence& e) {
   Diagnosis d;
-  if (e.hang) {
+  if (e.hang && (e.process_state == 'T' || e.process_state == 't')) {
+    diagnose_stopped(e, d);
+  } else if (e.hang) {
     d.cause = DeathCause::kHang;
     d.what_happened = "no progress within the timeout (" + std::to_string(e.timeout_ms) +
                       " ms) " + where(e) + "; the worker was asked for its stack and killed";

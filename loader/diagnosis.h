@@ -30,6 +30,7 @@ struct DeathEvidence {
   std::optional<ipc::CrashSnapshot> stack;  // asked of a hung worker before it was killed
   bool hang = false;
   int64_t timeout_ms = 0;
+  char process_state = 0;  // of a hung worker, from /proc/<pid>/stat: 'T' stopped, 't' traced
   int64_t loading_index = -1;  // the sample the worker was in, from its region header
   uint32_t phase = 0;
   uint64_t tasks_done = 0;

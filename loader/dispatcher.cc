@@ -3,10 +3,12 @@
 #include "loader/batch_builder.h"
 #include "loader/log.h"
 #include "loader/messages.h"
+#include "loader/overflow_memory.h"
 
 #include <mploader/errors.h>
 
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -38,8 +40,8 @@ class SlotLease {
 }  // namespace
 
 Dispatcher::Dispatcher(WorkerPool& pool, Supervisor& supervisor, InFlightBook& book,
-                       const LoaderOptions& options)
-    : pool_(pool), supervisor_(supervisor), book_(book), options_(options),
+                       const LoaderOptions& options, DispatcherNotices& notices)
+    : pool_(pool), supervisor_(supervisor), book_(book), options_(options), notices_(notices),
       workers_(pool.size()) {
   for (WorkerState& w : workers_) {
     for (uint32_t id = pool.config().num_descriptors; id > 0; --id) {
@@ -252,22 +254,37 @@ std::optional<Batch> Dispatcher::build_batch(size_t w, const InFlight& f, uint32
                                     c.view.header().slot_bytes, lease, std::move(indices),
                                     static_cast<int>(w));
   }
-  if (f.slot >= 0) c.slots->release(static_cast<uint32_t>(f.slot));  // too big for it
+  return build_overflow_batch(w, f, id, std::move(indices));
+}
+
+Batch Dispatcher::build_overflow_batch(size_t w, const InFlight& f, uint32_t id,
+                                       std::vector<int64_t> indices) {
+  WorkerChannel& c = pool_.channel(w);
+  const ipc::TaskDescriptor& d = c.view.descriptor(id);
+  if (f.slot >= 0) {  // it had a slot and did not fit
+    c.slots->release(static_cast<uint32_t>(f.slot));
+    if (!notices_.batch_too_large) {
+      notices_.batch_too_large = true;
+      log().warn(messages::batch_larger_than_slot(static_cast<int>(w), d.sequence, d.batch_bytes,
+                                                  c.view.header().slot_bytes,
+                                                  options_.max_batch_bytes));
+    }
+  }
   auto received = ipc::receive_fd(c.sockets.parent);
   if (!received.ok() || received.value().tag != id) {
+    if (received.ok()) close(received.value().fd);
     throw Error(messages::overflow_receive_failed(
         static_cast<int>(w), received.ok() ? "descriptor tag mismatch"
                                            : received.error().describe()));
   }
   const uint64_t bytes = std::max<uint64_t>(d.batch_bytes, 1);
-  auto segment = ipc::ShmRegion::adopt(received.value().fd, bytes);
-  if (!segment.ok()) {
-    throw Error(messages::overflow_receive_failed(static_cast<int>(w),
-                                                  segment.error().describe()));
+  OverflowMemory memory = take_overflow_segment(received.value().fd, bytes, static_cast<int>(w));
+  if (memory.copied && !notices_.copying_overflow) {
+    notices_.copying_overflow = true;
+    log().warn(messages::overflow_copying(live_overflow_segments(), live_overflow_bytes(),
+                                          mappings_now(), max_map_count()));
   }
-  auto owner = std::make_shared<ipc::ShmRegion>(segment.take());
-  owner->close_fd();
-  return BatchBuilder::from_table(d, static_cast<uint8_t*>(owner->base()), bytes, owner,
+  return BatchBuilder::from_table(d, memory.base, bytes, std::move(memory.owner),
                                   std::move(indices), static_cast<int>(w));
 }
 

@@ -26,10 +26,16 @@
 
 namespace mploader::detail {
 
+// Warnings logged once per Loader; the Loader keeps these across the Dispatchers of its epochs.
+struct DispatcherNotices {
+  bool batch_too_large = false;   // a batch did not fit its slot
+  bool copying_overflow = false;  // too many overflow segments mapped: copying them
+};
+
 class Dispatcher : public BatchSource {
  public:
   Dispatcher(WorkerPool& pool, Supervisor& supervisor, InFlightBook& book,
-             const LoaderOptions& options);
+             const LoaderOptions& options, DispatcherNotices& notices);
   void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
                    uint64_t epoch) override;
   std::optional<Batch> next() override;
@@ -61,6 +67,9 @@ class Dispatcher : public BatchSource {
   void receive_from(size_t worker);
   void handle_result(size_t worker, uint32_t id);
   std::optional<Batch> build_batch(size_t worker, const InFlight& f, uint32_t id);
+  // A batch that arrived in a one-off segment (too big for its slot, or sent without one).
+  Batch build_overflow_batch(size_t worker, const InFlight& f, uint32_t id,
+                             std::vector<int64_t> indices);
   std::exception_ptr error_for(size_t worker, uint32_t id, const InFlight& f);
   // A worker died: restart it if allowed, else fail the loader with its report.
   void worker_died(size_t worker);
@@ -78,6 +87,7 @@ class Dispatcher : public BatchSource {
   Supervisor& supervisor_;
   InFlightBook& book_;
   LoaderOptions options_;
+  DispatcherNotices& notices_;
   std::vector<WorkerState> workers_;
   size_t next_worker_hint_ = 0;
   uint64_t generation_ = 0;

@@ -30,7 +30,7 @@ std::exception_ptr Dispatcher::error_for(size_t w, uint32_t id, const InFlight& 
       return std::make_exception_ptr(WorkerError(
           who + ": collating " + describe_batch(f.sequence) + " failed: " + type + ": " + text +
               skipped,
-          static_cast<int>(w), -1, type, text));
+          static_cast<int>(w), d.failed_index, type, text));
     case ipc::TaskStatus::kTooLarge: {
       const uint64_t slot = c.view.header().slot_bytes;
       return std::make_exception_ptr(BatchTooLarge(

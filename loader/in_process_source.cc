@@ -33,11 +33,17 @@ std::string batch_place(uint64_t sequence, uint64_t epoch, const std::vector<int
          ", indices " + messages::index_list(indices) + ", num_workers = 0";
 }
 
-// Runs a collator step; a throw becomes the WorkerError a worker's collate error becomes.
+// Runs a collator step; a throw becomes the WorkerError a worker's collate error becomes, with
+// a SampleError's rows named by their dataset indices.
 template <typename Step>
-void collate_step(Step&& step, const std::string& where) {
+void collate_step(Step&& step, const std::string& where, const std::vector<int64_t>& indices) {
   try {
     step();
+  } catch (const SampleError& e) {
+    const std::string type = worker::describe_current_exception().first;
+    const std::string text = e.message_for(indices.data(), indices.size());
+    throw WorkerError("mploader: collating " + where + " failed: " + type + ": " + text, -1,
+                      e.row() < indices.size() ? indices[e.row()] : -1, type, text);
   } catch (...) {
     auto [type, text] = worker::describe_current_exception();
     throw WorkerError("mploader: collating " + where + " failed: " + type + ": " + text, -1, -1,
@@ -47,10 +53,11 @@ void collate_step(Step&& step, const std::string& where) {
 
 // Plans a batch from a layout; limits of the tensor table are typed "layout", as in workers.
 template <typename MakeLayout>
-worker::PlannedBatch plan_or_throw(MakeLayout&& make_layout, const std::string& where) {
+worker::PlannedBatch plan_or_throw(MakeLayout&& make_layout, const std::string& where,
+                                   const std::vector<int64_t>& indices) {
   worker::PlannedBatch plan;
   std::string error;
-  collate_step([&] { error = worker::plan_batch(make_layout(), plan); }, where);
+  collate_step([&] { error = worker::plan_batch(make_layout(), plan); }, where, indices);
   if (!error.empty()) {
     throw WorkerError("mploader: collating " + where + " failed: layout: " + error, -1, -1,
                       "layout", error);
@@ -111,19 +118,19 @@ std::optional<Batch> InProcessSource::next() {
       Sample sample = load(indices[row], where);
       if (row == 0) {
         plan = plan_or_throw([&] { return collator_.layout_from_first(sample, indices.size()); },
-                             where);
+                             where, indices);
         memory = buffers_->take(std::max<uint64_t>(plan.total_bytes, 1), base);
         views = worker::views_into(base, plan);
       }
-      collate_step([&] { collator_.fill_row(row, sample, plan.layout, views); }, where);
+      collate_step([&] { collator_.fill_row(row, sample, plan.layout, views); }, where, indices);
     }
   } else {
     std::vector<Sample> samples;
     for (int64_t index : indices) samples.push_back(load(index, where));
-    plan = plan_or_throw([&] { return collator_.layout(samples); }, where);
+    plan = plan_or_throw([&] { return collator_.layout(samples); }, where, indices);
     memory = buffers_->take(std::max<uint64_t>(plan.total_bytes, 1), base);
     std::vector<at::Tensor> views = worker::views_into(base, plan);
-    collate_step([&] { collator_.fill(samples, views); }, where);
+    collate_step([&] { collator_.fill(samples, views); }, where, indices);
   }
   auto descriptor = std::make_unique<ipc::TaskDescriptor>();
   worker::write_tensor_table(plan, *descriptor);

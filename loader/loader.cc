@@ -71,6 +71,12 @@ class LoaderCore {
       config_.dataset_config = dataset_->recipe()->config;
       config_.collator_recipe = *options_.collate->recipe();
     }
+    // The probe is a worker process and holds descriptors too: a soft limit too low for the
+    // loader is raised, and one that cannot be raised refused, before it starts. Left to the
+    // probe, the limit would surface as an EMFILE from wherever it ran out (under UBSan, as a
+    // failed vptr check: that check needs a spare descriptor). The other checks need the slot
+    // size, hence after the probe.
+    refuse_impossible_fd_limits();
     config_.slot_bytes = probe_slot_bytes(*dataset_, options_, config_);
     log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
                 config_.num_slots, human_bytes(config_.slot_bytes));
@@ -80,8 +86,8 @@ class LoaderCore {
 
   ~LoaderCore() { stop_workers(); }
 
-  // Logs what may go wrong on this machine; throws what cannot work.
-  void run_preflight() {
+  // This machine's limits, and what the pool configured so far needs of them.
+  PreflightInput preflight_input() const {
     PreflightInput input;
     input.num_workers = config_.num_workers;
     input.region_bytes = ipc::RegionGeometry::compute(config_.num_descriptors, config_.num_slots,
@@ -90,7 +96,24 @@ class LoaderCore {
     input.slot_bytes = config_.slot_bytes;
     input.prefetch_factor = options_.prefetch_factor;
     input.shm_dir = config_.shm_dir;
+    input.start_method = config_.start_method;
     measure_machine(input);
+    return input;
+  }
+
+  // Raises a low RLIMIT_NOFILE soft limit; throws when the limits cannot fit the loader.
+  void refuse_impossible_fd_limits() {
+    PreflightInput input = preflight_input();
+    raise_fd_soft_limit(input);
+    for (const PreflightFinding& finding : preflight_fds(input)) {
+      if (finding.error) throw Error(finding.message);
+    }
+  }
+
+  // Logs what may go wrong on this machine; throws what cannot work.
+  void run_preflight() {
+    PreflightInput input = preflight_input();
+    raise_fd_soft_limit(input);
     for (const PreflightFinding& finding : preflight(input)) {
       if (finding.error) throw Error(finding.message);
       log().warn(finding.message);
@@ -102,7 +125,7 @@ class LoaderCore {
     pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config_);
     book_ = std::make_unique<InFlightBook>(pool_->size());
     supervisor_ = std::make_unique<Supervisor>(*pool_, *book_, options_);
-    source_ = std::make_unique<Dispatcher>(*pool_, *supervisor_, *book_, options_);
+    source_ = std::make_unique<Dispatcher>(*pool_, *supervisor_, *book_, options_, notices_);
   }
 
   // Batches already delivered keep their memory: their slots hold the region mapped.
@@ -125,8 +148,17 @@ class LoaderCore {
     epoch_ = upcoming_epoch();
     requested_epoch_.reset();
     started_any_ = true;
+    refused_ = false;
     auto batches = options_.batch_sampler->batches(dataset_->size(), epoch_);
-    check_batches(batches, dataset_->size(), options_.batch_sampler->max_batch_size());
+    try {
+      check_batches(batches, dataset_->size(), options_.batch_sampler->max_batch_size());
+    } catch (const OptionError&) {
+      // The sampler would give the same plan on every retry: a loop that catches the error to
+      // skip a batch would never end. This error ends the epoch; the next next() says so.
+      refused_ = true;
+      resume_.reset();
+      throw;
+    }
     plan_ = fingerprint(batches, dataset_->size());
     delivered_.assign(batches.size(), false);
     std::vector<uint64_t> sequences;
@@ -155,6 +187,10 @@ class LoaderCore {
   }
 
   std::optional<Batch> next() {
+    if (!running_ && refused_) {  // the epoch whose plan was refused is over
+      refused_ = false;
+      return std::nullopt;
+    }
     if (!running_) start_epoch();
     const auto wait_start = std::chrono::steady_clock::now();
     std::optional<Batch> batch = source_->next();
@@ -200,6 +236,7 @@ class LoaderCore {
     auto batches = options_.batch_sampler->batches(dataset_->size(), saved.epoch);
     check_same_plan(saved, fingerprint(batches, dataset_->size()), settings());
     running_ = false;  // the next iteration starts the resumed epoch
+    refused_ = false;
     requested_epoch_.reset();
     started_any_ = true;
     epoch_ = saved.epoch;
@@ -242,6 +279,7 @@ class LoaderCore {
   std::unique_ptr<InFlightBook> book_;
   std::unique_ptr<Supervisor> supervisor_;
   std::unique_ptr<BatchSource> source_;
+  DispatcherNotices notices_;  // once-per-loader warnings, across epochs' Dispatchers
   std::optional<uint64_t> requested_epoch_;
   std::optional<ResumeState> resume_;  // loaded, applied by the next start_epoch()
   PlanFingerprint plan_;               // of the epoch running (or last run)
@@ -249,6 +287,7 @@ class LoaderCore {
   uint64_t epoch_ = 0;
   bool started_any_ = false;
   bool running_ = false;
+  bool refused_ = false;  // the last epoch's plan was invalid: it ended with an OptionError
 };
 
 }  // namespace detail

@@ -90,18 +90,22 @@ std::optional<ProcessMemory> read_process_memory(pid_t pid) {
 }
 
 OomCounter read_oom_counter(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
-  std::string line;
   std::string v1_path;
   std::string v2_path;
-  while (std::getline(in, line)) {
-    const size_t a = line.find(':');
-    const size_t b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1);
-    if (line.compare(0, a, "0") == 0 && controllers.empty()) v2_path = line.substr(b + 1);
-    if (("," + controllers + ",").find(",memory,") != std::string::npos) {
-      v1_path = line.substr(b + 1);
+  {
+    // Closed before the next file opens: the supervisor holds one such descriptor at a time
+    // (preflight counts one; see kFdsPerLoader).
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t a = line.find(':');
+      const size_t b = line.find(':', a + 1);
+      if (a == std::string::npos || b == std::string::npos) continue;
+      const std::string controllers = line.substr(a + 1, b - a - 1);
+      if (line.compare(0, a, "0") == 0 && controllers.empty()) v2_path = line.substr(b + 1);
+      if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+        v1_path = line.substr(b + 1);
+      }
     }
   }
   if (!v2_path.empty()) {

@@ -13,6 +13,16 @@ std::string index_list(const std::vector<int64_t>& indices, size_t limit = 12);
 std::string overflow_warning(int worker, uint64_t sequence);
 std::string corrupt_ring(int worker, uint32_t descriptor);
 std::string overflow_receive_failed(int worker, const std::string& why);
+// Past the threshold of live overflow mappings: batches are copied from now on.
+std::string overflow_copying(uint64_t live, uint64_t live_bytes, int64_t mappings,
+                             uint64_t map_limit);
+// A received segment could be neither mapped nor copied.
+std::string overflow_map_failed(int worker, uint64_t bytes, const std::string& why,
+                                uint64_t live, uint64_t live_bytes, int64_t mappings,
+                                uint64_t map_limit);
+// A batch too large for its slot (not the loop holding every slot).
+std::string batch_larger_than_slot(int worker, uint64_t sequence, uint64_t batch_bytes,
+                                   uint64_t slot_bytes, uint64_t max_batch_bytes);
 // A hint for an exception text that looks like CUDA failing in a forked worker ("CUDA",
 // "initialization error"); empty for any other text.
 std::string cuda_in_worker_hint(const std::string& exception_text);

@@ -1,7 +1,9 @@
 #include "loader/preflight.h"
 
+#include "loader/log.h"
 #include "loader/memory_evidence.h"
 #include "loader/units.h"
+#include "worker/forkserver.h"
 
 #include <dirent.h>
 #include <sched.h>
@@ -9,6 +11,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 namespace mploader::detail {
@@ -20,7 +25,7 @@ int64_t count_open_fds() {
     while (readdir(d) != nullptr) ++n;
     closedir(d);
   }
-  return n > 2 ? n - 2 : n;  // "." and ".."
+  return n > 3 ? n - 3 : n;  // ".", ".." and the directory's own descriptor
 }
 
 int64_t meminfo_available() {
@@ -34,21 +39,57 @@ int64_t meminfo_available() {
   return -1;
 }
 
+bool starts_forkserver(const PreflightInput& in) {
+  return in.start_method == StartMethod::kForkserver && !in.forkserver_started;
+}
+
+std::string workers_text(int64_t n) {
+  return std::to_string(n) + (n == 1 ? " worker" : " workers");
+}
+
+std::string limit_text(int64_t limit) {
+  return limit < 0 ? std::string("unlimited") : std::to_string(limit);
+}
+
+// "2 workers need 27 open descriptors (12 open now + 6 per worker + 3 for the loader)"
+std::string fd_need_text(const PreflightInput& in) {
+  return workers_text(in.num_workers) + " need " + std::to_string(fds_needed(in)) +
+         " open descriptors in this process (" + std::to_string(in.open_fds) + " open now + " +
+         std::to_string(kFdsPerWorker) + " per worker + " + std::to_string(kFdsPerLoader) +
+         " for the loader" +
+         (starts_forkserver(in) ? " + 1 for the forkserver" : "") + ")";
+}
+
 void check_fds(const PreflightInput& in, std::vector<PreflightFinding>& out) {
-  const int64_t needed = in.open_fds + in.num_workers * kFdsPerWorker + kFdMargin;
+  const int64_t needed = fds_needed(in);
+  const std::string limits = "(soft limit " + limit_text(in.fd_soft_limit) + ", hard limit " +
+                             limit_text(in.fd_hard_limit) + ")";
   if (in.fd_hard_limit >= 0 && needed > in.fd_hard_limit) {
+    const int64_t fit = (in.fd_hard_limit - (needed - in.num_workers * kFdsPerWorker)) /
+                        kFdsPerWorker;
+    const std::string bigger = std::to_string(std::max<int64_t>(4096, needed * 2));
     out.push_back({true, "open_files",
-                   "mploader: " + std::to_string(in.num_workers) + " workers need about " +
-                       std::to_string(needed) + " open files (" + std::to_string(in.open_fds) +
-                       " open now), but the hard limit is " + std::to_string(in.fd_hard_limit) +
-                       ". Use fewer workers or raise the limit (ulimit -Hn, or LimitNOFILE= / "
-                       "docker --ulimit nofile=)."});
+                   "mploader: " + fd_need_text(in) + ", but RLIMIT_NOFILE allows " +
+                       limit_text(in.fd_hard_limit) + " " + limits +
+                       " and only root can raise the hard limit. " +
+                       (fit > 0 ? "Use at most " + workers_text(fit) + ", or raise"
+                                : "Raise") +
+                       " both limits before starting the program: `ulimit -Hn " + bigger +
+                       " && ulimit -n " + bigger + "` as root, LimitNOFILE=" + bigger +
+                       " in a systemd unit, docker run --ulimit nofile=" + bigger + ":" +
+                       bigger + ", or nofile in /etc/security/limits.conf."});
   } else if (in.fd_soft_limit >= 0 && needed > in.fd_soft_limit) {
-    out.push_back({false, "open_files",
-                   "mploader: " + std::to_string(in.num_workers) + " workers need about " +
-                       std::to_string(needed) + " open files but the soft limit is " +
-                       std::to_string(in.fd_soft_limit) + "; raise it with ulimit -n " +
-                       std::to_string(in.fd_hard_limit) + "."});
+    // raise_fd_soft_limit() could not raise it: creating the descriptors would fail.
+    out.push_back({true, "open_files",
+                   "mploader: " + fd_need_text(in) + ", but the RLIMIT_NOFILE soft limit is " +
+                       limit_text(in.fd_soft_limit) + " (hard limit " +
+                       limit_text(in.fd_hard_limit) + ")" +
+                       (in.fd_raise_error ? std::string(" and raising it failed: ") +
+                                                std::strerror(in.fd_raise_error)
+                                          : std::string()) +
+                       ". Raise it before starting the program: `ulimit -n " +
+                       limit_text(in.fd_hard_limit < 0 ? needed : in.fd_hard_limit) +
+                       "`, or use fewer workers."});
   }
 }
 
@@ -96,8 +137,36 @@ void check_cpus_and_shm(const PreflightInput& in, std::vector<PreflightFinding>&
 
 }  // namespace
 
+int64_t fds_needed(const PreflightInput& in) {
+  return in.open_fds + in.num_workers * kFdsPerWorker + kFdsPerLoader +
+         (starts_forkserver(in) ? kFdsForkserver : 0);
+}
+
+// Raising the soft limit up to the hard one is what any process may do (Python programs often
+// do it for their DataLoader); only as far as the loader needs, because a program using
+// select() breaks on descriptors past 1024.
+void raise_fd_soft_limit(PreflightInput& in) {
+  const int64_t needed = fds_needed(in);
+  if (in.fd_soft_limit < 0 || needed <= in.fd_soft_limit) return;
+  if (in.fd_hard_limit >= 0 && needed > in.fd_hard_limit) return;  // preflight says so
+  int64_t raised = needed + kFdHeadroom;
+  if (in.fd_hard_limit >= 0) raised = std::min(raised, in.fd_hard_limit);
+  rlimit limit{static_cast<rlim_t>(raised),
+               in.fd_hard_limit < 0 ? RLIM_INFINITY : static_cast<rlim_t>(in.fd_hard_limit)};
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    in.fd_raise_error = errno;
+    return;
+  }
+  log().info("mploader: raised this process's RLIMIT_NOFILE soft limit from {} to {} (hard "
+             "limit {}): {}. Its workers and the programs it starts inherit the new limit; "
+             "run `ulimit -n {}` before the program to set it yourself.",
+             in.fd_soft_limit, raised, limit_text(in.fd_hard_limit), fd_need_text(in), raised);
+  in.fd_soft_limit = raised;
+}
+
 void measure_machine(PreflightInput& in) {
   in.open_fds = count_open_fds();
+  in.forkserver_started = worker::forkserver_started();
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
     in.fd_soft_limit = limit.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(limit.rlim_cur);
@@ -111,6 +180,12 @@ void measure_machine(PreflightInput& in) {
   if (statvfs("/dev/shm", &st) == 0) {
     in.dev_shm_bytes = static_cast<int64_t>(st.f_blocks) * static_cast<int64_t>(st.f_frsize);
   }
+}
+
+std::vector<PreflightFinding> preflight_fds(const PreflightInput& in) {
+  std::vector<PreflightFinding> out;
+  check_fds(in, out);
+  return out;
 }
 
 std::vector<PreflightFinding> preflight(const PreflightInput& in) {

@@ -37,6 +37,21 @@ std::optional<ipc::CrashSnapshot> request_stack(ipc::RegionHeader& h, int pid) {
   return std::nullopt;
 }
 
+// The state letter of /proc/<pid>/stat: R, S, D, T (stopped), t (traced), Z, ...; 0 if
+// unknown. The command name before it may hold spaces and ')', so it follows the last ')'.
+char process_state(int pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  if (n <= 0) return 0;
+  const std::string text(buf, static_cast<size_t>(n));
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : 0;
+}
+
 }  // namespace
 
 void InFlightBook::add(size_t worker, uint32_t descriptor, InFlightBatch batch) {
@@ -76,7 +91,14 @@ Supervisor::Supervisor(WorkerPool& pool, const InFlightBook& book, const LoaderO
   auto wake = ipc::EventFd::create();
   if (!wake.ok()) throw Error("mploader: supervisor: " + wake.error().describe());
   wake_ = wake.take();
-  for (size_t w = 0; w < pool.size(); ++w) watch(w);
+  try {
+    for (size_t w = 0; w < pool.size(); ++w) watch(w);
+  } catch (...) {
+    for (Watch& w : watches_) {
+      if (w.pidfd >= 0) close(w.pidfd);  // no destructor runs for a throwing constructor
+    }
+    throw;
+  }
   worker::note_own_thread(+1);
   thread_ = std::thread([this] { run(); });
 }
@@ -109,6 +131,10 @@ void Supervisor::watch(size_t worker) {
   const worker::WorkerProcess& p = pool_.channel(worker).process;
   w.pid = p.pid;
   w.pidfd = p.pidfd >= 0 ? fcntl(p.pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+  if (p.pidfd >= 0 && w.pidfd < 0) {  // unwatched, a death would go unreported
+    throw Error("mploader: supervisor: watching worker " + std::to_string(worker) + ": " +
+                ipc::last_error("fcntl(F_DUPFD_CLOEXEC)", "its pidfd").describe());
+  }
   w.foreign_status = p.foreign_status;
   w.oom = read_oom_counter(p.pid);
   w.memory = read_process_memory(p.pid);
@@ -203,6 +229,17 @@ std::shared_ptr<const DeathRecord> Supervisor::report(size_t worker, bool hang,
   return record;
 }
 
+// A worker that made no progress: notes whether it was stopped (job control, a debugger), asks
+// it for its stack unless it is (a stopped process cannot answer), and kills it. SIGKILL ends
+// a stopped or traced process too.
+void Supervisor::end_hung_worker(ipc::RegionHeader& h, const worker::WorkerProcess& process,
+                                 DeathEvidence& e) {
+  e.process_state = process_state(process.pid);
+  if (e.process_state != 'T' && e.process_state != 't') e.stack = request_stack(h, process.pid);
+  kill(process.pid, SIGKILL);
+  worker::wait_exit(process, kKillWaitMs);
+}
+
 // Collects the evidence of one death, classifies it, writes the report and logs the summary.
 std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
                                                       int64_t timeout_ms, const Watch& w) {
@@ -218,12 +255,8 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.phase = h.phase.load();
   e.tasks_done = h.tasks_done.load();
   e.init_error.assign(h.init_error, strnlen(h.init_error, sizeof h.init_error));
-  if (hang) {
-    e.stack = request_stack(h, w.pid);
-    kill(w.pid, SIGKILL);
-  }
   const worker::WorkerProcess process{w.pid, w.pidfd, w.foreign_status};
-  if (hang) worker::wait_exit(process, kKillWaitMs);
+  if (hang) end_hung_worker(h, process, e);
   e.status = worker::peek_exit(process).value_or(worker::ExitStatus{SIGKILL, 0, false});
   if (!hang) e.crash = ipc::snapshot(h.crash);
   // The handlers copied the worker's own maps next to the record.

@@ -77,6 +77,8 @@ class Supervisor {
   std::shared_ptr<const DeathRecord> gather(size_t worker, bool hang, int64_t timeout_ms,
                                             const Watch& snapshot);
   void watch(size_t worker);
+  static void end_hung_worker(ipc::RegionHeader& header, const worker::WorkerProcess& process,
+                              DeathEvidence& evidence);
 
   WorkerPool& pool_;
   const InFlightBook& book_;

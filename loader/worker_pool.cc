@@ -37,9 +37,12 @@ constexpr int kStopGraceMs = 5000;
   throw ShmError(msg, bytes, free_bytes < 0 ? 0 : static_cast<uint64_t>(free_bytes));
 }
 
+bool out_of_descriptors(const ipc::SysError& e) { return e.error == EMFILE || e.error == ENFILE; }
+
+// describe() names the descriptor limit and its fix for EMFILE and ENFILE.
 template <class T>
-T checked(ipc::Result<T> r, const char* what) {
-  if (!r.ok()) throw Error(std::string("mploader: ") + what + ": " + r.error().describe());
+T checked(ipc::Result<T> r, const std::string& what) {
+  if (!r.ok()) throw Error("mploader: " + what + ": " + r.error().describe());
   return r.take();
 }
 
@@ -107,6 +110,10 @@ void WorkerPool::create_channel(int id, const ipc::RegionGeometry& geometry) {
   channel->id = id;
   auto region = ipc::ShmRegion::create(geometry.total_bytes, config_.shm_dir,
                                        "mploader-worker-" + std::to_string(id));
+  if (!region.ok() && out_of_descriptors(region.error())) {
+    throw Error("mploader: creating worker " + std::to_string(id) + "'s ring: " +
+                region.error().describe());  // not a lack of shared memory
+  }
   if (!region.ok()) {
     const int64_t free_bytes =
         config_.shm_dir.empty() ? -1 : ipc::free_bytes_of_dir(config_.shm_dir);
@@ -120,9 +127,10 @@ void WorkerPool::create_channel(int id, const ipc::RegionGeometry& geometry) {
       });
   ipc::RegionView::initialize(channel->region->base(), geometry, id);
   channel->view = ipc::RegionView(channel->region->base());
-  channel->task_event = checked(ipc::EventFd::create(), "creating an eventfd");
-  channel->done_event = checked(ipc::EventFd::create(), "creating an eventfd");
-  channel->sockets = checked(ipc::make_socket_pair(), "creating a socket pair");
+  const std::string whose = " for worker " + std::to_string(id);
+  channel->task_event = checked(ipc::EventFd::create(), "creating an eventfd" + whose);
+  channel->done_event = checked(ipc::EventFd::create(), "creating an eventfd" + whose);
+  channel->sockets = checked(ipc::make_socket_pair(), "creating a socket pair" + whose);
   channel->slots = std::make_shared<SlotPool>(config_.num_slots);
   channels_.push_back(std::move(channel));
 }
@@ -132,7 +140,10 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
   if (!process.ok()) {
     throw Error("mploader: could not start worker " + std::to_string(channel.id) + ": " +
                 process.error().describe() +
-                ". Check the process limit (ulimit -u) and free memory, or use fewer workers.");
+                (out_of_descriptors(process.error())
+                     ? "."
+                     : ". Check the process limit (ulimit -u) and free memory, or use fewer "
+                       "workers."));
   }
   channel.process = process.take();
   close(channel.sockets.child);  // the worker has its copy
@@ -208,7 +219,8 @@ void WorkerPool::restart(size_t worker) {
   if (c.sockets.parent >= 0) close(c.sockets.parent);
   // A fresh socket: descriptors the dead worker sent but never published must not be read as
   // the new worker's.
-  c.sockets = checked(ipc::make_socket_pair(), "creating a socket pair");
+  c.sockets = checked(ipc::make_socket_pair(),
+                      "creating a socket pair for restarted worker " + std::to_string(worker));
   c.task_event.drain();
   c.done_event.drain();
   ipc::RegionHeader& h = c.view.header();

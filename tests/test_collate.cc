@@ -21,6 +21,17 @@ std::vector<at::Tensor> collate(mploader::Collator& c, const std::vector<Sample>
   return out;
 }
 
+// The message `f` throws, or "no exception".
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no exception";
+}
+
 }  // namespace
 
 TEST_CASE("collate: stack copies every row, whatever the source's layout or dtype", "[collate]") {
@@ -54,11 +65,12 @@ TEST_CASE("collate: pad fills short rows' fronts and pads the rest", "[collate]"
   CHECK(at::equal(out[1], at::tensor({3, 5, 4}, at::kLong)));
 }
 
-TEST_CASE("collate: samples naming different tensors are refused", "[collate]") {
+TEST_CASE("collate: samples naming their tensors in another order are refused", "[collate]") {
   std::vector<Sample> samples{{{"a", at::zeros({2})}, {"b", at::zeros({2})}},
                               {{"b", at::zeros({2})}, {"a", at::zeros({2})}}};
   CHECK_THROWS_WITH(mploader::stack_collate()->layout(samples),
-                    Catch::Contains("sample 1") && Catch::Contains("different tensor names"));
+                    Catch::Contains("sample 1 has the tensors of sample 0 in another order "
+                                    "('b', 'a' vs 'a', 'b')"));
 }
 
 TEST_CASE("collate: stack streams row by row to the same batch, and refuses the same samples",
@@ -81,6 +93,64 @@ TEST_CASE("collate: stack streams row by row to the same batch, and refuses the 
                     Catch::Contains("sample 2 has shape [3, 2] but sample 0 has [2, 3]"));
   const Sample wrong_names{{"y", at::scalar_tensor(0)}, {"x", at::zeros({2, 3})}};
   CHECK_THROWS_WITH(stack->fill_row(1, wrong_names, layout, rows),
-                    Catch::Contains("sample 1") && Catch::Contains("different tensor names"));
+                    Catch::Contains("sample 1 has the tensors of sample 0 in another order"));
   CHECK_FALSE(mploader::pad_collate()->streams());
+}
+
+TEST_CASE("collate: differing names are listed as those only in one sample and in the other",
+          "[collate]") {
+  const std::vector<Sample> samples{{{"x", at::zeros({2})}, {"label", at::zeros({})}},
+                                    {{"x", at::zeros({2})}, {"lbl", at::zeros({})}}};
+  auto stack = mploader::stack_collate();
+  const auto layout = stack->layout_from_first(samples[0], 2);
+  std::vector<at::Tensor> rows;
+  for (const auto& t : layout) rows.push_back(at::empty(t.shape, t.dtype));
+  for (const std::string& text :
+       {error_of([&] { mploader::stack_collate()->layout(samples); }),
+        error_of([&] { mploader::pad_collate()->layout(samples); }),
+        error_of([&] { stack->fill_row(1, samples[1], layout, rows); })}) {
+    CHECK_THAT(text, Catch::Contains("only in sample 1: 'lbl'") &&
+                         Catch::Contains("only in sample 0: 'label'"));
+  }
+}
+
+TEST_CASE("collate: a sample with no tensors is refused by name", "[collate]") {
+  const std::vector<Sample> samples{{{"x", at::zeros({2})}}, {}};
+  CHECK_THROWS_WITH(mploader::stack_collate()->layout(samples),
+                    Catch::Contains("sample 1 has no tensors"));
+  CHECK_THROWS_WITH(mploader::pad_collate()->layout(samples),
+                    Catch::Contains("sample 1 has no tensors"));
+  CHECK_THROWS_WITH(mploader::stack_collate()->layout_from_first(Sample{}, 2),
+                    Catch::Contains("sample 0 has no tensors"));
+}
+
+TEST_CASE("collate: a sparse tensor is refused naming it and to_dense()", "[collate]") {
+  const std::vector<Sample> samples{{{"x", at::zeros({4})}},
+                                    {{"x", at::zeros({4}).to_sparse()}}};
+  for (const std::string& text : {error_of([&] { collate(*mploader::stack_collate(), samples); }),
+                                  error_of([&] { collate(*mploader::pad_collate(), samples); })}) {
+    CHECK_THAT(text, Catch::Contains("'x'") && Catch::Contains("sample 1") &&
+                         Catch::Contains("sparse") && Catch::Contains("to_dense()"));
+  }
+  auto returns_sparse = mploader::function_collate([](const std::vector<Sample>&) {
+    return mploader::TensorDict{{"x", at::zeros({2, 4}).to_sparse()}};
+  });
+  CHECK_THAT(error_of([&] { collate(*returns_sparse, samples); }),
+             Catch::Contains("'x'") && Catch::Contains("to_dense()"));
+}
+
+TEST_CASE("collate: a quantized tensor is refused and one that requires grad is copied",
+          "[collate]") {
+  const at::Tensor quantized = at::quantize_per_tensor(at::ones({4}), 0.5, 0, at::kQUInt8);
+  const std::vector<Sample> samples{{{"x", at::zeros({4})}}, {{"x", quantized}}};
+  CHECK_THAT(error_of([&] { collate(*mploader::stack_collate(), samples); }),
+             Catch::Contains("'x' of sample 1 is quantized") &&
+                 Catch::Contains("dequantize()"));
+  // Autograd state is no obstacle: the values are copied, the graph is not.
+  const at::Tensor leaf = at::arange(4, at::kFloat).requires_grad_();
+  const std::vector<Sample> grads{{{"x", leaf}}, {{"x", leaf.mul(2)}}};
+  for (auto collator : {mploader::stack_collate(), mploader::pad_collate()}) {
+    const auto out = collate(*collator, grads);
+    CHECK(at::equal(out[0][1], at::arange(4, at::kFloat).mul(2)));
+  }
 }

@@ -103,4 +103,32 @@ class VarLenDataset : public mploader::Dataset {
   size_t n_;
 };
 
+// Like CountingDataset, but sample `bad` is wrong for collation: "x" of shape [9] (kShape),
+// "lbl" instead of "label" (kKey), no tensors at all (kEmpty), or "x" sparse (kSparse). With
+// bad = -1 every sample is.
+class MismatchDataset : public CountingDataset {
+ public:
+  enum class Kind { kShape, kKey, kEmpty, kSparse };
+  MismatchDataset(size_t n, int64_t bad, Kind kind) : CountingDataset(n), bad_(bad), kind_(kind) {}
+  mploader::Sample get(int64_t index) override {
+    if (bad_ >= 0 && index != bad_) return CountingDataset::get(index);
+    const at::Tensor label = at::scalar_tensor(index, at::kLong);
+    switch (kind_) {
+      case Kind::kShape:
+        return {{"x", at::zeros({9})}, {"label", label}};
+      case Kind::kKey:
+        return {{"x", at::zeros({4})}, {"lbl", label}};
+      case Kind::kEmpty:
+        return {};
+      case Kind::kSparse:
+        return {{"x", at::zeros({4}).to_sparse()}, {"label", label}};
+    }
+    return {};
+  }
+
+ private:
+  int64_t bad_;
+  Kind kind_;
+};
+
 }  // namespace testing_datasets

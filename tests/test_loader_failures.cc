@@ -153,10 +153,181 @@ TEST_CASE("failures: samples that cannot be stacked name the tensor and both sha
       loader.next();
       FAIL("expected WorkerError");
     } catch (const WorkerError& e) {
-      CHECK(e.exception_type() == "std::invalid_argument");
+      CHECK(e.exception_type() == "mploader::SampleError");
+      CHECK(e.sample_index() == 1);
       CHECK_THAT(e.original_message(),
                  Catch::Contains("cannot stack 'tokens': sample 1 has shape [2] but sample 0 "
                                  "has [1]") && Catch::Contains("pad_collate"));
+    }
+  }
+}
+
+namespace {
+
+// Epoch 0's plan is invalid (index 99 of a 10-sample dataset, or an empty batch); later
+// epochs are [[0, 1], [2, 3]].
+class BadFirstEpochSampler : public BatchSampler {
+ public:
+  explicit BadFirstEpochSampler(bool empty_batch) : empty_batch_(empty_batch) {}
+  std::vector<std::vector<int64_t>> batches(size_t, uint64_t epoch) override {
+    if (epoch > 0) return {{0, 1}, {2, 3}};
+    if (empty_batch_) return {{0, 1}, {}};
+    return {{0, 1}, {2, 99}};
+  }
+  size_t max_batch_size() const override { return 2; }
+
+ private:
+  bool empty_batch_;
+};
+
+// What a loop that skips failed batches sees of one epoch: the batches' sequences and the
+// errors' texts. Bounded, so that an error raised on every call fails the test, not hangs it.
+std::pair<std::vector<uint64_t>, std::vector<std::string>> skip_errors(Loader& loader) {
+  std::vector<uint64_t> sequences;
+  std::vector<std::string> errors;
+  for (int call = 0; call < 20; ++call) {
+    try {
+      auto b = loader.next();
+      if (!b) break;
+      sequences.push_back(b->sequence());
+    } catch (const OptionError& e) {
+      errors.push_back(e.option() + ": " + e.what());
+    } catch (const Error& e) {
+      errors.push_back(std::string("not an OptionError: ") + e.what());
+    }
+  }
+  return {sequences, errors};
+}
+
+}  // namespace
+
+TEST_CASE("failures: an invalid batch plan ends its epoch with one OptionError",
+          "[failures][process]") {
+  for (int64_t workers : {0, 1}) {
+    for (bool empty_batch : {false, true}) {
+      CAPTURE(workers, empty_batch);
+      auto o = options(workers, 2);
+      o.batch_sampler = std::make_shared<BadFirstEpochSampler>(empty_batch);
+      Loader loader(std::make_shared<CountingDataset>(10), o);
+      auto [sequences, errors] = skip_errors(loader);
+      CHECK(sequences.empty());
+      REQUIRE(errors.size() == 1);
+      if (empty_batch) {
+        CHECK_THAT(errors[0], Catch::StartsWith("batch_sampler: ") &&
+                                  Catch::Contains("batch 1 with 0 indices"));
+      } else {
+        CHECK_THAT(errors[0], Catch::StartsWith("sampler: ") && Catch::Contains("index 99") &&
+                                  Catch::Contains("10 samples"));
+      }
+      // The next epoch starts normally.
+      std::tie(sequences, errors) = skip_errors(loader);
+      CHECK(errors.empty());
+      CHECK(sequences == std::vector<uint64_t>{0, 1});
+      CHECK(loader.epoch() == 1);
+    }
+  }
+}
+
+TEST_CASE("failures: an invalid batch plan under range-for raises once and then the epoch is over",
+          "[failures][process]") {
+  for (int64_t workers : {0, 1}) {
+    CAPTURE(workers);
+    auto o = options(workers, 2);
+    o.batch_sampler = std::make_shared<BadFirstEpochSampler>(false);
+    Loader loader(std::make_shared<CountingDataset>(10), o);
+    size_t seen = 0;
+    CHECK_THROWS_AS([&] { for (Batch& b : loader) seen += b.size(); }(), OptionError);
+    CHECK_FALSE(loader.next());  // epoch 0 ended with its error
+    for (Batch& b : loader) seen += b.size();
+    CHECK(seen == 4);
+    CHECK(loader.epoch() == 1);
+  }
+}
+
+namespace {
+
+using Kind = testing_datasets::MismatchDataset::Kind;
+
+// Runs one epoch of 16 samples in batches of 4 where sample 6 (row 2 of batch 1) cannot be
+// collated; returns the one WorkerError's text and checks that the other batches arrive.
+std::string collate_failure(int64_t workers, std::shared_ptr<Collator> collate, Kind kind) {
+  auto o = options(workers, 4);
+  o.collate = std::move(collate);
+  Loader loader(std::make_shared<testing_datasets::MismatchDataset>(16, 6, kind), o);
+  std::vector<uint64_t> delivered;
+  std::string text = "no WorkerError";
+  for (int call = 0; call < 10; ++call) {
+    try {
+      auto b = loader.next();
+      if (!b) break;
+      delivered.push_back(b->sequence());
+    } catch (const WorkerError& e) {
+      CHECK(e.sample_index() == 6);
+      if (workers == 0) CHECK(e.worker_id() == -1);
+      CHECK_THAT(std::string(e.what()), Catch::Contains(e.original_message()));
+      text = e.original_message();
+    }
+  }
+  CHECK(delivered == std::vector<uint64_t>{0, 2, 3});
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("failures: a sample that cannot be collated is named by its dataset index",
+          "[failures][process]") {
+  for (int64_t workers : {0, 2}) {
+    for (bool stack : {true, false}) {  // streamed row by row, and collated whole
+      CAPTURE(workers, stack);
+      auto collator = [&] { return stack ? stack_collate() : pad_collate(); };
+      if (stack) {
+        CHECK_THAT(collate_failure(workers, collator(), Kind::kShape),
+                   Catch::Contains("cannot stack 'x': sample 6 has shape [9] but sample 4 has "
+                                   "[4]") && Catch::Contains("pad_collate"));
+      }
+      CHECK_THAT(collate_failure(workers, collator(), Kind::kKey),
+                 Catch::Contains("sample 6") && Catch::Contains("sample 4") &&
+                     Catch::Contains("only in sample 6: 'lbl'") &&
+                     Catch::Contains("only in sample 4: 'label'"));
+      CHECK_THAT(collate_failure(workers, collator(), Kind::kEmpty),
+                 Catch::Contains("sample 6 has no tensors") && Catch::Contains("Dataset::get"));
+    }
+  }
+}
+
+TEST_CASE("failures: a dataset whose samples have no tensors is refused rather than batched empty",
+          "[failures][process]") {
+  for (int64_t workers : {0, 1}) {
+    CAPTURE(workers);
+    auto o = options(workers, 4);
+    o.max_batch_bytes = 1 << 20;  // no probe in the constructor: the workers meet sample 0
+    Loader loader(std::make_shared<testing_datasets::MismatchDataset>(8, -1, Kind::kEmpty), o);
+    try {
+      auto b = loader.next();
+      FAIL("expected WorkerError, got a batch of " << (b ? b->tensors().size() : 0)
+                                                   << " tensors");
+    } catch (const WorkerError& e) {
+      CHECK(e.sample_index() == 0);
+      CHECK_THAT(e.original_message(), Catch::Contains("sample 0 has no tensors"));
+    }
+  }
+  // With the probe that sizes the slots, the constructor says it.
+  CHECK_THROWS_WITH(
+      Loader(std::make_shared<testing_datasets::MismatchDataset>(8, -1, Kind::kEmpty),
+             options(1, 4)),
+      Catch::Contains("sample 0 has no tensors"));
+}
+
+TEST_CASE("failures: a sparse tensor is a WorkerError naming it and to_dense()",
+          "[failures][process]") {
+  for (int64_t workers : {0, 2}) {
+    for (bool stack : {true, false}) {
+      CAPTURE(workers, stack);
+      const std::string text =
+          collate_failure(workers, stack ? stack_collate() : pad_collate(), Kind::kSparse);
+      CHECK_THAT(text, Catch::Contains("'x'") && Catch::Contains("sample 6") &&
+                           Catch::Contains("sparse") && Catch::Contains("to_dense()"));
+      CHECK_THAT(text, !Catch::Contains("Exception raised from"));  // no libtorch backtrace
     }
   }
 }

@@ -55,14 +55,20 @@ TEST_CASE("preflight: more workers than CPUs in the affinity mask is a warning",
 }
 
 TEST_CASE("preflight: open-file limits", "[preflight]") {
-  auto in = roomy_machine();
-  in.fd_soft_limit = 30;
-  CHECK(has(preflight(in), "open_files", false));
+  auto in = roomy_machine();  // 20 open + 4 workers x 6 + 3 = 47 needed
+  in.fd_soft_limit = 30;  // the loader raises a soft limit first: here that failed
+  auto soft = preflight(in);
+  REQUIRE(has(soft, "open_files", true));
+  CHECK_THAT(soft[0].message, Catch::Contains("need 47") && Catch::Contains("soft limit is 30") &&
+                                  Catch::Contains("ulimit -n 4096"));
   in.fd_hard_limit = 30;
   auto findings = preflight(in);
   REQUIRE(has(findings, "open_files", true));
-  CHECK_THAT(findings[0].message, Catch::Contains("hard limit is 30") &&
-                                      Catch::Contains("ulimit"));
+  CHECK_THAT(findings[0].message, Catch::Contains("hard limit 30") &&
+                                      Catch::Contains("RLIMIT_NOFILE") &&
+                                      Catch::Contains("Use at most 1 worker,"));
+  in.fd_soft_limit = in.fd_hard_limit = 47;  // exactly enough
+  CHECK_FALSE(has(preflight(in), "open_files", true));
 }
 
 TEST_CASE("preflight: memory limit against rings and batches", "[preflight]") {
@@ -107,7 +113,7 @@ TEST_CASE("preflight: a hard open-file limit too low stops the loader at constru
       Loader loader(std::make_shared<testing_datasets::CountingDataset>(64), o);
       _exit(1);  // should not get here
     } catch (const Error& e) {
-      _exit(std::string(e.what()).find("hard limit is 40") != std::string::npos ? 0 : 2);
+      _exit(std::string(e.what()).find("hard limit 40") != std::string::npos ? 0 : 2);
     }
     _exit(3);
   }

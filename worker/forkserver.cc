@@ -4,6 +4,7 @@
 #include "ipc/region_layout.h"
 #include "worker/launcher.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -23,6 +24,11 @@ namespace {
 // The main process's side: the socket to its server, started on first use.
 class ForkserverClient {
  public:
+  bool started() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return socket_ >= 0 && owner_ == getpid();
+  }
+
   ipc::Result<pid_t> request(const SpawnSpec& spec) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (socket_ < 0 || owner_ != getpid()) {
@@ -162,12 +168,24 @@ class Forkserver {
 
 }  // namespace
 
+ForkserverClient& forkserver_client() {
+  static ForkserverClient* client = new ForkserverClient();  // lives as long as the process
+  return *client;
+}
+
+bool forkserver_started() { return forkserver_client().started(); }
+
 ipc::Result<WorkerProcess> start_via_forkserver(const SpawnSpec& spec,
                                                 const std::atomic<int64_t>* status) {
-  static ForkserverClient* client = new ForkserverClient();  // lives as long as the process
-  auto pid = client->request(spec);
+  auto pid = forkserver_client().request(spec);
   if (!pid.ok()) return pid.error();
-  return WorkerProcess{pid.value(), open_pidfd(pid.value()), status};
+  const int pidfd = open_pidfd(pid.value());
+  if (pidfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+    const ipc::SysError error = ipc::last_error("pidfd_open", "watching a new worker");
+    kill(pid.value(), SIGKILL);  // the server reaps it
+    return error;
+  }
+  return WorkerProcess{pid.value(), pidfd, status};
 }
 
 void serve_if_forkserver() {
@@ -179,6 +197,7 @@ void serve_if_forkserver() {
   in >> socket >> main_pid;
   unsetenv(kForkserverEnv);
   if (!in || socket < 0) _exit(kSpawnFailedExit);
+  fcntl(socket, F_SETFD, FD_CLOEXEC);  // inheritable for the exec that started us only
   Forkserver(socket, main_pid).serve();
 }
 

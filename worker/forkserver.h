@@ -20,6 +20,8 @@ namespace mploader::worker {
 // wait status (the worker's RegionHeader::foreign_wait_status).
 ipc::Result<WorkerProcess> start_via_forkserver(const SpawnSpec& spec,
                                                 const std::atomic<int64_t>* status);
+// Whether this process's forkserver has been started (its socket is then already open).
+bool forkserver_started();
 // Called by mploader::init(): in the forkserver process, serves and exits; otherwise returns.
 void serve_if_forkserver();
 

@@ -37,9 +37,9 @@ std::string unhex(const std::string& text) {
   return out;
 }
 
-bool keep_across_exec(int fd) {
+bool set_cloexec(int fd, bool on) {
   const int flags = fcntl(fd, F_GETFD);
-  return flags >= 0 && fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) == 0;
+  return flags >= 0 && fcntl(fd, F_SETFD, on ? flags | FD_CLOEXEC : flags & ~FD_CLOEXEC) == 0;
 }
 
 }  // namespace
@@ -47,6 +47,11 @@ bool keep_across_exec(int fd) {
 // Runs in the new worker, before any task. Exits the process.
 void worker::become_worker(const worker::SpawnSpec& spec) {
   unsetenv(worker::kSpawnEnv);  // a loader inside this worker is an ordinary loader
+  // They stayed open across this one exec only: a program that dataset code runs must not
+  // hold the ring (and outlive us with it).
+  for (int fd : {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd}) {
+    set_cloexec(fd, true);
+  }
   auto region = ipc::ShmRegion::adopt(spec.region_fd, spec.region_bytes);
   if (!region.ok()) {
     std::fprintf(stderr, "mploader: spawned worker %d: %s\n", spec.worker_id,
@@ -127,8 +132,10 @@ std::optional<SpawnSpec> decode_spec(const std::string& text) {
 }
 
 void exec_self(const char* name, const std::string& value, const std::vector<int>& fds) {
+  // In the new process only (this is the child of a fork): the parent's copies keep
+  // FD_CLOEXEC, so a program the training process runs inherits none of them.
   for (int fd : fds) {
-    if (!keep_across_exec(fd)) return;
+    if (!set_cloexec(fd, false)) return;
   }
   if (setenv(name, value.c_str(), 1) != 0) return;
   std::vector<char*> args;

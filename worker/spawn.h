@@ -42,10 +42,11 @@ std::optional<SpawnSpec> decode_spec(const std::string& text);
 // In a forked child: exec the program as a spawned worker. Returns only if exec failed.
 void exec_worker(const SpawnSpec& spec);
 // In a forked child: exec this program with `name`=`value` in its environment, keeping `fds`
-// open across exec. Returns only if exec failed.
+// open across this exec (the new process marks them close-on-exec again). Returns only if
+// exec failed.
 void exec_self(const char* name, const std::string& value, const std::vector<int>& fds);
-// In a new worker process (spawned or forked by a forkserver): map the region, rebuild the
-// dataset and collator, run the worker loop, exit.
+// In a new worker process (spawned or forked by a forkserver): mark the spec's descriptors
+// close-on-exec, map the region, rebuild the dataset and collator, run the worker loop, exit.
 [[noreturn]] void become_worker(const SpawnSpec& spec);
 // The worker loop's context for `spec` (every start method describes its worker by a spec).
 WorkerContext context_from_spec(const SpawnSpec& spec, ipc::RegionView region,

@@ -128,6 +128,7 @@ class Worker {
     d.num_tensors = 0;
     d.batch_bytes = 0;
     d.failed_index = -1;
+    task_indices_ = c_.region.indices(id);
     if (d.kind == static_cast<uint32_t>(ipc::TaskKind::kProbe)) return run_probe(id, d);
     // An empty batch (the loader never sends one) takes the whole-batch path, whose layout()
     // refuses it; streaming would publish it with no layout at all.
@@ -233,6 +234,12 @@ class Worker {
     try {
       step();
       return true;
+    } catch (const SampleError& e) {
+      // The collator names rows; the loop knows samples by their dataset indices.
+      const int64_t index = e.row() < d.num_indices ? task_indices_[e.row()] : -1;
+      fail(d, ipc::TaskStatus::kCollateError, index, describe_current_exception().first,
+           e.message_for(task_indices_, d.num_indices));
+      return false;
     } catch (...) {
       auto [type, message] = describe_current_exception();
       fail(d, ipc::TaskStatus::kCollateError, -1, type, message);
@@ -297,6 +304,7 @@ class Worker {
   const WorkerContext& c_;
   ipc::RegionHeader& header_;
   uint64_t epoch_ = 0;
+  const int64_t* task_indices_ = nullptr;  // of the task running, for collate errors
 };
 
 }  // namespace

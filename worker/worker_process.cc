@@ -89,6 +89,8 @@ int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (fd >= 0) return fd;
+#else
+  errno = ENOSYS;
 #endif
   return -1;
 }
@@ -101,6 +103,14 @@ ipc::Result<WorkerProcess> fork_worker(const std::function<int()>& body) {
   WorkerProcess p;
   p.pid = pid;
   p.pidfd = open_pidfd(pid);
+  if (p.pidfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+    // Only an old kernel may go without a pidfd; out of descriptors, the rest would fail too.
+    const ipc::SysError error = ipc::last_error("pidfd_open", "watching a new worker");
+    kill(pid, SIGKILL);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return error;
+  }
   return p;
 }
 

@@ -40,7 +40,8 @@ struct ExitStatus {
 std::optional<ExitStatus> peek_exit(const WorkerProcess& process);
 // Waits for the worker to exit and reaps it (a foreign worker's parent reaps it).
 ExitStatus reap(const WorkerProcess& process);
-// Opens a pidfd for any process of ours (-1 when the kernel has none).
+// Opens a pidfd for any process of ours (close-on-exec, as every pidfd is); -1 with errno set
+// when it cannot: ENOSYS on an old kernel, EMFILE or ENFILE out of descriptors.
 int open_pidfd(pid_t pid);
 // Waits up to timeout_ms for the pidfd (or the pid) to exit. True when it has.
 bool wait_exit(const WorkerProcess& process, int timeout_ms);

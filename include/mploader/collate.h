@@ -11,10 +11,32 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace mploader {
+
+/// What the built-in collators throw when one sample of the batch is at fault (its shape, its
+/// names, a tensor that cannot be copied). A collator knows rows, positions in the batch; what()
+/// names samples by row. Workers and the num_workers = 0 path name them by dataset index
+/// instead and report the index of row() as WorkerError::sample_index(). A custom collator may
+/// throw it too.
+class SampleError : public std::invalid_argument {
+ public:
+  /// How a message calls the sample in row `row`: "sample 1", or by dataset index "sample 6".
+  using NameOf = std::function<std::string(size_t row)>;
+  /// `row`: the sample at fault; `message(name_of)` writes the text, naming every sample it
+  /// mentions through `name_of`.
+  SampleError(size_t row, std::function<std::string(const NameOf&)> message);
+  size_t row() const { return row_; }  ///< The position in the batch of the sample at fault.
+  /// The message with the sample in row r called "sample <indices[r]>" (r < count).
+  std::string message_for(const int64_t* indices, size_t count) const;
+
+ private:
+  size_t row_;
+  std::function<std::string(const NameOf&)> message_;
+};
 
 /// Name, element type and shape of one tensor of a batch.
 struct TensorLayout {

@@ -55,7 +55,9 @@ class WorkerError : public Error {
         exception_type_(std::move(exception_type)),
         original_message_(std::move(original_message)) {}
   int worker_id() const { return worker_id_; }  ///< The worker the code threw in.
-  /// The sample being read; -1 when the failure was in collate rather than in one sample.
+  /// The dataset index of the sample at fault: the one being read, or the one the collator
+  /// refused (a SampleError: its shape, names or layout); -1 when collate failed for the batch
+  /// as a whole.
   int64_t sample_index() const { return sample_index_; }
   /// The thrown exception's type, demangled (std::runtime_error, c10::Error, ...).
   const std::string& exception_type() const { return exception_type_; }

@@ -35,7 +35,8 @@ class LoaderCore;
 /// Thread-safety: one thread at a time uses a Loader (not necessarily the one that built it).
 /// Ownership: the Loader owns its workers and rings; a Batch (and every tensor taken from it)
 /// keeps its slot alive, so batches may outlive the Loader. Errors: OptionError and ShmError at
-/// construction; WorkerError, WorkerCrashed, TimeoutError and BatchTooLarge while iterating.
+/// construction; WorkerError, WorkerCrashed, TimeoutError, BatchTooLarge and OptionError (an
+/// invalid batch plan) while iterating.
 class Loader {
  public:
   class Iterator;
@@ -63,7 +64,10 @@ class Loader {
   Iterator begin();
   Sentinel end() { return {}; }  ///< Where begin()'s iterator stops: the end of the epoch.
   /// The next batch of the current epoch, starting one if none is running; nullopt once the
-  /// epoch is complete. Throws WorkerError, WorkerCrashed, TimeoutError or BatchTooLarge.
+  /// epoch is complete. Throws WorkerError, WorkerCrashed, TimeoutError or BatchTooLarge, and
+  /// OptionError when the sampler's plan for the epoch it starts is invalid (an index out of
+  /// range, an empty or too long batch): that epoch then ends with this one error, and the
+  /// following call returns nullopt. begin() throws that OptionError too.
   std::optional<Batch> next();
 
   /// Resuming after a restart of the program. state_dict() says which epoch runs and which of
