@@ -38,8 +38,8 @@ esac
 cmake -S "$src/tests/consumer" -B "$build" -DMPLOADER_CONSUME="$mode" \
   -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_COMPILER="$cxx" $launcher $extra \
   >"$work/configure.log" || { cat "$work/configure.log"; exit 1; }
-used=$(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$build/CMakeCache.txt")
-if [ "$(realpath "$used")" != "$(realpath "$torch_dir")" ]; then
+used=$(sed -n 's/^-- consumer: libtorch .* from Torch_DIR=//p' "$work/configure.log")
+if [ -z "$used" ] || [ "$(realpath "$used")" != "$(realpath "$torch_dir")" ]; then
   echo "the consumer found libtorch in $used, mploader was built with $torch_dir"; exit 1
 fi
 cmake --build "$build" -j2 --target consumer >"$work/build.log" 2>&1 ||
