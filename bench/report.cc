@@ -44,6 +44,7 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line) try 
   const nlohmann::json j = nlohmann::json::parse(line);
   RunResult r;
   r.config = config;
+  r.config.loader = j.value("loader", config.loader);  // pytorch, or pytorch-getitems
   r.config.workers = j.at("workers").get<int64_t>();
   r.dataset_size = j.at("dataset_size").get<int64_t>();
   r.batches = j.at("batches").get<int64_t>();

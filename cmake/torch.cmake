@@ -227,3 +227,4 @@ endif()
 
 message(STATUS "mploader: libtorch ${Torch_VERSION} from ${MPLOADER_TORCH_PREFIX} "
                "(${_mploader_torch_how}: ${Torch_DIR})")
+
