@@ -18,3 +18,14 @@ if(NOT MPLOADER_SANITIZE AND EXISTS "${MPLOADER_TORCH_PREFIX}/share/cmake/Caffe2
       PASS_REGULAR_EXPRESSION "${expected}.*configure exit status 1" TIMEOUT 120)
   endforeach()
 endif()
+
+# Without a CUDA toolkit, the pinned-memory path still compiles, with the headers of the CUDA
+# runtime wheel in .venv (cmake/cuda.cmake).
+if(NOT MPLOADER_SANITIZE)
+  set(name "cuda: without a CUDA toolkit the runtime wheel's headers build the pinning path")
+  add_test(NAME "${name}"
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/data/check_cuda_wheel.sh ${PROJECT_SOURCE_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/cuda-wheel ${Torch_DIR})
+  set_tests_properties("${name}" PROPERTIES PASS_REGULAR_EXPRESSION "cuda wheel build ok"
+    SKIP_REGULAR_EXPRESSION "skipped: " TIMEOUT 300)
+endif()
