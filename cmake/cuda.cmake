@@ -3,8 +3,9 @@
 # the path of a libcudart to try last are needed to build: no nvcc, no GPU.
 #
 # Where from, in order: a system toolkit (CUDAToolkit_ROOT, /usr/local/cuda, CMake's search);
-# else the CUDA runtime wheel from the Python package index (nvidia-cuda-runtime, which
-# scripts/install-deps puts in .venv; a CUDA torch wheel brings it too) in the environment of
+# else the CUDA runtime wheels from the Python package index (nvidia-cuda-runtime, and from
+# CUDA 13 on nvidia-cuda-crt for crt/host_defines.h, which scripts/install-deps puts in .venv;
+# a CUDA torch wheel brings them too) in the environment of
 # the libtorch in use or in the project's .venv. Sets MPLOADER_CUDA_INCLUDE_DIRS,
 # MPLOADER_CUDART_LIBRARY and MPLOADER_CUDA_FROM (what the configure output names).
 
@@ -33,6 +34,13 @@ else()
       get_filename_component(_mploader_inc "${_mploader_header}" DIRECTORY)
       get_filename_component(_mploader_pkg "${_mploader_inc}" DIRECTORY)
       file(GLOB _mploader_cudart "${_mploader_pkg}/lib/libcudart.so*")
+      if(NOT EXISTS "${_mploader_inc}/crt/host_defines.h")
+        # cuda_runtime_api.h includes it; from CUDA 13 on it is a wheel of its own.
+        message(STATUS "mploader: ${_mploader_inc} has cuda_runtime_api.h but not "
+                       "crt/host_defines.h, which it includes: pip install nvidia-cuda-crt into "
+                       "that environment (scripts/install-deps does) to build the pinning path")
+        continue()
+      endif()
       set(MPLOADER_CUDA_INCLUDE_DIRS "${_mploader_inc}")
       set(MPLOADER_CUDART_LIBRARY "")
       if(_mploader_cudart)
