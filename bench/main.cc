@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <exception>
 #include <iostream>
+#include <set>
 #include <thread>
 
 namespace bench {
@@ -133,11 +134,11 @@ void print_summary(const Plan& plan, const std::vector<RunResult>& results) {
   if (!plan.csv.empty()) write_csv(plan.csv, results);
   if (!plan.plot.empty()) std::cerr << "mploader-bench: " << write_plot(plan.plot, results) << '\n';
   report_corrupt(plan, results);
+  std::set<std::string> said;  // each loader's note once per workload
   for (const RunResult& r : results) {
-    if (!r.note.empty()) {
+    if (!r.note.empty() && said.insert(r.config.loader + " " + r.config.workload).second) {
       std::cerr << "mploader-bench: " << r.config.loader << " " << r.config.workload << ": "
                 << r.note << '\n';
-      break;
     }
   }
   if (plan.json) return;

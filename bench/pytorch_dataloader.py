@@ -1,15 +1,19 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch's own torch.utils.data.DataLoader on mploader-bench's workloads, measured the same way.
 
-Run with Debian's /usr/bin/python3 (python3-torch). mploader-bench --loader pytorch calls it;
-it can also run alone:
+Run with the project's Python (.venv, torch 2.13; any python3 with torch and numpy works).
+mploader-bench --loader pytorch calls it; it can also run alone:
 
-    /usr/bin/python3 bench/pytorch_dataloader.py --workload synthetic --workers 0,2
+    .venv/bin/python3 bench/pytorch_dataloader.py --workload synthetic --workers 0,2
 
 Prints one JSON object per configuration per line on stdout (the same fields as
-mploader-bench --json, loader "pytorch"); progress goes to stderr. Same semantics as the C++
-runners: sequential order, drop_last, fork start method, persistent workers (mploader keeps
-its workers across epochs too), one intra-op thread, more epochs when one is not enough.
+mploader-bench --json); progress goes to stderr. Each configuration runs two ways where the
+workload allows: loader "pytorch", a dataset with __getitem__ only (one call per sample, then
+default_collate: what most datasets do), and loader "pytorch-getitems", the same dataset with
+__getitems__ (PyTorch 2.x fetches a whole batch of indices with one call: one gather per batch,
+and collate_fn passes the batch through). Same semantics as the C++ runners: sequential order,
+drop_last, fork start method, persistent workers (mploader keeps its workers across epochs
+too), one intra-op thread, more epochs when one is not enough.
 """
 import argparse
 import gc
@@ -44,6 +48,12 @@ class SyntheticDataset(Dataset):
     def __getitem__(self, index):
         return {"image": torch.full(self.shape, index % 256, dtype=torch.uint8),
                 "label": torch.tensor(index % 10, dtype=torch.int64)}
+
+    def gather(self, indices):
+        """The batch of `indices` in one op per field (see BatchedFetch)."""
+        idx = torch.tensor(indices, dtype=torch.int64)
+        fill = (idx % 256).to(torch.uint8).view(-1, *([1] * len(self.shape)))
+        return {"image": fill.expand(len(indices), *self.shape).contiguous(), "label": idx % 10}
 
 
 def read_idx(path, magic, dims):
@@ -83,6 +93,33 @@ class FmnistDataset(Dataset):
         return {"image": self.images[index],
                 "label": self.labels[index]}
 
+    def gather(self, indices):
+        """The batch of `indices` in one op per field (see BatchedFetch)."""
+        idx = torch.tensor(indices, dtype=torch.int64)
+        return {"image": self.images[idx], "label": self.labels[idx]}
+
+
+class BatchedFetch(Dataset):
+    """`dataset` with __getitems__, which PyTorch 2.x's DataLoader calls with a whole batch of
+    indices instead of __getitem__ per index (torch.utils.data._utils.fetch)."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, index):
+        return self.dataset[index]
+
+    def __getitems__(self, indices):
+        return self.dataset.gather(indices)
+
+
+def keep_batch(batch):
+    """collate_fn for BatchedFetch: __getitems__ returned the batch already."""
+    return batch
+
 
 class JpegDataset(Dataset):
     """mploader-bench's jpeg workload: PIL decodes (torchvision is not in Debian 12), then the
@@ -97,8 +134,9 @@ class JpegDataset(Dataset):
         try:
             from PIL import Image  # noqa: F401
         except ImportError:
-            fail("jpeg: PIL is not installed for /usr/bin/python3, so PyTorch's side cannot "
-                 "decode JPEG here; apt-get install python3-pil, or leave out --loader pytorch")
+            fail(f"jpeg: PIL is not installed for {sys.executable}, so PyTorch's side cannot "
+                 "decode JPEG here; run scripts/install-deps --bench (pillow), or leave out "
+                 "--loader pytorch")
         self.paths = sorted(os.path.join(root, name) for root, _, names in os.walk(data_dir)
                             for name in names if name.lower().endswith((".jpg", ".jpeg")))
         if not self.paths:
@@ -156,6 +194,8 @@ JPEG_NOTE = ("PyTorch side: PIL decode (Image.open + convert RGB), RandomResized
 
 def make_loader(dataset, workers, batch_size, prefetch):
     kwargs = dict(batch_size=batch_size, shuffle=False, drop_last=True, num_workers=workers)
+    if isinstance(dataset, BatchedFetch):
+        kwargs.update(collate_fn=keep_batch)
     if workers > 0:
         kwargs.update(multiprocessing_context="fork", prefetch_factor=prefetch,
                       persistent_workers=True)
@@ -259,17 +299,26 @@ def main():
         dataset = FmnistDataset(args.data_dir)
     if len(dataset) < args.batch_size:
         fail(f"--batch-size: {args.batch_size} is more than the {len(dataset)} samples")
+    ways = [("pytorch", dataset, "__getitem__ per sample, default_collate")]
+    if hasattr(dataset, "gather"):
+        ways.append(("pytorch-getitems", BatchedFetch(dataset),
+                     "__getitems__: one gather per batch, collate_fn passes it through"))
+    version = f"PyTorch {torch.__version__} ({sys.executable})"
     for workers in args.workers:
-        print(f"pytorch_dataloader.py: {args.workload} workers={workers}", file=sys.stderr)
-        result = {"loader": "pytorch", "workload": args.workload, "workers": workers,
-                  "batch_size": args.batch_size, "prefetch": args.prefetch}
-        result.update(measure(dataset, workers, args.batch_size, args.batches, args.prefetch))
-        result["dataset_size"] = len(dataset)
-        if args.workload == "jpeg":
-            result["note"] = JPEG_NOTE
-        if args.workload == "synthetic":
-            result["sample_shape"] = args.sample_shape
-        print(json.dumps(result), flush=True)
+        for name, data, how in ways:
+            print(f"pytorch_dataloader.py: {name} {args.workload} workers={workers}",
+                  file=sys.stderr)
+            result = {"loader": name, "workload": args.workload, "workers": workers,
+                      "batch_size": args.batch_size, "prefetch": args.prefetch}
+            result.update(measure(data, workers, args.batch_size, args.batches, args.prefetch))
+            result["dataset_size"] = len(data)
+            result["torch_version"] = torch.__version__
+            result["note"] = f"{version}, {how}"
+            if args.workload == "jpeg":
+                result["note"] += "; " + JPEG_NOTE
+            if args.workload == "synthetic":
+                result["sample_shape"] = args.sample_shape
+            print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

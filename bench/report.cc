@@ -44,6 +44,7 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line) try 
   const nlohmann::json j = nlohmann::json::parse(line);
   RunResult r;
   r.config = config;
+  r.config.loader = j.value("loader", config.loader);  // pytorch, or pytorch-getitems
   r.config.workers = j.at("workers").get<int64_t>();
   r.dataset_size = j.at("dataset_size").get<int64_t>();
   r.batches = j.at("batches").get<int64_t>();
@@ -72,7 +73,7 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line) try 
 void print_table_header(std::ostream& out) {
   char line[160];
   std::snprintf(line, sizeof line,
-                "%-10s %-10s %7s %6s %8s %12s %10s %13s %8s %8s %6s %8s %8s %10s", "loader",
+                "%-16s %-10s %7s %6s %8s %12s %10s %13s %8s %8s %6s %8s %8s %10s", "loader",
                 "workload", "workers", "batch", "prefetch", "samples/s", "MB/s", "first_batch_s",
                 "wait_p50", "wait_p99", "util", "hol_s", "wall_s", "teardown_s");
   out << line << '\n';
@@ -83,7 +84,7 @@ void print_table_row(std::ostream& out, const RunResult& r) {
   if (r.utilisation >= 0) std::snprintf(util, sizeof util, "%.2f", r.utilisation);
   if (r.head_of_line_s >= 0) std::snprintf(hol, sizeof hol, "%.4f", r.head_of_line_s);
   std::snprintf(line, sizeof line,
-                "%-10s %-10s %7lld %6lld %8lld %12.1f %10.1f %13.4f %8.2f %8.2f %6s %8s %8.3f "
+                "%-16s %-10s %7lld %6lld %8lld %12.1f %10.1f %13.4f %8.2f %8.2f %6s %8s %8.3f "
                 "%10.4f",
                 r.config.loader.c_str(), r.config.workload.c_str(),
                 static_cast<long long>(r.config.workers),

@@ -76,7 +76,8 @@ struct RunResult {
 RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data);
 RunResult run_libtorch(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data);
 RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data);
-// Runs pytorch_dataloader.py under /usr/bin/python3 and parses its JSON lines.
+// Runs pytorch_dataloader.py under the project's Python and parses its JSON lines: rows for
+// loader "pytorch" and, where the workload has a batched fetch, "pytorch-getitems".
 std::vector<RunResult> run_pytorch(const RunConfig& config);
 // Whether run_pytorch can work here; otherwise `reason` says why not, in one line.
 bool pytorch_available(std::string& reason);

@@ -1,5 +1,6 @@
-// Runs PyTorch's torch.utils.data.DataLoader through pytorch_dataloader.py under
-// /usr/bin/python3 (Debian's python3-torch) and reads back its JSON lines.
+// Runs PyTorch's torch.utils.data.DataLoader through pytorch_dataloader.py under the project's
+// Python (MPLOADER_PYTHON: the environment of the libtorch mploader was built with, by default
+// the .venv with torch 2.13; $MPLOADER_BENCH_PYTHON overrides it) and reads back its JSON lines.
 #include "report.h"
 #include "run_config.h"
 
@@ -11,9 +12,14 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+
+#ifndef MPLOADER_PYTHON
+#define MPLOADER_PYTHON "/usr/bin/python3"
+#endif
 
 #ifndef MPLOADER_BENCH_SCRIPT_DIR
 #error "MPLOADER_BENCH_SCRIPT_DIR must name the folder of pytorch_dataloader.py"
@@ -23,7 +29,16 @@ namespace bench {
 
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";
+// The interpreter that runs PyTorch's side, and where that choice came from.
+std::string python() {
+  const char* chosen = std::getenv("MPLOADER_BENCH_PYTHON");
+  return chosen != nullptr && *chosen != '\0' ? chosen : MPLOADER_PYTHON;
+}
+
+std::string python_fix() {
+  return std::string("run scripts/install-deps (it makes .venv with torch and numpy), or set "
+                     "MPLOADER_BENCH_PYTHON to a python3 that has them");
+}
 
 // An installed bench finds the script installed beside it (MPLOADER_BENCH_SCRIPT_INSTALL_DIR,
 // relative to the binary's folder); a bench in its build tree, the one in the source tree.
@@ -96,16 +111,17 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }  // namespace
 
 bool pytorch_available(std::string& reason) {
-  if (access(kPython, X_OK) != 0) {
-    reason = std::string(kPython) + " not found (apt-get install python3-torch)";
+  const std::string py = python();
+  if (access(py.c_str(), X_OK) != 0) {
+    reason = py + " not found: " + python_fix();
     return false;
   }
   if (access(script_path().c_str(), R_OK) != 0) {
     reason = script_path() + " not readable";
     return false;
   }
-  if (run_child({kPython, "-c", "import torch, numpy"}, nullptr) != 0) {
-    reason = std::string(kPython) + " cannot import torch and numpy (apt-get install python3-torch)";
+  if (run_child({py, "-c", "import torch, numpy"}, nullptr) != 0) {
+    reason = py + " cannot import torch and numpy: " + python_fix();
     return false;
   }
   return true;
@@ -114,7 +130,7 @@ bool pytorch_available(std::string& reason) {
 std::vector<RunResult> run_pytorch(const RunConfig& config) {
   std::string out;
   const int status = run_child(
-      {kPython, script_path(), "--workload", config.workload, "--data-dir",
+      {python(), script_path(), "--workload", config.workload, "--data-dir",
        config.workload == "jpeg" ? config.jpeg_dir : config.data_dir,
        "--sample-shape", shape_text(config.sample_shape), "--workers",
        std::to_string(config.workers), "--batch-size", std::to_string(config.batch_size),

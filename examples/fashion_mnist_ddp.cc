@@ -74,7 +74,10 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo> connect(const mploader::LaunchInfo& l
                                                      static_cast<int>(launch.world_size), options);
 }
 
-void allreduce(c10d::ProcessGroup& group, at::Tensor& t, c10d::ReduceOp op = c10d::ReduceOp::SUM) {
+// The Gloo group itself (a c10d::ProcessGroup in libtorch 1.13, a c10d::Backend in 2.x), whose
+// collectives are the same in both.
+void allreduce(c10d::ProcessGroupGloo& group, at::Tensor& t,
+               c10d::ReduceOp op = c10d::ReduceOp::SUM) {
   std::vector<at::Tensor> v{t};
   c10d::AllreduceOptions o;
   o.reduceOp = op;
@@ -98,7 +101,7 @@ void unflatten(const at::Tensor& flat, std::vector<at::Tensor>& ts) {
 // One epoch on this rank; returns {loss sum, batches, samples} of this rank.
 std::array<double, 3> train_epoch(const Flags& f, mploader::Loader& loader,
                                   torch::nn::Sequential& model, torch::optim::Optimizer& optimizer,
-                                  c10d::ProcessGroup& group, int world) {
+                                  c10d::ProcessGroupGloo& group, int world) {
   std::array<double, 3> sums{0, 0, 0};
   for (mploader::Batch& b : loader) {
     optimizer.zero_grad();
@@ -132,7 +135,7 @@ int64_t correct_on_shard(torch::nn::Sequential& model, const examples::FashionMn
 }
 
 // Rank 0's initial weights on every rank, as DistributedDataParallel starts.
-void broadcast_parameters(torch::nn::Sequential& model, c10d::ProcessGroup& group) {
+void broadcast_parameters(torch::nn::Sequential& model, c10d::ProcessGroupGloo& group) {
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> params = model->parameters();
   std::vector<at::Tensor> flat{flatten(params)};
@@ -142,7 +145,7 @@ void broadcast_parameters(torch::nn::Sequential& model, c10d::ProcessGroup& grou
 
 // Averaged gradients keep the replicas equal: true when every parameter is bitwise the same on
 // every rank (the elementwise minimum over the ranks equals the maximum).
-bool replicas_identical(torch::nn::Sequential& model, c10d::ProcessGroup& group) {
+bool replicas_identical(torch::nn::Sequential& model, c10d::ProcessGroupGloo& group) {
   const at::Tensor mine = flatten(model->parameters()).detach();
   at::Tensor lowest = mine.clone(), highest = mine.clone();
   allreduce(group, lowest, c10d::ReduceOp::MIN);

@@ -66,42 +66,86 @@ std::optional<CrashSnapshot> snapshot(const CrashRecord& r) {
   return s;
 }
 
-// Signal context. Reads the maps file in chunks, carrying a partial line between them.
-void find_mapping_line(uint64_t address, char* out, size_t size) {
-  out[0] = '\0';
+namespace {
+
+// Signal context. Calls `on_line(line, length)` for each line of /proc/self/maps (without its
+// newline), reading in chunks and carrying a partial line between them; stops when it returns
+// false. A line longer than the buffer is passed truncated, with `complete` false.
+template <typename OnLine>
+void for_each_maps_line(OnLine on_line) {
   const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   char chunk[2048];
   char line[512];
   size_t line_len = 0;
+  bool complete = true;
   ssize_t n;
   while ((n = read(fd, chunk, sizeof chunk)) > 0) {
     for (ssize_t i = 0; i < n; ++i) {
       if (chunk[i] != '\n') {
-        if (line_len + 1 < sizeof line) line[line_len++] = chunk[i];
+        if (line_len + 1 < sizeof line) {
+          line[line_len++] = chunk[i];
+        } else {
+          complete = false;
+        }
         continue;
       }
-      if (line_holds(line, line_len, address)) {
-        size_t k = 0;
-        for (; k < line_len && k + 1 < size; ++k) out[k] = line[k];
-        out[k] = '\0';
+      if (!on_line(line, line_len, complete)) {
         close(fd);
         return;
       }
       line_len = 0;
+      complete = true;
     }
   }
   close(fd);
 }
 
-// Signal context: read(2) straight into the destination.
+// Signal context: whether a maps line maps an ELF file the symbolizer can open: a path that
+// still exists. Anonymous memory, [heap]/[stack], memfds (rings, overflow segments) and deleted
+// files name no code, and a process can have thousands of them (a sanitizer's shadow, kept
+// batches), which would crowd the libraries out of the copy.
+bool maps_a_file(const char* line, size_t len) {
+  size_t at = 0;
+  while (at < len && line[at] != '/') ++at;
+  if (at == len) return false;
+  static constexpr char kDeleted[] = " (deleted)";
+  constexpr size_t kDeletedLen = sizeof kDeleted - 1;
+  if (len - at >= kDeletedLen) {
+    bool deleted = true;
+    for (size_t k = 0; k < kDeletedLen && deleted; ++k) {
+      deleted = line[len - kDeletedLen + k] == kDeleted[k];
+    }
+    if (deleted) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Signal context.
+void find_mapping_line(uint64_t address, char* out, size_t size) {
+  out[0] = '\0';
+  for_each_maps_line([&](const char* line, size_t len, bool) {
+    if (!line_holds(line, len, address)) return true;
+    size_t k = 0;
+    for (; k < len && k + 1 < size; ++k) out[k] = line[k];
+    out[k] = '\0';
+    return false;
+  });
+}
+
+// Signal context: only the lines of mapped files, each whole, while they fit.
 size_t copy_own_maps(char* out, size_t size) {
-  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
   size_t done = 0;
-  ssize_t n;
-  while (done < size && (n = read(fd, out + done, size - done)) > 0) done += static_cast<size_t>(n);
-  close(fd);
+  for_each_maps_line([&](const char* line, size_t len, bool complete) {
+    if (!complete || !maps_a_file(line, len)) return true;
+    if (done + len + 1 > size) return false;
+    for (size_t k = 0; k < len; ++k) out[done + k] = line[k];
+    out[done + len] = '\n';
+    done += len + 1;
+    return true;
+  });
   return done;
 }
 

@@ -66,7 +66,9 @@ std::optional<CrashSnapshot> snapshot(const CrashRecord& record);
 // into `out` (terminated; "" when none), with open/read/close only.
 void find_mapping_line(uint64_t address, char* out, size_t size);
 
-// Signal context: copies /proc/self/maps into `out` (at most `size` bytes); returns the bytes.
+// Signal context: copies the lines of /proc/self/maps that map files (what symbolizing the frames
+// needs: no anonymous memory, memfds or deleted files) into `out`, whole lines while they fit in
+// `size` bytes; returns the bytes.
 size_t copy_own_maps(char* out, size_t size);
 
 // Signal context: free bytes and type of the filesystem holding the file of a maps line, by a

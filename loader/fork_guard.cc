@@ -6,8 +6,10 @@
 #include <mploader/errors.h>
 
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -38,12 +40,22 @@ void check_fork_safety(int num_workers) {
                "start_method spawn or forkserver if it must).");
   }
   const int others = worker::foreign_thread_count();
-  if (others > 0) {
+  // libtorch's OpenMP pool keeps its threads (intra-op threads - 1) parked in a barrier once an
+  // op ran in parallel, so a training program that touched a tensor has them. They hold no lock
+  // a worker needs: workers start a pool of their own (run_worker). Only threads beyond them
+  // are worth a warning.
+  const int pool = std::max(0, at::get_num_threads() - 1);
+  if (others > pool) {
     log().warn("mploader: forking {} workers while {} other thread(s) run in this process "
-               "(libtorch's intra-op pool, your own threads). A lock one of them holds at that "
-               "moment stays locked in the workers for ever; if workers hang at start, create "
-               "the Loader before other threads start.",
-               num_workers, others);
+               "(your own threads, a library's; {} of them may be libtorch's intra-op pool, "
+               "which is harmless). A lock one of them holds at that moment stays locked in "
+               "the workers for ever; if workers hang at start, create the Loader before "
+               "those threads start, or use start_method spawn.",
+               num_workers, others, pool);
+  } else if (others > 0) {
+    log().debug("mploader: forking {} workers beside {} thread(s), no more than libtorch's "
+                "intra-op pool ({}); the workers start their own pool",
+                num_workers, others, pool);
   }
 }
 

@@ -12,8 +12,9 @@
 
 namespace mploader {
 namespace detail {
+namespace {
 
-spdlog::logger& log() {
+spdlog::logger& spdlog_logger() {
   static std::shared_ptr<spdlog::logger> logger = [] {
     if (auto existing = spdlog::get("mploader")) return existing;
     auto created = spdlog::stderr_color_mt("mploader");
@@ -23,21 +24,33 @@ spdlog::logger& log() {
   return *logger;
 }
 
-}  // namespace detail
-
-namespace {
-
 // LogLevel and spdlog's levels are in the same order, trace to off.
 static_assert(static_cast<int>(LogLevel::kTrace) == spdlog::level::trace &&
               static_cast<int>(LogLevel::kOff) == spdlog::level::off);
 
-}  // namespace
-
-void set_log_level(LogLevel level) {
-  detail::log().set_level(static_cast<spdlog::level::level_enum>(level));
+spdlog::level::level_enum to_spdlog(LogLevel level) {
+  return static_cast<spdlog::level::level_enum>(level);
 }
 
-LogLevel log_level() { return static_cast<LogLevel>(detail::log().level()); }
+}  // namespace
+
+Logger& log() {
+  static Logger logger;
+  return logger;
+}
+
+bool log_enabled(LogLevel level) { return spdlog_logger().should_log(to_spdlog(level)); }
+
+void log_write(LogLevel level, const std::string& message) {
+  // As a string view: the line is already formatted, its braces are text.
+  spdlog_logger().log(spdlog::source_loc{}, to_spdlog(level), spdlog::string_view_t(message));
+}
+
+}  // namespace detail
+
+void set_log_level(LogLevel level) { detail::spdlog_logger().set_level(detail::to_spdlog(level)); }
+
+LogLevel log_level() { return static_cast<LogLevel>(detail::spdlog_logger().level()); }
 
 LogLevel parse_log_level(const std::string& text) {
   std::string lower = text;

@@ -9,6 +9,7 @@
 
 #if __has_include(<torch/csrc/distributed/c10d/ProcessGroup.hpp>)
 #define MPLOADER_HAVE_C10D 1
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
 
@@ -92,10 +93,10 @@ void check_rows(const std::vector<std::vector<int64_t>>& rows) {
   }
 }
 
-}  // namespace
-
-void verify_ranks_agree(c10d::ProcessGroup& group, const RankAgreement& mine,
-                        std::chrono::milliseconds timeout) {
+// c10d::ProcessGroup and c10d::Backend (libtorch 1.13 and 2.x alike) have the same getRank,
+// getSize and allgather.
+template <typename Group>
+void verify_over(Group& group, const RankAgreement& mine, std::chrono::milliseconds timeout) {
   const int64_t values[kFields] = {group.getRank(),   group.getSize(),    mine.rank,
                                    mine.world_size,   mine.dataset_size,  bits(mine.fingerprint),
                                    bits(mine.seed),   bits(mine.epoch),   mine.batches};
@@ -114,12 +115,36 @@ void verify_ranks_agree(c10d::ProcessGroup& group, const RankAgreement& mine,
   check_rows(rows);
 }
 
+}  // namespace
+
+void verify_ranks_agree(c10d::ProcessGroup& group, const RankAgreement& mine,
+                        std::chrono::milliseconds timeout) {
+  verify_over(group, mine, timeout);
+}
+
+void verify_ranks_agree(c10d::Backend& group, const RankAgreement& mine,
+                        std::chrono::milliseconds timeout) {
+  verify_over(group, mine, timeout);
+}
+
 #else
 
-void verify_ranks_agree(c10d::ProcessGroup&, const RankAgreement&, std::chrono::milliseconds) {
+namespace {
+
+[[noreturn]] void no_c10d() {
   throw Error("mploader: verify_ranks_agree needs c10d, and the libtorch mploader was built "
               "against has no torch/csrc/distributed/c10d headers; build with a libtorch that "
               "has them (Debian: libtorch-dev)");
+}
+
+}  // namespace
+
+void verify_ranks_agree(c10d::ProcessGroup&, const RankAgreement&, std::chrono::milliseconds) {
+  no_c10d();
+}
+
+void verify_ranks_agree(c10d::Backend&, const RankAgreement&, std::chrono::milliseconds) {
+  no_c10d();
 }
 
 #endif

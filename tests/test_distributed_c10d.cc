@@ -15,6 +15,8 @@
 #define MPLOADER_TEST_GLOO 1
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "util/torch_compat.h"
 #endif
 
 #include <signal.h>
@@ -29,7 +31,12 @@
 
 namespace {
 
-using Group = c10::intrusive_ptr<c10d::ProcessGroupGloo>;
+// The Gloo backend, and the c10d::ProcessGroup over it (the same object in libtorch 1.13, two in
+// 2.x: util/torch_compat.h). verify_ranks_agree is called over both.
+struct Group {
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+};
 using Connect = std::function<Group()>;
 // What one rank does; returns "ok ..." or what went wrong.
 using RankBody = std::function<std::string(int rank, const Connect& connect)>;
@@ -57,7 +64,8 @@ Group connect(int rank, int world, int port_pipe[2]) {
   auto options = c10d::ProcessGroupGloo::Options::create();
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   options->timeout = kGlooTimeout;
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options);
+  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options);
+  return {gloo, mploader::compat::process_group_of(gloo, store)};
 }
 
 [[noreturn]] void rank_main(int rank, int world, int port_pipe[2], int result_fd,
@@ -207,8 +215,8 @@ TEST_CASE("c10d: Gloo ranks iterate Loaders with the bucket sampler, no hang, ev
     Group group = connect();
     std::string out;
     for (uint64_t epoch = 0; epoch < 2; ++epoch) {
-      mploader::verify_ranks_agree(*group, *sampler, lengths.size(), epoch, kGlooTimeout);
-      out = train_epoch(world, loader, *group, *sampler, epoch);
+      mploader::verify_ranks_agree(*group.group, *sampler, lengths.size(), epoch, kGlooTimeout);
+      out = train_epoch(world, loader, *group.group, *sampler, epoch);
       if (out.rfind("ok", 0) != 0) return out;
     }
     return out;
@@ -237,7 +245,8 @@ TEST_CASE("c10d: ranks that disagree get the same clear error on every rank, no 
       mploader::DistributedBucketSampler sampler(lengths, bo, world, rank);
       Group group = connect();
       try {
-        mploader::verify_ranks_agree(*group, sampler, lengths.size(), 0, kGlooTimeout);
+        // Over the backend itself: a c10d::Backend in libtorch 2.x, a ProcessGroup in 1.13.
+        mploader::verify_ranks_agree(*group.gloo, sampler, lengths.size(), 0, kGlooTimeout);
       } catch (const mploader::OptionError& e) {
         return std::string(std::string(e.what()).find(expected[variant]) != std::string::npos
                                ? "ok " : "wrong message: ") + e.what();

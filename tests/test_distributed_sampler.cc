@@ -1,7 +1,7 @@
 // DistributedSampler against torch.utils.data.DistributedSampler: vectors PyTorch 1.13 printed
 // once (tests/data/distributed_sampler_vectors.jsonl, made by
 // tests/data/distributed_sampler_reference.py --fixed), a live comparison over hundreds of
-// random configurations when /usr/bin/python3 has torch, argument errors, and a Loader fed by it.
+// random configurations when the project's Python has torch, argument errors, and a Loader fed by it.
 #include "test_datasets.h"
 
 #include <mploader/distributed.h>
@@ -86,12 +86,14 @@ TEST_CASE("distributed sampler: matches PyTorch's vectors checked into the repo"
 
 TEST_CASE("distributed sampler: matches live PyTorch over 400 random configurations",
           "[distributed][python]") {
-  if (access("/usr/bin/python3", X_OK) != 0) {
-    WARN("skipped: /usr/bin/python3 is not there to run torch.utils.data.DistributedSampler");
+  const std::string python = MPLOADER_PYTHON;  // the project's: cmake/python.cmake
+  if (access(python.c_str(), X_OK) != 0) {
+    WARN("skipped: " << python << " is not there to run torch.utils.data.DistributedSampler "
+                     "(scripts/install-deps makes .venv with torch)");
     return;
   }
-  if (!run("/usr/bin/python3 -c 'import torch' 2>/dev/null")) {
-    WARN("skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+  if (!run(python + " -c 'import torch' 2>/dev/null")) {
+    WARN("skipped: " << python << " cannot import torch (scripts/install-deps makes .venv)");
     return;
   }
   std::mt19937_64 rng(20240605);
@@ -108,7 +110,7 @@ TEST_CASE("distributed sampler: matches live PyTorch over 400 random configurati
               << ' ' << rng() % 50 << ' ' << rng() % 2 << ' ' << rng() % 2 << '\n';
     }
   }
-  const std::optional<std::string> out = run("/usr/bin/python3 " + kDataDir +
+  const std::optional<std::string> out = run(python + " " + kDataDir +
                                              "/distributed_sampler_reference.py < " + path);
   unlink(path);
   REQUIRE(out.has_value());

@@ -1,10 +1,14 @@
 // The operating system's edge cases around workers: a worker stopped by job control or a
 // debugger is reported as stopped, not as a hang, and is still killed and reaped; a process
-// that dataset code starts inherits none of mploader's descriptors.
+// that dataset code starts inherits none of mploader's descriptors; threads running at fork are
+// warned about, libtorch's own intra-op pool not.
 #include "crash_test_support.h"
+#include "stderr_capture.h"
 
 #include <mploader/registry.h>
 
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -13,7 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -22,6 +29,7 @@ extern char** environ;
 using namespace mploader;
 using namespace crash_testing;
 using testing_datasets::CountingDataset;
+using testing_datasets::StderrCapture;
 
 namespace {
 
@@ -203,4 +211,48 @@ TEST_CASE("inherited fds: a process that dataset code starts holds none of mploa
       kill(static_cast<pid_t>(pid), SIGKILL);
     }
   }
+}
+
+TEST_CASE("os edges: threads at fork are warned about, libtorch's intra-op pool is not",
+          "[process][threads]") {
+  // A training program that ran any op in parallel has libtorch's OpenMP pool: 2 intra-op
+  // threads leave one pool thread parked.
+  at::set_num_threads(2);
+  std::atomic<int64_t> touched{0};
+  at::parallel_for(0, 1 << 16, 1, [&](int64_t begin, int64_t end) { touched += end - begin; });
+  REQUIRE(touched == (1 << 16));
+  LoaderOptions o;
+  o.num_workers = 2;
+  o.batch_size = 4;
+  const std::string warning = "other thread(s) run in this process";
+  {
+    StderrCapture log;
+    Loader loader(std::make_shared<CountingDataset>(16), o);
+    while (loader.next()) {
+    }
+    CHECK(log.text().find(warning) == std::string::npos);
+  }
+  // A thread of the program's own, waiting on a lock-protected condition, is one too many.
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread own([&] {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return done; });
+  });
+  std::string text;
+  {
+    StderrCapture log;
+    Loader loader(std::make_shared<CountingDataset>(16), o);
+    while (loader.next()) {
+    }
+    text = log.text();
+  }
+  {
+    std::lock_guard<std::mutex> lock(m);
+    done = true;
+  }
+  cv.notify_one();
+  own.join();
+  CHECK_THAT(text, Catch::Contains(warning) && Catch::Contains("libtorch's intra-op pool"));
 }

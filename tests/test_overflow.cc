@@ -1,6 +1,7 @@
 // Batches that travel in one-off overflow segments: a loop that keeps a view of every batch
 // must not run the process out of memory mappings (vm.max_map_count), and oversized batches
 // are warned about once per loader.
+#include "stderr_capture.h"
 #include "test_datasets.h"
 
 #include <catch2/catch.hpp>
@@ -15,6 +16,7 @@
 
 using namespace mploader;
 using testing_datasets::CountingDataset;
+using testing_datasets::StderrCapture;
 
 namespace {
 
@@ -28,40 +30,6 @@ int64_t mappings_of_this_process() {
   for (std::string line; std::getline(maps, line);) ++lines;
   return lines;
 }
-
-// Redirects stderr (where mploader logs) into a memfd while it lives.
-class StderrCapture {
- public:
-  StderrCapture() {
-    std::fflush(stderr);
-    saved_ = dup(2);
-    capture_ = memfd_create("stderr", 0);
-    REQUIRE((saved_ >= 0 && capture_ >= 0 && dup2(capture_, 2) == 2));
-  }
-  ~StderrCapture() { restore(); }
-  // Stops capturing and returns what was written.
-  std::string text() {
-    restore();
-    std::string text;
-    char buf[4096];
-    ssize_t n;
-    for (off_t at = 0; (n = pread(capture_, buf, sizeof buf, at)) > 0; at += n) {
-      text.append(buf, static_cast<size_t>(n));
-    }
-    return text;
-  }
-
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    dup2(saved_, 2);
-    close(saved_);
-    saved_ = -1;
-  }
-  int saved_ = -1;
-  int capture_ = -1;
-};
 
 size_t occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;

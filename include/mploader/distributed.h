@@ -31,8 +31,9 @@
 #include <vector>
 
 namespace c10d {
+class Backend;
 class ProcessGroup;
-}
+}  // namespace c10d
 
 namespace mploader {
 
@@ -258,8 +259,19 @@ RankAgreement agreement_of(const DistributedSampler& sampler, size_t dataset_siz
 /// mploader was built without c10d.
 void verify_ranks_agree(c10d::ProcessGroup& group, const RankAgreement& mine,
                         std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+/// The same over one c10d backend. From libtorch 2.0 on, `c10d::ProcessGroupGloo` is a
+/// `c10d::Backend` (a ProcessGroup holds one per device type), and takes this overload; in 1.13
+/// it is a ProcessGroup and takes the one above.
+void verify_ranks_agree(c10d::Backend& group, const RankAgreement& mine,
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 /// verify_ranks_agree(group, agreement_of(sampler, dataset_size, epoch), timeout).
 inline void verify_ranks_agree(c10d::ProcessGroup& group, const BucketBatchSampler& sampler,
+                               size_t dataset_size, uint64_t epoch,
+                               std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+  verify_ranks_agree(group, agreement_of(sampler, dataset_size, epoch), timeout);
+}
+/// verify_ranks_agree(backend, agreement_of(sampler, dataset_size, epoch), timeout).
+inline void verify_ranks_agree(c10d::Backend& group, const BucketBatchSampler& sampler,
                                size_t dataset_size, uint64_t epoch,
                                std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
   verify_ranks_agree(group, agreement_of(sampler, dataset_size, epoch), timeout);

@@ -1,11 +1,13 @@
 #!/bin/sh
 # Builds tests/consumer against mploader one way and runs it (ctest "consumer: ...").
-# Usage: check.sh MODE SOURCE_DIR WORK_DIR OUTER_BUILD_DIR BUILD_TYPE SANITIZE CXX
-#   MODE package: `cmake --install OUTER_BUILD_DIR` into WORK_DIR/prefix, then find_package;
-#   MODE subdir / fetch: add_subdirectory / FetchContent of SOURCE_DIR.
+# Usage: check.sh MODE SOURCE_DIR WORK_DIR OUTER_BUILD_DIR BUILD_TYPE SANITIZE CXX TORCH_DIR
+#   MODE package: `cmake --install OUTER_BUILD_DIR` into WORK_DIR/prefix, then find_package,
+#     which finds the libtorch mploader was built with (TORCH_DIR) by itself;
+#   MODE subdir / fetch: add_subdirectory / FetchContent of SOURCE_DIR, given -DTorch_DIR.
+# Either way the consumer must end up with TORCH_DIR, the outer build's libtorch.
 # WORK_DIR/build is kept between runs, so a second run rebuilds only what changed.
 set -eu
-mode=$1 src=$2 work=$3 outer=$4 build_type=$5 sanitize=$6 cxx=$7
+mode=$1 src=$2 work=$3 outer=$4 build_type=$5 sanitize=$6 cxx=$7 torch_dir=$8
 build=$work/build
 mkdir -p "$work"
 # ccache keys -g objects by folder unless told otherwise (CCACHE_NOHASHDIR): without it, the
@@ -29,13 +31,17 @@ case $mode in
     fi
     extra="-DCMAKE_PREFIX_PATH=$work/prefix" ;;
   subdir|fetch)
-    extra="-DMPLOADER_SOURCE_DIR=$src -DMPLOADER_SANITIZE=$sanitize" ;;
+    extra="-DMPLOADER_SOURCE_DIR=$src -DMPLOADER_SANITIZE=$sanitize -DTorch_DIR=$torch_dir" ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 # shellcheck disable=SC2086
 cmake -S "$src/tests/consumer" -B "$build" -DMPLOADER_CONSUME="$mode" \
   -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_COMPILER="$cxx" $launcher $extra \
   >"$work/configure.log" || { cat "$work/configure.log"; exit 1; }
+used=$(sed -n 's/^-- consumer: libtorch .* from Torch_DIR=//p' "$work/configure.log")
+if [ -z "$used" ] || [ "$(realpath "$used")" != "$(realpath "$torch_dir")" ]; then
+  echo "the consumer found libtorch in $used, mploader was built with $torch_dir"; exit 1
+fi
 cmake --build "$build" -j2 --target consumer >"$work/build.log" 2>&1 ||
   { tail -50 "$work/build.log"; exit 1; }
 "$build/consumer"

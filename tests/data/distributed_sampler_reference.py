@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reference orders from torch.utils.data.DistributedSampler, for mploader's DistributedSampler.
 
 Reads one configuration per line on stdin, "size world_size rank seed epoch shuffle drop_last"

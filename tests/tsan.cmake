@@ -1,0 +1,40 @@
+# The ThreadSanitizer build (-DMPLOADER_TSAN=ON, scripts/test): the tests that exercise the main
+# process's own threads, which is where a data race would be ours. The dispatcher and the
+# receiving of batches (loader, failures, overflow, resume), the supervisor (crashes, hangs,
+# restarts), the launcher and reaping (spawn, lifecycle, the slot-size probe) and the device
+# prefetcher's copy thread (device). Worker processes are single-threaded and run the same
+# instrumented code, so they are checked along the way.
+#
+# tsan.supp holds the suppressions, one reason each: reports from inside libtorch, which is not
+# instrumented, are not ours to fix. halt_on_error: a race fails the test it happened in.
+add_executable(mploader_tsan_tests
+  test_main.cc
+  test_loader.cc
+  test_loader_failures.cc
+  test_crashes.cc
+  test_restart.cc
+  test_lifecycle.cc
+  test_spawn.cc
+  test_resume.cc
+  test_device.cc
+  test_slot_probe.cc
+  test_overflow.cc
+  faulty_dataset.cc
+  memory_cgroup.cc
+)
+target_link_libraries(mploader_tsan_tests PRIVATE mploader Catch2::Catch2 Threads::Threads
+  nlohmann_json::nlohmann_json)
+target_include_directories(mploader_tsan_tests PRIVATE ${PROJECT_SOURCE_DIR})
+target_compile_definitions(mploader_tsan_tests PRIVATE
+  MPLOADER_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data")
+# The workers' own crash handlers must see SIGSEGV/SIGBUS/SIGFPE (the crash tests check them).
+set(tsan_options "suppressions=${CMAKE_CURRENT_SOURCE_DIR}/tsan.supp:halt_on_error=1:\
+second_deadlock_stack=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:report_signal_unsafe=1")
+catch_discover_tests(mploader_tsan_tests
+  TEST_PREFIX "tsan: "
+  EXTRA_ARGS --warn NoTests
+  PROPERTIES TIMEOUT 600
+             SKIP_REGULAR_EXPRESSION "skipped: "
+             FAIL_REGULAR_EXPRESSION "WARNING: ThreadSanitizer"
+             ENVIRONMENT "TSAN_OPTIONS=${tsan_options}"
+  DISCOVERY_TIMEOUT 120)
