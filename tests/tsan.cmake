@@ -22,11 +22,7 @@ add_executable(mploader_tsan_tests
   faulty_dataset.cc
   memory_cgroup.cc
 )
-target_link_libraries(mploader_tsan_tests PRIVATE mploader Catch2::Catch2 Threads::Threads
-  nlohmann_json::nlohmann_json)
-target_include_directories(mploader_tsan_tests PRIVATE ${PROJECT_SOURCE_DIR})
-target_compile_definitions(mploader_tsan_tests PRIVATE
-  MPLOADER_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data")
+mploader_test_binary(mploader_tsan_tests)
 # The workers' own crash handlers must see SIGSEGV/SIGBUS/SIGFPE (the crash tests check them).
 set(tsan_options "suppressions=${CMAKE_CURRENT_SOURCE_DIR}/tsan.supp:halt_on_error=1:\
 second_deadlock_stack=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:report_signal_unsafe=1")
