@@ -17,6 +17,22 @@ if(NOT MPLOADER_SANITIZE AND EXISTS "${MPLOADER_TORCH_PREFIX}/share/cmake/Caffe2
     set_tests_properties("torch: ${name} stops the configure with a clear message" PROPERTIES
       PASS_REGULAR_EXPRESSION "${expected}.*configure exit status 1" TIMEOUT 120)
   endforeach()
+  # The ways the README tells a user to name their own libtorch take it, and say so.
+  foreach(case
+      "prefix|CMAKE_PREFIX_PATH from torch.utils.cmake_prefix_path|from ${MPLOADER_TORCH_PREFIX} \\(CMAKE_PREFIX_PATH"
+      "zip|CMAKE_PREFIX_PATH naming an unpacked zip|from .*/torch-choice-zip/libtorch \\(CMAKE_PREFIX_PATH"
+      "env|the CMAKE_PREFIX_PATH environment variable|from .*/torch-choice-env/libtorch \\(CMAKE_PREFIX_PATH")
+    string(REPLACE "|" ";" parts "${case}")
+    list(GET parts 0 how)
+    list(GET parts 1 name)
+    list(GET parts 2 expected)
+    add_test(NAME "torch: ${name} picks that libtorch"
+      COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/data/check_torch_choice.sh ${how} ${PROJECT_SOURCE_DIR}
+              ${CMAKE_CURRENT_BINARY_DIR}/torch-choice-${how} ${Torch_DIR})
+    set_tests_properties("torch: ${name} picks that libtorch" PROPERTIES
+      PASS_REGULAR_EXPRESSION "mploader: libtorch [0-9.]+ ${expected}.*configure exit status 0"
+      TIMEOUT 120)
+  endforeach()
 endif()
 
 # Without a CUDA toolkit, the pinned-memory path still compiles, with the headers of the CUDA

@@ -1,0 +1,32 @@
+#!/bin/sh
+# How a user names their own libtorch (README, "Which libtorch"): configures mploader (library
+# only) and prints the configure's "mploader: libtorch ..." line, for ctest "torch: ..." in
+# tests/torch.cmake to match. Ends with "configure exit status N".
+# Usage: check_torch_choice.sh HOW SOURCE_DIR WORK_DIR GOOD_TORCH_DIR
+#   prefix:  -DCMAKE_PREFIX_PATH=<what torch.utils.cmake_prefix_path prints> (a wheel)
+#   zip:     -DCMAKE_PREFIX_PATH=<the root of an unpacked zip> (a libtorch/ folder made from the
+#            good one: include, lib, share/cmake)
+#   env:     the CMAKE_PREFIX_PATH environment variable set to that zip root
+set -eu
+how=$1 src=$2 work=$3 good=$4
+rm -rf "$work" && mkdir -p "$work"
+good_root=$(cd "$good/../../.." && pwd)
+zip=$work/libtorch
+mkdir -p "$zip/lib" "$zip/share/cmake"
+ln -s "$good_root/include" "$zip/include"
+cp -r "$good_root/share/cmake/Torch" "$good_root/share/cmake/Caffe2" "$zip/share/cmake/"
+for lib in "$good_root"/lib/*.so*; do ln -s "$lib" "$zip/lib/"; done
+set -- -DMPLOADER_BUILD_TESTS=OFF -DMPLOADER_BUILD_BENCH=OFF -DMPLOADER_BUILD_EXAMPLES=OFF \
+  -DMPLOADER_BUILD_TOOLS=OFF -DMPLOADER_INSTALL=OFF
+status=0
+case $how in
+  prefix) cmake -S "$src" -B "$work/build" -DCMAKE_PREFIX_PATH="$good_root/share/cmake" "$@" \
+            >"$work/out.log" 2>&1 || status=$? ;;
+  zip)    cmake -S "$src" -B "$work/build" -DCMAKE_PREFIX_PATH="$zip" "$@" \
+            >"$work/out.log" 2>&1 || status=$? ;;
+  env)    CMAKE_PREFIX_PATH="$zip" cmake -S "$src" -B "$work/build" "$@" \
+            >"$work/out.log" 2>&1 || status=$? ;;
+  *) echo "unknown case $how"; exit 2 ;;
+esac
+grep -e "mploader: libtorch" -e "Error" "$work/out.log" || cat "$work/out.log"
+echo "configure exit status $status"
