@@ -9,12 +9,9 @@
 set -eu
 case=$1 src=$2 work=$3 good=$4
 rm -rf "$work" && mkdir -p "$work"
-good_root=$(cd "$good/../../.." && pwd)
+. "$(dirname "$0")/fake_libtorch.sh"
 fake=$work/libtorch
-mkdir -p "$fake/lib" "$fake/share/cmake"
-ln -s "$good_root/include" "$fake/include"
-cp -r "$good_root/share/cmake/Torch" "$good_root/share/cmake/Caffe2" "$fake/share/cmake/"
-for lib in "$good_root"/lib/*.so*; do ln -s "$lib" "$fake/lib/"; done
+make_fake_libtorch "$good" "$fake"
 torch_dir=$fake/share/cmake/Torch
 case $case in
   missing) torch_dir=$fake ;;

@@ -10,12 +10,9 @@
 set -eu
 how=$1 src=$2 work=$3 good=$4
 rm -rf "$work" && mkdir -p "$work"
-good_root=$(cd "$good/../../.." && pwd)
+. "$(dirname "$0")/fake_libtorch.sh"
 zip=$work/libtorch
-mkdir -p "$zip/lib" "$zip/share/cmake"
-ln -s "$good_root/include" "$zip/include"
-cp -r "$good_root/share/cmake/Torch" "$good_root/share/cmake/Caffe2" "$zip/share/cmake/"
-for lib in "$good_root"/lib/*.so*; do ln -s "$lib" "$zip/lib/"; done
+make_fake_libtorch "$good" "$zip"
 set -- -DMPLOADER_BUILD_TESTS=OFF -DMPLOADER_BUILD_BENCH=OFF -DMPLOADER_BUILD_EXAMPLES=OFF \
   -DMPLOADER_BUILD_TOOLS=OFF -DMPLOADER_INSTALL=OFF
 status=0
