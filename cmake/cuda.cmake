@@ -20,15 +20,9 @@ if(CUDAToolkit_FOUND)
   set(MPLOADER_CUDA_FROM "the CUDA toolkit ${CUDAToolkit_VERSION} (${CUDAToolkit_INCLUDE_DIRS})")
 else()
   # The wheel's layout: nvidia/cuda_runtime/ (the -cu12 packages) or nvidia/cu13/ (13.x).
-  set(_mploader_sites "")
-  string(REGEX MATCH "^(.*/site-packages)/torch$" _m "${MPLOADER_TORCH_PREFIX}")
-  if(_m)
-    list(APPEND _mploader_sites "${CMAKE_MATCH_1}")
-  endif()
-  file(GLOB _mploader_project_sites "${PROJECT_SOURCE_DIR}/.venv/lib/python3*/site-packages")
-  list(APPEND _mploader_sites ${_mploader_project_sites})
-  foreach(site ${_mploader_sites})
-    file(GLOB _mploader_headers "${site}/nvidia/*/include/cuda_runtime_api.h")
+  foreach(env ${MPLOADER_PYTHON_ENVS})  # cmake/python.cmake
+    file(GLOB _mploader_headers
+         "${env}/lib/python3*/site-packages/nvidia/*/include/cuda_runtime_api.h")
     if(_mploader_headers)
       list(GET _mploader_headers 0 _mploader_header)
       get_filename_component(_mploader_inc "${_mploader_header}" DIRECTORY)
