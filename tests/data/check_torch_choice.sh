@@ -13,17 +13,16 @@ rm -rf "$work" && mkdir -p "$work"
 . "$(dirname "$0")/fake_libtorch.sh"
 zip=$work/libtorch
 make_fake_libtorch "$good" "$zip"
-set -- -DMPLOADER_BUILD_TESTS=OFF -DMPLOADER_BUILD_BENCH=OFF -DMPLOADER_BUILD_EXAMPLES=OFF \
-  -DMPLOADER_BUILD_TOOLS=OFF -DMPLOADER_INSTALL=OFF
-status=0
 case $how in
-  prefix) cmake -S "$src" -B "$work/build" -DCMAKE_PREFIX_PATH="$good_root/share/cmake" "$@" \
-            >"$work/out.log" 2>&1 || status=$? ;;
-  zip)    cmake -S "$src" -B "$work/build" -DCMAKE_PREFIX_PATH="$zip" "$@" \
-            >"$work/out.log" 2>&1 || status=$? ;;
-  env)    CMAKE_PREFIX_PATH="$zip" cmake -S "$src" -B "$work/build" "$@" \
-            >"$work/out.log" 2>&1 || status=$? ;;
+  prefix) arg=$good_root/share/cmake env_path= ;;
+  zip)    arg=$zip env_path= ;;
+  env)    arg= env_path=$zip ;;
   *) echo "unknown case $how"; exit 2 ;;
 esac
+status=0
+env ${env_path:+CMAKE_PREFIX_PATH="$env_path"} cmake -S "$src" -B "$work/build" \
+  ${arg:+-DCMAKE_PREFIX_PATH="$arg"} -DMPLOADER_BUILD_TESTS=OFF -DMPLOADER_BUILD_BENCH=OFF \
+  -DMPLOADER_BUILD_EXAMPLES=OFF -DMPLOADER_BUILD_TOOLS=OFF -DMPLOADER_INSTALL=OFF \
+  >"$work/out.log" 2>&1 || status=$?
 grep -e "mploader: libtorch" -e "Error" "$work/out.log" || cat "$work/out.log"
 echo "configure exit status $status"
