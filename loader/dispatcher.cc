@@ -1,7 +1,7 @@
 #include "loader/dispatcher.h"
 
-#include "loader/batch_builder.h"
-#include "loader/log.h"
+#include "batch/batch_builder.h"
+#include "util/log.h"
 #include "loader/messages.h"
 #include "loader/overflow_memory.h"
 

@@ -13,8 +13,8 @@
 #pragma once
 
 #include "loader/batch_source.h"
-#include "loader/supervisor.h"
-#include "loader/worker_pool.h"
+#include "supervise/supervisor.h"
+#include "process/worker_pool.h"
 
 #include <mploader/options.h>
 

@@ -1,9 +1,9 @@
 // The dispatcher's error paths: failed tasks, dead workers, and timeouts, each turned into a
 // public exception that carries the evidence.
 #include "loader/dispatcher.h"
-#include "loader/log.h"
+#include "util/log.h"
 #include "loader/messages.h"
-#include "loader/units.h"
+#include "util/units.h"
 
 #include <mploader/errors.h>
 
@@ -50,7 +50,7 @@ std::string Dispatcher::describe_batch(uint64_t sequence) const {
   std::string s = "batch " + std::to_string(sequence < batches_.size() ? plan_sequence(sequence)
                                                                       : sequence) +
                   " of epoch " + std::to_string(epoch_);
-  if (sequence < batches_.size()) s += ", indices " + messages::index_list(batches_[sequence]);
+  if (sequence < batches_.size()) s += ", indices " + index_list(batches_[sequence]);
   return s;
 }
 

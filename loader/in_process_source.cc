@@ -1,9 +1,10 @@
 #include "loader/in_process_source.h"
 
-#include "loader/batch_builder.h"
+#include "batch/batch_builder.h"
 #include "loader/messages.h"
-#include "worker/batch_writer.h"
-#include "worker/exception_text.h"
+#include "util/units.h"
+#include "batch/batch_plan.h"
+#include "batch/exception_text.h"
 
 #include <mploader/errors.h>
 
@@ -30,7 +31,7 @@ constexpr size_t kPooledBuffers = 2;
 // "batch 3 of epoch 0, indices [...], num_workers = 0", for error messages.
 std::string batch_place(uint64_t sequence, uint64_t epoch, const std::vector<int64_t>& indices) {
   return "batch " + std::to_string(sequence) + " of epoch " + std::to_string(epoch) +
-         ", indices " + messages::index_list(indices) + ", num_workers = 0";
+         ", indices " + index_list(indices) + ", num_workers = 0";
 }
 
 // Runs a collator step; a throw becomes the WorkerError a worker's collate error becomes, with

@@ -5,14 +5,14 @@
 #include "ipc/region_layout.h"
 #include "loader/dispatcher.h"
 #include "loader/in_process_source.h"
-#include "loader/log.h"
+#include "util/log.h"
 #include "loader/options_check.h"
-#include "loader/preflight.h"
+#include "supervise/preflight.h"
 #include "loader/resume_state.h"
 #include "loader/slot_probe.h"
-#include "loader/supervisor.h"
-#include "loader/units.h"
-#include "loader/worker_pool.h"
+#include "supervise/supervisor.h"
+#include "util/units.h"
+#include "process/worker_pool.h"
 
 #include <mploader/errors.h>
 

@@ -1,17 +1,8 @@
 #include "loader/messages.h"
 
-#include "loader/units.h"
+#include "util/units.h"
 
 namespace mploader::detail::messages {
-
-std::string index_list(const std::vector<int64_t>& indices, size_t limit) {
-  std::string s;
-  for (size_t i = 0; i < indices.size() && i < limit; ++i) {
-    s += (i ? ", " : "") + std::to_string(indices[i]);
-  }
-  if (indices.size() > limit) s += ", ...";
-  return s + " (" + std::to_string(indices.size()) + " in all)";
-}
 
 std::string overflow_warning(int worker, uint64_t sequence) {
   return "mploader: worker " + std::to_string(worker) +

@@ -8,8 +8,6 @@
 
 namespace mploader::detail::messages {
 
-// "indices 3, 9, 12 (3 in all)" with at most `limit` listed.
-std::string index_list(const std::vector<int64_t>& indices, size_t limit = 12);
 std::string overflow_warning(int worker, uint64_t sequence);
 std::string corrupt_ring(int worker, uint32_t descriptor);
 std::string overflow_receive_failed(int worker, const std::string& why);

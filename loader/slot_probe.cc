@@ -1,6 +1,6 @@
 #include "loader/slot_probe.h"
 
-#include "loader/supervisor.h"
+#include "supervise/supervisor.h"
 
 #include <mploader/errors.h>
 

@@ -11,7 +11,7 @@
 // exceptions an epoch would raise: WorkerError, WorkerCrashed, TimeoutError.
 #pragma once
 
-#include "loader/worker_pool.h"
+#include "process/worker_pool.h"
 
 #include <mploader/dataset.h>
 #include <mploader/options.h>

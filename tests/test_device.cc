@@ -1,7 +1,7 @@
 // Pinned rings and DevicePrefetcher. Without a GPU (this CI) the fallbacks run for real: the
 // CUDA runtime is looked up and asked for devices, the reason is reported, and the batches are
 // the same as without the options. Tests that need a GPU say why they skip.
-#include "loader/cuda_pinning.h"
+#include "util/cuda_pinning.h"
 #include "test_datasets.h"
 
 #include <mploader/device_prefetcher.h>

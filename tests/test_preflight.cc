@@ -1,5 +1,5 @@
 // Preflight: what the loader says about the machine before it starts, with the numbers.
-#include "loader/preflight.h"
+#include "supervise/preflight.h"
 #include "test_datasets.h"
 
 #include <catch2/catch.hpp>

@@ -2,9 +2,9 @@
 
 #include "ipc/fd_passing.h"
 #include "ipc/shm_region.h"
-#include "worker/batch_writer.h"
+#include "batch/batch_plan.h"
 #include "worker/crash_handler.h"
-#include "worker/exception_text.h"
+#include "batch/exception_text.h"
 #include "worker/worker_info_setter.h"
 
 #include <ATen/Context.h>

@@ -2,7 +2,7 @@
 # The pinned-memory path compiled with the CUDA runtime wheel's headers, as on a machine with no
 # CUDA toolkit (ctest "cuda: ..." in tests/torch.cmake): configures mploader with CMake's
 # CUDAToolkit search switched off, checks that the configure names the wheel, then compiles
-# loader/cuda_pinning.cc against it. Prints "cuda wheel build ok" at the end.
+# util/cuda_pinning.cc against it. Prints "cuda wheel build ok" at the end.
 # Usage: check_cuda_wheel.sh SOURCE_DIR WORK_DIR TORCH_DIR
 set -eu
 src=$1 work=$2 torch_dir=$3
@@ -20,7 +20,7 @@ case $line in
   *) echo "the configure did not take the wheel's headers"; exit 1 ;;
 esac
 # cuda_pinning.cc is the one file that includes cuda_runtime_api.h: its object is the check.
-make -C "$work/build" loader/cuda_pinning.cc.o >"$work/build.log" 2>&1 ||
+make -C "$work/build" util/cuda_pinning.cc.o >"$work/build.log" 2>&1 ||
   { tail -40 "$work/build.log"; exit 1; }
 grep -q 'MPLOADER_WITH_CUDA=1.*cuda_pinning.cc' "$work/build/compile_commands.json" ||
   { echo "cuda_pinning.cc was compiled without MPLOADER_WITH_CUDA=1"; exit 1; }

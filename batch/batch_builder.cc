@@ -1,0 +1,57 @@
+#include "batch/batch_builder.h"
+
+#include <mploader/errors.h>
+
+#include <ATen/ATen.h>
+
+namespace mploader::detail {
+namespace {
+
+void check_meta(const ipc::TensorMeta& m, uint64_t capacity, int worker_id) {
+  bool ok = m.ndim >= 0 && m.ndim <= static_cast<int32_t>(ipc::kMaxDims) && m.dtype >= 0 &&
+            m.dtype < static_cast<int32_t>(c10::ScalarType::NumOptions) &&
+            m.offset % ipc::kPayloadAlign == 0 && m.offset <= capacity &&
+            m.nbytes <= capacity - m.offset;
+  if (ok) {
+    uint64_t elements = 1;
+    for (int32_t k = 0; k < m.ndim; ++k) elements *= static_cast<uint64_t>(m.shape[k]);
+    ok = elements * c10::elementSize(static_cast<c10::ScalarType>(m.dtype)) == m.nbytes;
+  }
+  if (!ok) {
+    throw Error("mploader: worker " + std::to_string(worker_id) +
+                " published a corrupt tensor table; this is a bug in mploader or memory "
+                "corruption in dataset code");
+  }
+}
+
+}  // namespace
+
+Batch BatchBuilder::from_table(const ipc::TaskDescriptor& d, uint8_t* base, uint64_t capacity,
+                               std::shared_ptr<void> keep_alive, std::vector<int64_t> indices,
+                               int worker_id) {
+  if (d.num_tensors > ipc::kMaxTensors) check_meta(ipc::TensorMeta{}, 0, worker_id);
+  TensorDict tensors;
+  for (uint32_t i = 0; i < d.num_tensors; ++i) {
+    const ipc::TensorMeta& m = d.tensors[i];
+    check_meta(m, capacity, worker_id);
+    std::vector<int64_t> shape(m.shape, m.shape + m.ndim);
+    at::Tensor t = at::from_blob(
+        base + m.offset, shape, [keep_alive](void*) {},
+        at::TensorOptions().dtype(static_cast<c10::ScalarType>(m.dtype)));
+    tensors.set(std::string(m.name, strnlen(m.name, sizeof m.name)), std::move(t));
+  }
+  return from_tensors(std::move(tensors), std::move(indices), d.epoch, d.sequence, worker_id);
+}
+
+Batch BatchBuilder::from_tensors(TensorDict tensors, std::vector<int64_t> indices,
+                                 uint64_t epoch, uint64_t sequence, int worker_id) {
+  Batch b;
+  b.tensors_ = std::move(tensors);
+  b.indices_ = std::move(indices);
+  b.epoch_ = epoch;
+  b.sequence_ = sequence;
+  b.worker_id_ = worker_id;
+  return b;
+}
+
+}  // namespace mploader::detail

@@ -1,0 +1,32 @@
+#include "batch/exception_text.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <typeinfo>
+
+namespace mploader::worker {
+namespace {
+
+std::string demangled(const std::type_info& type) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(
+      abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
+  return status == 0 && name ? name.get() : type.name();
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> describe_current_exception() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return {demangled(typeid(e)), e.what()};
+  } catch (...) {
+    return {"unknown", "a non-std::exception was thrown"};
+  }
+}
+
+}  // namespace mploader::worker

@@ -1,0 +1,90 @@
+// The registries of dataset and collator factories, and rebuilding a collator from its recipe.
+#include <mploader/registry.h>
+
+#include "batch/recipes.h"
+
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+namespace mploader {
+namespace {
+
+template <class Factory>
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, Factory> factories;
+};
+
+Registry<DatasetFactory>& datasets() {
+  static Registry<DatasetFactory> r;  // function-local: safe from static-init order
+  return r;
+}
+
+Registry<CollatorFactory>& collators() {
+  static Registry<CollatorFactory> r;
+  return r;
+}
+
+template <class Factory>
+void add(Registry<Factory>& r, const std::string& kind, const std::string& name, Factory f) {
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (!r.factories.emplace(name, std::move(f)).second) {
+    throw std::invalid_argument("mploader: a " + kind + " factory named '" + name +
+                                "' is registered twice");
+  }
+}
+
+}  // namespace
+
+void register_dataset(const std::string& name, DatasetFactory factory) {
+  add(datasets(), "dataset", name, std::move(factory));
+}
+
+void register_collator(const std::string& name, CollatorFactory factory) {
+  add(collators(), "collator", name, std::move(factory));
+}
+
+std::vector<std::string> registered_datasets() {
+  std::lock_guard<std::mutex> lock(datasets().mutex);
+  std::vector<std::string> names;
+  for (const auto& entry : datasets().factories) names.push_back(entry.first);
+  return names;
+}
+
+namespace worker {
+
+DatasetFactory find_dataset_factory(const std::string& name) {
+  std::lock_guard<std::mutex> lock(datasets().mutex);
+  auto it = datasets().factories.find(name);
+  return it == datasets().factories.end() ? DatasetFactory() : it->second;
+}
+
+std::shared_ptr<Collator> collator_from_recipe(const std::string& recipe) {
+  if (recipe == "stack") return stack_collate();
+  if (recipe.rfind("pad ", 0) == 0) {
+    std::istringstream in(recipe.substr(4));
+    double value = 0;
+    std::string suffix;
+    in >> value >> suffix;
+    return pad_collate(value, suffix);
+  }
+  const size_t newline = recipe.find('\n');
+  const std::string name = recipe.substr(0, newline);
+  const std::string config = newline == std::string::npos ? "" : recipe.substr(newline + 1);
+  CollatorFactory factory;
+  {
+    std::lock_guard<std::mutex> lock(collators().mutex);
+    auto it = collators().factories.find(name);
+    if (it != collators().factories.end()) factory = it->second;
+  }
+  if (!factory) {
+    throw std::invalid_argument("no collator factory named '" + name +
+                                "' is registered (MPLOADER_REGISTER_COLLATOR)");
+  }
+  return factory(config);
+}
+
+}  // namespace worker
+}  // namespace mploader

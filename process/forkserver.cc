@@ -1,0 +1,205 @@
+#include "process/forkserver.h"
+
+#include "ipc/fd_passing.h"
+#include "ipc/region_layout.h"
+#include "process/launcher.h"
+#include "worker/worker_main.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace mploader::worker {
+namespace {
+
+// The main process's side: the socket to its server, started on first use.
+class ForkserverClient {
+ public:
+  bool started() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return socket_ >= 0 && owner_ == getpid();
+  }
+
+  ipc::Result<pid_t> request(const WorkerSpec& spec) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (socket_ < 0 || owner_ != getpid()) {
+      ipc::Status started = start();
+      if (!started.ok()) return started.error();
+    }
+    ipc::Status sent = ipc::send_message(
+        socket_, {encode_spec(spec),
+                  {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd}});
+    if (!sent.ok()) return sent.error();
+    auto reply = ipc::receive_message(socket_);
+    if (!reply.ok()) return reply.error();
+    std::istringstream in(reply.value().text);
+    std::string word;
+    int64_t value = -1;
+    in >> word >> value;
+    if (word != "pid" || value <= 0) {
+      return ipc::SysError{"forkserver", value < 0 ? static_cast<int>(-value) : EPROTO,
+                           "the forkserver could not fork a worker"};
+    }
+    return static_cast<pid_t>(value);
+  }
+
+ private:
+  ipc::Status start() {
+    auto pair = ipc::make_socket_pair();
+    if (!pair.ok()) return pair.error();
+    const int child_end = pair.value().child;
+    const std::string value = std::to_string(child_end) + " " + std::to_string(getpid());
+    auto server = fork_from_launcher([&] {
+      exec_self(kForkserverEnv, value, {child_end});
+      return kSpawnFailedExit;
+    });
+    close(child_end);
+    if (!server.ok()) {
+      close(pair.value().parent);
+      return server.error();
+    }
+    if (server.value().pidfd >= 0) close(server.value().pidfd);
+    socket_ = pair.value().parent;
+    owner_ = getpid();
+    return ipc::Ok{};
+  }
+
+  std::mutex mutex_;
+  int socket_ = -1;
+  pid_t owner_ = 0;  // a forked child must start its own server
+};
+
+// The server's side. Single-threaded.
+class Forkserver {
+ public:
+  Forkserver(int socket, pid_t main_pid) : socket_(socket), main_pid_(main_pid) {}
+
+  [[noreturn]] void serve() {
+    signal(SIGINT, SIG_IGN);  // Ctrl-C reaches the process group; the main process decides
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != main_pid_) _exit(0);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &old_mask_);
+    const int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    for (;;) {
+      pollfd fds[2] = {{socket_, POLLIN, 0}, {sigfd, POLLIN, 0}};
+      poll(fds, 2, 1000);
+      if (getppid() != main_pid_) _exit(0);
+      if (fds[1].revents & POLLIN) {
+        signalfd_siginfo info;
+        while (read(sigfd, &info, sizeof info) > 0) {
+        }
+      }
+      reap_children();
+      if (fds[0].revents & (POLLIN | POLLHUP)) handle_request(sigfd);
+    }
+  }
+
+ private:
+  struct Child {
+    void* mapping;
+    size_t bytes;
+  };
+
+  void reap_children() {
+    int status = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      auto it = children_.find(pid);
+      if (it == children_.end()) continue;
+      auto* header = static_cast<ipc::RegionHeader*>(it->second.mapping);
+      header->foreign_wait_status.store(status, std::memory_order_release);
+      munmap(it->second.mapping, it->second.bytes);
+      children_.erase(it);
+    }
+  }
+
+  void handle_request(int sigfd) {
+    auto message = ipc::receive_message(socket_);
+    if (!message.ok()) _exit(0);  // the main process closed its end
+    std::optional<WorkerSpec> spec = decode_spec(message.value().text);
+    const std::vector<int>& fds = message.value().fds;
+    if (!spec || fds.size() != 4) return reply(-EPROTO, fds);
+    spec->region_fd = fds[0];
+    spec->task_event_fd = fds[1];
+    spec->done_event_fd = fds[2];
+    spec->socket_fd = fds[3];
+    void* mapping = mmap(nullptr, spec->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+                         spec->region_fd, 0);
+    if (mapping == MAP_FAILED) return reply(-errno, fds);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(socket_);
+      close(sigfd);
+      sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the server, which dies with main
+      spec->parent_pid = getppid();
+      become_worker(*spec);
+    }
+    if (pid < 0) {
+      munmap(mapping, spec->region_bytes);
+      return reply(-errno, fds);
+    }
+    children_[pid] = Child{mapping, spec->region_bytes};
+    reply(pid, fds);
+  }
+
+  void reply(int64_t pid_or_error, const std::vector<int>& fds) {
+    for (int fd : fds) close(fd);  // the worker has its own copies
+    ipc::send_message(socket_, {"pid " + std::to_string(pid_or_error), {}});
+  }
+
+  int socket_;
+  pid_t main_pid_;
+  sigset_t old_mask_{};
+  std::map<pid_t, Child> children_;
+};
+
+}  // namespace
+
+ForkserverClient& forkserver_client() {
+  static ForkserverClient* client = new ForkserverClient();  // lives as long as the process
+  return *client;
+}
+
+bool forkserver_started() { return forkserver_client().started(); }
+
+ipc::Result<WorkerProcess> start_via_forkserver(const WorkerSpec& spec,
+                                                const std::atomic<int64_t>* status) {
+  auto pid = forkserver_client().request(spec);
+  if (!pid.ok()) return pid.error();
+  const int pidfd = open_pidfd(pid.value());
+  if (pidfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+    const ipc::SysError error = ipc::last_error("pidfd_open", "watching a new worker");
+    kill(pid.value(), SIGKILL);  // the server reaps it
+    return error;
+  }
+  return WorkerProcess{pid.value(), pidfd, status};
+}
+
+void serve_if_forkserver() {
+  const char* text = std::getenv(kForkserverEnv);
+  if (text == nullptr) return;
+  std::istringstream in(text);
+  int socket = -1;
+  pid_t main_pid = 0;
+  in >> socket >> main_pid;
+  unsetenv(kForkserverEnv);
+  if (!in || socket < 0) _exit(kSpawnFailedExit);
+  fcntl(socket, F_SETFD, FD_CLOEXEC);  // inheritable for the exec that started us only
+  Forkserver(socket, main_pid).serve();
+}
+
+}  // namespace mploader::worker

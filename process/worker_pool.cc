@@ -1,0 +1,269 @@
+#include "process/worker_pool.h"
+
+#include "util/cuda_pinning.h"
+#include "process/fork_guard.h"
+#include "util/units.h"
+#include "process/forkserver.h"
+#include "process/launcher.h"
+#include "process/spawn.h"
+#include "worker/worker_main.h"
+
+#include <mploader/errors.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+
+namespace mploader::detail {
+namespace {
+
+// How long an orderly stop may take before workers are killed. A worker stops between samples,
+// so this bounds one sample's load time.
+constexpr int kStopGraceMs = 5000;
+
+[[noreturn]] void throw_shm_error(const ipc::SysError& e, uint64_t bytes, const PoolConfig& c,
+                                  int worker_id, int64_t free_bytes) {
+  const std::string where = c.shm_dir.empty() ? "anonymous shared memory (memfd)"
+                                              : "'" + c.shm_dir + "'";
+  std::string msg = "mploader: cannot reserve " + human_bytes(bytes) + " of shared memory for "
+                    "worker " + std::to_string(worker_id) + "'s ring in " + where;
+  if (free_bytes >= 0 && !c.shm_dir.empty()) msg += " (" + human_bytes(free_bytes) + " free)";
+  msg += ": " + e.describe() + ". Each worker needs " + std::to_string(c.num_slots) +
+         " slots of " + human_bytes(c.slot_bytes) +
+         " (prefetch_factor + 1 slots; slot size from max_batch_bytes or the first sample). "
+         "Fix: lower prefetch_factor, batch_size or max_batch_bytes; point shm_dir at a larger "
+         "tmpfs; in Docker run with --shm-size=<N>g or --ipc=host.";
+  throw ShmError(msg, bytes, free_bytes < 0 ? 0 : static_cast<uint64_t>(free_bytes));
+}
+
+bool out_of_descriptors(const ipc::SysError& e) { return e.error == EMFILE || e.error == ENFILE; }
+
+// describe() names the descriptor limit and its fix for EMFILE and ENFILE.
+template <class T>
+T checked(ipc::Result<T> r, const std::string& what) {
+  if (!r.ok()) throw Error("mploader: " + what + ": " + r.error().describe());
+  return r.take();
+}
+
+}  // namespace
+
+SlotPool::SlotPool(uint32_t num_slots) {
+  for (uint32_t i = num_slots; i > 0; --i) free_.push_back(i - 1);
+}
+
+std::optional<uint32_t> SlotPool::acquire() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_.empty()) return std::nullopt;
+  uint32_t slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
+void SlotPool::release(uint32_t slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(slot);
+}
+
+WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& config)
+    : dataset_(dataset), collator_(collator), config_(config) {
+  const auto geometry = ipc::RegionGeometry::compute(config.num_descriptors, config.num_slots,
+                                                     config.max_indices, config.slot_bytes);
+  const uint64_t total = geometry.total_bytes * static_cast<uint64_t>(config.num_workers);
+  if (!config.shm_dir.empty()) {
+    const int64_t free_bytes = ipc::free_bytes_of_dir(config.shm_dir);
+    if (free_bytes >= 0 && static_cast<uint64_t>(free_bytes) < total) {
+      throw_shm_error(ipc::SysError{"statvfs", ENOSPC, "all rings together"}, total, config_, 0,
+                      free_bytes);
+    }
+  }
+  check_fork_safety(config.num_workers);
+  for (int id = 0; id < config.num_workers; ++id) create_channel(id, geometry);
+  try {
+    for (auto& channel : channels_) start_worker(*channel);
+  } catch (...) {
+    shutdown();
+    throw;
+  }
+  for (auto& channel : channels_) set_pinned(*channel, config_.pin_memory);
+}
+
+// Pinning comes after the fork of the region's worker, and is undone around a restart's fork:
+// a driver may mark page-locked ranges MADV_DONTFORK, which would leave a forked worker
+// without its own ring. Spawned and forkserver workers map the ring afresh, so for them it
+// does not matter; the order is the same for simplicity.
+void WorkerPool::set_pinned(WorkerChannel& c, bool pinned) {
+  if (pinned == c.pin->pinned) return;
+  if (pinned) {
+    c.pin->pinned = cuda::pin(c.region->base(), c.region->size());
+    c.pin->owner_pid = getpid();
+  } else {
+    cuda::unpin(c.region->base());
+    c.pin->pinned = false;
+  }
+}
+
+WorkerPool::~WorkerPool() { shutdown(); }
+
+void WorkerPool::create_channel(int id, const ipc::RegionGeometry& geometry) {
+  auto channel = std::make_unique<WorkerChannel>();
+  channel->id = id;
+  auto region = ipc::ShmRegion::create(geometry.total_bytes, config_.shm_dir,
+                                       "mploader-worker-" + std::to_string(id));
+  if (!region.ok() && out_of_descriptors(region.error())) {
+    throw Error("mploader: creating worker " + std::to_string(id) + "'s ring: " +
+                region.error().describe());  // not a lack of shared memory
+  }
+  if (!region.ok()) {
+    const int64_t free_bytes =
+        config_.shm_dir.empty() ? -1 : ipc::free_bytes_of_dir(config_.shm_dir);
+    throw_shm_error(region.error(), geometry.total_bytes, config_, id, free_bytes);
+  }
+  std::shared_ptr<RegionPin> pin = channel->pin;
+  channel->region = std::shared_ptr<ipc::ShmRegion>(
+      new ipc::ShmRegion(region.take()), [pin](ipc::ShmRegion* r) {
+        if (pin->pinned && pin->owner_pid == getpid()) cuda::unpin(r->base());
+        delete r;
+      });
+  ipc::RegionView::initialize(channel->region->base(), geometry, id);
+  channel->view = ipc::RegionView(channel->region->base());
+  const std::string whose = " for worker " + std::to_string(id);
+  channel->task_event = checked(ipc::EventFd::create(), "creating an eventfd" + whose);
+  channel->done_event = checked(ipc::EventFd::create(), "creating an eventfd" + whose);
+  channel->sockets = checked(ipc::make_socket_pair(), "creating a socket pair" + whose);
+  channel->slots = std::make_shared<SlotPool>(config_.num_slots);
+  channels_.push_back(std::move(channel));
+}
+
+void WorkerPool::start_worker(WorkerChannel& channel) {
+  auto process = launch(channel);
+  if (!process.ok()) {
+    throw Error("mploader: could not start worker " + std::to_string(channel.id) + ": " +
+                process.error().describe() +
+                (out_of_descriptors(process.error())
+                     ? "."
+                     : ". Check the process limit (ulimit -u) and free memory, or use fewer "
+                       "workers."));
+  }
+  channel.process = process.take();
+  close(channel.sockets.child);  // the worker has its copy
+  channel.sockets.child = -1;
+}
+
+// Starts the worker's process by the configured start method.
+ipc::Result<worker::WorkerProcess> WorkerPool::launch(WorkerChannel& channel) {
+  const worker::WorkerSpec spec = worker_spec(channel);
+  if (config_.start_method == StartMethod::kForkserver) {
+    return worker::start_via_forkserver(spec, &channel.view.header().foreign_wait_status);
+  }
+  worker::WorkerContext context =
+      worker::context_from_spec(spec, channel.view, &dataset_, &collator_);
+  context.init = config_.worker_init;  // a fork can carry a function; spawn cannot
+  const int keep = channel.id;
+  return worker::fork_from_launcher([this, keep, context, spec] {
+    drop_other_channels_in_child(keep);
+    if (config_.start_method == StartMethod::kSpawn) {
+      worker::exec_worker(spec);
+      return worker::kSpawnFailedExit;  // exec failed
+    }
+    return worker::run_worker(context);
+  });
+}
+
+worker::WorkerSpec WorkerPool::worker_spec(const WorkerChannel& c) const {
+  worker::WorkerSpec s;
+  s.worker_id = c.id;
+  s.num_workers = config_.reported_num_workers > 0 ? config_.reported_num_workers
+                                                   : config_.num_workers;
+  s.parent_pid = getpid();
+  s.region_fd = c.region->fd();
+  s.region_bytes = c.region->size();
+  s.task_event_fd = c.task_event.fd();
+  s.done_event_fd = c.done_event.fd();
+  s.socket_fd = c.sockets.child;
+  s.seed = config_.seed;
+  s.first_epoch = config_.first_epoch;
+  s.rank = config_.rank;
+  s.allow_overflow = config_.allow_overflow;
+  s.dataset_factory = config_.dataset_factory;
+  s.dataset_config = config_.dataset_config;
+  s.collator_recipe = config_.collator_recipe;
+  return s;
+}
+
+// In a new worker: release what belongs to the other workers, so that each worker holds only
+// its own ring and descriptors.
+void WorkerPool::drop_other_channels_in_child(int keep) {
+  for (auto& c : channels_) {
+    if (c->id == keep) {
+      if (c->sockets.parent >= 0) close(c->sockets.parent);
+      continue;
+    }
+    c->region->reset();
+    c->task_event.reset();
+    c->done_event.reset();
+    if (c->sockets.parent >= 0) close(c->sockets.parent);
+    if (c->sockets.child >= 0) close(c->sockets.child);
+    if (c->process.pidfd >= 0) close(c->process.pidfd);
+  }
+}
+
+void WorkerPool::restart(size_t worker) {
+  WorkerChannel& c = *channels_[worker];
+  if (c.process.pid > 0 && !c.reaped) {
+    kill(c.process.pid, SIGKILL);  // normally dead already; a hung one is not
+    worker::reap(c.process);
+  }
+  if (c.process.pidfd >= 0) close(c.process.pidfd);
+  c.process = worker::WorkerProcess{};
+  if (c.sockets.parent >= 0) close(c.sockets.parent);
+  // A fresh socket: descriptors the dead worker sent but never published must not be read as
+  // the new worker's.
+  c.sockets = checked(ipc::make_socket_pair(),
+                      "creating a socket pair for restarted worker " + std::to_string(worker));
+  c.task_event.drain();
+  c.done_event.drain();
+  ipc::RegionHeader& h = c.view.header();
+  h.stop.store(0);
+  h.current_index.store(-1);
+  h.phase.store(static_cast<uint32_t>(ipc::WorkerPhase::kStarting));
+  h.crash.state.store(ipc::CrashRecord::kEmpty);
+  h.stack_dump.state.store(ipc::CrashRecord::kEmpty);
+  h.foreign_wait_status.store(-1);
+  h.maps_bytes = 0;
+  c.view.task_ring().init();
+  c.view.done_ring().init();
+  c.reaped = false;
+  set_pinned(c, false);
+  start_worker(c);
+  set_pinned(c, config_.pin_memory);
+}
+
+void WorkerPool::shutdown() {
+  for (auto& c : channels_) {
+    if (c->reaped || c->process.pid <= 0) continue;
+    c->view.header().stop.store(1, std::memory_order_release);
+    c->view.task_ring().try_push(ipc::kShutdownId);
+    c->task_event.notify();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopGraceMs);
+  for (auto& c : channels_) {
+    if (c->reaped || c->process.pid <= 0) continue;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!worker::wait_exit(c->process, static_cast<int>(std::max<int64_t>(0, left.count())))) {
+      kill(c->process.pid, SIGKILL);
+    }
+    worker::reap(c->process);
+    c->reaped = true;
+    if (c->process.pidfd >= 0) close(c->process.pidfd);
+    c->process.pidfd = -1;
+    if (c->sockets.parent >= 0) close(c->sockets.parent);
+    c->sockets.parent = -1;
+    c->task_event.reset();
+    c->done_event.reset();
+    c->region->close_fd();  // the mapping stays while batches use it
+  }
+}
+
+}  // namespace mploader::detail

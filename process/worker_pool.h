@@ -1,0 +1,116 @@
+// WorkerPool: the worker processes of one Loader and everything each shares with the main
+// process: its shared-memory region, two eventfds, a socket for overflow segments, its pidfd,
+// and the pool of its free payload slots.
+//
+// Owned and used by one thread (the Loader's). SlotPool alone is thread-safe, because a Batch
+// may be destroyed on any thread.
+#pragma once
+
+#include "ipc/event_fd.h"
+#include "ipc/fd_passing.h"
+#include "ipc/region_layout.h"
+#include "ipc/shm_region.h"
+#include "process/spawn.h"
+#include "worker/worker_loop.h"
+#include "process/worker_process.h"
+
+#include <mploader/collate.h>
+#include <mploader/dataset.h>
+#include <mploader/options.h>
+#include <mploader/worker_info.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mploader::detail {
+
+class SlotPool {
+ public:
+  explicit SlotPool(uint32_t num_slots);
+  std::optional<uint32_t> acquire();
+  void release(uint32_t slot);
+
+ private:
+  std::mutex mutex_;
+  std::vector<uint32_t> free_;
+};
+
+// Whether a region is page-locked for CUDA, and by which process: only that one unpins it.
+struct RegionPin {
+  bool pinned = false;
+  int owner_pid = 0;
+};
+
+struct WorkerChannel {
+  int id = 0;
+  // Unpinned (when pinned) by its deleter, before it is unmapped, whenever the last batch
+  // viewing it goes: epoch end, restart, destruction and exceptions alike.
+  std::shared_ptr<RegionPin> pin = std::make_shared<RegionPin>();
+  std::shared_ptr<ipc::ShmRegion> region;  // shared: batches keep it mapped after the pool
+  ipc::RegionView view;
+  ipc::EventFd task_event;
+  ipc::EventFd done_event;
+  ipc::SocketPair sockets;
+  worker::WorkerProcess process;
+  std::shared_ptr<SlotPool> slots;
+  bool reaped = false;
+};
+
+struct PoolConfig {
+  int num_workers = 0;
+  // WorkerInfo::num_workers when it is not num_workers: the slot probe's one process tells
+  // worker_init and the dataset the loader's real worker count.
+  int reported_num_workers = 0;
+  uint32_t num_descriptors = 0;
+  uint32_t num_slots = 0;
+  uint32_t max_indices = 0;
+  uint64_t slot_bytes = 0;
+  std::string shm_dir;
+  bool allow_overflow = true;
+  uint64_t seed = 0;
+  bool pin_memory = false;  // page-lock each region in this process (LoaderOptions::pin_memory)
+  uint64_t first_epoch = 0;  // the epoch the workers start in (for their first seed)
+  int64_t rank = 0;
+  std::function<void(const WorkerInfo&)> worker_init;
+  StartMethod start_method = StartMethod::kFork;
+  std::string dataset_factory;  // with spawn: the recipes the workers rebuild from
+  std::string dataset_config;
+  std::string collator_recipe;
+};
+
+class WorkerPool {
+ public:
+  // Creates every region first (ShmError if any cannot be reserved), then forks the workers.
+  WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& config);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  size_t size() const { return channels_.size(); }
+  WorkerChannel& channel(size_t i) { return *channels_[i]; }
+  const PoolConfig& config() const { return config_; }
+  // Asks every worker to stop, waits briefly, kills stragglers, reaps all. Idempotent.
+  void shutdown();
+  // Replaces a dead worker: reaps it, resets its rings, and forks a new process for the same
+  // region. Payload slots still viewed by batches stay valid and keep their owners.
+  void restart(size_t worker);
+
+ private:
+  void create_channel(int id, const ipc::RegionGeometry& geometry);
+  void start_worker(WorkerChannel& channel);
+  void set_pinned(WorkerChannel& channel, bool pinned);
+  void drop_other_channels_in_child(int keep);
+  worker::WorkerSpec worker_spec(const WorkerChannel& channel) const;
+  ipc::Result<worker::WorkerProcess> launch(WorkerChannel& channel);
+
+  Dataset& dataset_;
+  Collator& collator_;
+  PoolConfig config_;
+  std::vector<std::unique_ptr<WorkerChannel>> channels_;
+};
+
+}  // namespace mploader::detail

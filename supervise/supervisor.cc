@@ -1,0 +1,299 @@
+#include "supervise/supervisor.h"
+
+#include "supervise/crash_report.h"
+#include "util/log.h"
+#include "worker/crash_handler.h"
+#include "process/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace mploader::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kSampleEveryMs = 250;
+constexpr int kStackWaitMs = 500;   // how long a hung worker has to answer the stack request
+constexpr int kKillWaitMs = 2000;   // how long a SIGKILLed worker may take to be gone
+
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
+// Asks a live worker for its stack (worker/crash_handler.h) and waits briefly for the answer.
+std::optional<ipc::CrashSnapshot> request_stack(ipc::RegionHeader& h, int pid) {
+  h.stack_dump.state.store(ipc::CrashRecord::kEmpty, std::memory_order_release);
+  if (kill(pid, worker::kStackDumpSignal) != 0) return std::nullopt;
+  for (int waited = 0; waited < kStackWaitMs; waited += 5) {
+    if (auto s = ipc::snapshot(h.stack_dump)) return s;
+    usleep(5000);
+  }
+  return std::nullopt;
+}
+
+// The state letter of /proc/<pid>/stat: R, S, D, T (stopped), t (traced), Z, ...; 0 if
+// unknown. The command name before it may hold spaces and ')', so it follows the last ')'.
+char process_state(int pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  if (n <= 0) return 0;
+  const std::string text(buf, static_cast<size_t>(n));
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : 0;
+}
+
+}  // namespace
+
+void InFlightBook::add(size_t worker, uint32_t descriptor, InFlightBatch batch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  batches_[worker].emplace_back(descriptor, std::move(batch));
+}
+
+void InFlightBook::remove(size_t worker, uint32_t descriptor) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& list = batches_[worker];
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].first == descriptor) {
+      list.erase(list.begin() + static_cast<long>(i));
+      return;
+    }
+  }
+}
+
+void InFlightBook::clear(size_t worker) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  batches_[worker].clear();
+}
+
+std::vector<InFlightBatch> InFlightBook::of(size_t worker) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<InFlightBatch> out;
+  for (const auto& entry : batches_[worker]) out.push_back(entry.second);
+  return out;
+}
+
+Supervisor::Supervisor(WorkerPool& pool, const InFlightBook& book, const LoaderOptions& options)
+    : pool_(pool),
+      book_(book),
+      options_(options),
+      crash_dir_(crash_directory(options.crash_dir)),
+      watches_(pool.size()) {
+  auto wake = ipc::EventFd::create();
+  if (!wake.ok()) throw Error("mploader: supervisor: " + wake.error().describe());
+  wake_ = wake.take();
+  try {
+    for (size_t w = 0; w < pool.size(); ++w) watch(w);
+  } catch (...) {
+    for (Watch& w : watches_) {
+      if (w.pidfd >= 0) close(w.pidfd);  // no destructor runs for a throwing constructor
+    }
+    throw;
+  }
+  worker::note_own_thread(+1);
+  thread_ = std::thread([this] { run(); });
+}
+
+Supervisor::~Supervisor() {
+  stop();
+  for (Watch& w : watches_) {
+    if (w.pidfd >= 0) close(w.pidfd);
+  }
+}
+
+void Supervisor::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify();
+  if (thread_.joinable()) {
+    thread_.join();
+    worker::note_own_thread(-1);
+  }
+}
+
+// Starts watching the current process of `worker`. The counters read here are the "before" of
+// any later death.
+void Supervisor::watch(size_t worker) {
+  Watch& w = watches_[worker];
+  if (w.pidfd >= 0) close(w.pidfd);
+  w = Watch{};
+  const worker::WorkerProcess& p = pool_.channel(worker).process;
+  w.pid = p.pid;
+  w.pidfd = p.pidfd >= 0 ? fcntl(p.pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+  if (p.pidfd >= 0 && w.pidfd < 0) {  // unwatched, a death would go unreported
+    throw Error("mploader: supervisor: watching worker " + std::to_string(worker) + ": " +
+                ipc::last_error("fcntl(F_DUPFD_CLOEXEC)", "its pidfd").describe());
+  }
+  w.foreign_status = p.foreign_status;
+  w.oom = read_oom_counter(p.pid);
+  w.memory = read_process_memory(p.pid);
+  w.memory_time = Clock::now();
+}
+
+void Supervisor::worker_replaced(size_t worker) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  watch(worker);
+  wake_.notify();
+}
+
+void Supervisor::run() {
+  auto last_sample = Clock::now();
+  for (;;) {
+    std::vector<pollfd> fds{{wake_.fd(), POLLIN, 0}};
+    std::vector<size_t> who;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
+      for (size_t w = 0; w < watches_.size(); ++w) {
+        const Watch& watch = watches_[w];
+        if (watch.pidfd >= 0 && !watch.record && !watch.gathering) {
+          fds.push_back({watch.pidfd, POLLIN, 0});
+          who.push_back(w);
+        }
+      }
+    }
+    poll(fds.data(), fds.size(), kSampleEveryMs);
+    // From here to the next poll this thread allocates: no fork may happen meanwhile.
+    std::shared_lock<std::shared_mutex> no_fork(worker::fork_gate());
+    if (fds[0].revents != 0) wake_.drain();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
+    }
+    for (size_t i = 0; i < who.size(); ++i) {
+      if (fds[i + 1].revents & POLLIN) report(who[i], false, 0);
+    }
+    if (Clock::now() - last_sample >= std::chrono::milliseconds(kSampleEveryMs)) {
+      sample_memory();
+      last_sample = Clock::now();
+    }
+  }
+}
+
+// Reads memory and the OOM counter of each live worker. The kernel counts an OOM kill when it
+// sends SIGKILL, and a large worker takes a while to exit after that; so a reading becomes the
+// "before" of a death only once the worker has lived through one more interval after it.
+// Otherwise a reading taken between the kill and the exit would hide the OOM.
+void Supervisor::sample_memory() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Watch& w : watches_) {
+    if (w.record || w.gathering || w.pid <= 0) continue;
+    if (auto m = read_process_memory(w.pid)) {
+      w.memory = m;
+      w.memory_time = Clock::now();
+    }
+    OomCounter counter = read_oom_counter(w.pid);
+    if (readable(w.pidfd)) continue;
+    if (w.pending) w.oom = *w.pending;
+    w.pending = counter;
+  }
+}
+
+std::shared_ptr<const DeathRecord> Supervisor::death_of(size_t worker) {
+  return report(worker, false, 0);
+}
+
+std::shared_ptr<const DeathRecord> Supervisor::hang_of(size_t worker, int64_t timeout_ms) {
+  return report(worker, true, timeout_ms);
+}
+
+// One report per death, whoever asks first; a second caller waits for the first.
+std::shared_ptr<const DeathRecord> Supervisor::report(size_t worker, bool hang,
+                                                      int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  Watch& w = watches_[worker];
+  if (w.record) return w.record;
+  if (w.gathering) {
+    gathered_.wait(lock, [&] { return w.record != nullptr; });
+    return w.record;
+  }
+  w.gathering = true;
+  const Watch snapshot = w;
+  lock.unlock();
+  auto record = gather(worker, hang, timeout_ms, snapshot);
+  lock.lock();
+  w.record = record;
+  w.gathering = false;
+  gathered_.notify_all();
+  return record;
+}
+
+// A worker that made no progress: notes whether it was stopped (job control, a debugger), asks
+// it for its stack unless it is (a stopped process cannot answer), and kills it. SIGKILL ends
+// a stopped or traced process too.
+void Supervisor::end_hung_worker(ipc::RegionHeader& h, const worker::WorkerProcess& process,
+                                 DeathEvidence& e) {
+  e.process_state = process_state(process.pid);
+  if (e.process_state != 'T' && e.process_state != 't') e.stack = request_stack(h, process.pid);
+  kill(process.pid, SIGKILL);
+  worker::wait_exit(process, kKillWaitMs);
+}
+
+// Collects the evidence of one death, classifies it, writes the report and logs the summary.
+std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
+                                                      int64_t timeout_ms, const Watch& w) {
+  WorkerChannel& c = pool_.channel(worker);
+  ipc::RegionHeader& h = c.view.header();
+  DeathEvidence e;
+  e.worker_id = static_cast<int>(worker);
+  e.pid = w.pid;
+  e.main_pid = getpid();
+  e.hang = hang;
+  e.timeout_ms = hang ? timeout_ms : options_.timeout.count();
+  e.loading_index = h.current_index.load();
+  e.phase = h.phase.load();
+  e.tasks_done = h.tasks_done.load();
+  e.init_error.assign(h.init_error, strnlen(h.init_error, sizeof h.init_error));
+  const worker::WorkerProcess process{w.pid, w.pidfd, w.foreign_status};
+  if (hang) end_hung_worker(h, process, e);
+  e.status = worker::peek_exit(process).value_or(worker::ExitStatus{SIGKILL, 0, false});
+  if (!hang) e.crash = ipc::snapshot(h.crash);
+  // The handlers copied the worker's own maps next to the record.
+  e.maps.assign(h.maps_text, std::min<uint64_t>(h.maps_bytes, sizeof h.maps_text));
+  e.memory = w.memory;
+  e.memory_age_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
+                                                                          w.memory_time).count();
+  e.oom_before = w.oom;
+  e.oom_after = reread_oom_counter(w.oom);
+  e.ring_bytes = c.region->size();
+  e.shm_dir = options_.shm_dir;
+  e.in_flight = book_.of(worker);
+  e.num_workers = options_.num_workers;
+  e.batch_size = options_.batch_size;
+  e.prefetch_factor = options_.prefetch_factor;
+
+  const Diagnosis d = diagnose(e);
+  std::string error;
+  const std::string path = write_crash_report(e, d, crash_dir_, error);
+  if (path.empty()) log().warn("mploader: could not write a crash report: {}", error);
+  auto record = std::make_shared<DeathRecord>();
+  record->message = summary_text(e, d, path);
+  record->summary.worker_id = e.worker_id;
+  record->summary.pid = e.pid;
+  record->summary.cause = d.cause;
+  record->summary.signal = e.status.signal;
+  record->summary.exit_code = e.status.exit_code;
+  for (const InFlightBatch& b : e.in_flight) {
+    record->summary.in_flight_indices.insert(record->summary.in_flight_indices.end(),
+                                             b.indices.begin(), b.indices.end());
+  }
+  record->summary.report_path = path;
+  // One line now, so a death is on record even while the loop is busy; the whole summary
+  // comes with the exception when the loop next asks for a batch.
+  log().error("mploader: worker {} (pid {}) died [{}]: {}. Report: {}", e.worker_id, e.pid,
+              to_string(d.cause), d.what_happened, path.empty() ? "not written" : path);
+  return record;
+}
+
+}  // namespace mploader::detail

@@ -1,0 +1,95 @@
+// Supervisor: watches the workers from a thread of its own. Every 250 ms it samples each live
+// worker's resident memory and its memory cgroup's OOM-kill counter; when a worker's pidfd
+// becomes readable it gathers the evidence (exit status without reaping, the crash record the
+// worker's signal handler left, memory, OOM counters, the batches in flight), classifies the
+// death, writes the crash report and logs the summary, all within a second of the death,
+// whatever the training loop is doing. The dispatcher asks it for the result when it next
+// needs that worker.
+//
+// Thread-safe: the dispatcher calls in from the training thread while the watch thread runs.
+#pragma once
+
+#include "supervise/diagnosis.h"
+#include "process/worker_pool.h"
+
+#include <mploader/options.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mploader::detail {
+
+// The batches each worker holds, kept by the dispatcher for the supervisor's reports.
+class InFlightBook {
+ public:
+  explicit InFlightBook(size_t workers) : batches_(workers) {}
+  void add(size_t worker, uint32_t descriptor, InFlightBatch batch);
+  void remove(size_t worker, uint32_t descriptor);
+  void clear(size_t worker);
+  std::vector<InFlightBatch> of(size_t worker) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::vector<std::pair<uint32_t, InFlightBatch>>> batches_;
+};
+
+struct DeathRecord {
+  CrashSummary summary;
+  std::string message;  // WorkerCrashed::what()
+};
+
+class Supervisor {
+ public:
+  Supervisor(WorkerPool& pool, const InFlightBook& book, const LoaderOptions& options);
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // The report of `worker`'s death; gathers it now if the watch thread has not yet.
+  std::shared_ptr<const DeathRecord> death_of(size_t worker);
+  // For a worker that made no progress within the timeout: asks it for its stack, kills it,
+  // and reports a hang.
+  std::shared_ptr<const DeathRecord> hang_of(size_t worker, int64_t timeout_ms);
+  // The pool restarted `worker` with a new process: watch that one.
+  void worker_replaced(size_t worker);
+  // Stops watching (before an orderly shutdown makes every worker exit).
+  void stop();
+
+ private:
+  struct Watch {
+    int pid = 0;
+    int pidfd = -1;  // our own dup, so the pool may close its copy at any time
+    const std::atomic<int64_t>* foreign_status = nullptr;  // see worker::WorkerProcess
+    std::optional<ProcessMemory> memory;
+    std::chrono::steady_clock::time_point memory_time;
+    OomCounter oom;                    // the "before" of a death: see sample_memory()
+    std::optional<OomCounter> pending;  // the latest reading, not yet trusted as "before"
+    bool gathering = false;
+    std::shared_ptr<const DeathRecord> record;
+  };
+
+  void run();
+  void sample_memory();
+  std::shared_ptr<const DeathRecord> report(size_t worker, bool hang, int64_t timeout_ms);
+  std::shared_ptr<const DeathRecord> gather(size_t worker, bool hang, int64_t timeout_ms,
+                                            const Watch& snapshot);
+  void watch(size_t worker);
+  static void end_hung_worker(ipc::RegionHeader& header, const worker::WorkerProcess& process,
+                              DeathEvidence& evidence);
+
+  WorkerPool& pool_;
+  const InFlightBook& book_;
+  LoaderOptions options_;
+  std::string crash_dir_;
+  mutable std::mutex mutex_;
+  std::condition_variable gathered_;
+  std::vector<Watch> watches_;
+  ipc::EventFd wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace mploader::detail

@@ -1,0 +1,76 @@
+#include "worker/worker_main.h"
+
+#include "batch/recipes.h"
+#include "ipc/shm_region.h"
+#include "ipc/unique_fd.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+namespace mploader::worker {
+
+// Runs in the new worker, before any task. Exits the process.
+void become_worker(const WorkerSpec& spec) {
+  unsetenv(kSpawnEnv);  // a loader inside this worker is an ordinary loader
+  // They stayed open across this one exec only: a program that dataset code runs must not
+  // hold the ring (and outlive us with it).
+  for (int fd : {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd}) {
+    (void)ipc::set_cloexec(fd, true);  // best effort: the worker runs either way
+  }
+  auto region = ipc::ShmRegion::adopt(spec.region_fd, spec.region_bytes);
+  if (!region.ok()) {
+    std::fprintf(stderr, "mploader: spawned worker %d: %s\n", spec.worker_id,
+                 region.error().describe().c_str());
+    _exit(kSpawnFailedExit);
+  }
+  ipc::RegionView view(region.value().base());
+  std::shared_ptr<Dataset> dataset;
+  std::shared_ptr<Collator> collator;
+  try {
+    DatasetFactory factory = find_dataset_factory(spec.dataset_factory);
+    if (!factory) throw std::invalid_argument("no dataset factory '" + spec.dataset_factory + "'");
+    dataset = factory(spec.dataset_config);
+    collator = collator_from_recipe(spec.collator_recipe);
+  } catch (const std::exception& e) {
+    const std::string text = std::string("rebuilding the dataset in a spawned worker: ") + e.what();
+    ipc::copy_text(view.header().init_error, sizeof view.header().init_error, text.c_str());
+    _exit(kInitFailedExit);
+  }
+  if (getppid() != spec.parent_pid) _exit(0);  // its parent is already gone
+  _exit(run_worker(context_from_spec(spec, view, dataset.get(), collator.get())));
+}
+
+WorkerContext context_from_spec(const WorkerSpec& spec, ipc::RegionView region,
+                                Dataset* dataset, Collator* collator) {
+  WorkerContext c;
+  c.worker_id = spec.worker_id;
+  c.parent_pid = spec.parent_pid;
+  c.region = region;
+  c.task_event_fd = spec.task_event_fd;
+  c.done_event_fd = spec.done_event_fd;
+  c.socket_fd = spec.socket_fd;
+  c.allow_overflow = spec.allow_overflow;
+  c.dataset = dataset;
+  c.collator = collator;
+  c.num_workers = spec.num_workers;
+  c.base_seed = spec.seed;
+  c.first_epoch = spec.first_epoch;
+  c.rank = spec.rank;
+  return c;
+}
+
+void run_if_spawned() {
+  const char* text = std::getenv(kSpawnEnv);
+  if (text == nullptr) return;
+  std::optional<WorkerSpec> spec = decode_spec(text);
+  if (!spec) {
+    std::fprintf(stderr, "mploader: %s is set but malformed; unset it\n", kSpawnEnv);
+    _exit(kSpawnFailedExit);
+  }
+  become_worker(*spec);
+}
+
+}  // namespace mploader::worker
