@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cstring>
+
 namespace mploader::detail {
 namespace {
 
@@ -24,23 +26,42 @@ void check_meta(const ipc::TensorMeta& m, uint64_t capacity, int worker_id) {
   }
 }
 
+// The plan a worker's tensor table describes, checked against the memory it claims.
+PlannedBatch plan_from_table(const ipc::TaskDescriptor& d, uint64_t capacity, int worker_id) {
+  if (d.num_tensors > ipc::kMaxTensors) check_meta(ipc::TensorMeta{}, 0, worker_id);
+  PlannedBatch plan;
+  for (uint32_t i = 0; i < d.num_tensors; ++i) {
+    const ipc::TensorMeta& m = d.tensors[i];
+    check_meta(m, capacity, worker_id);
+    plan.layout.push_back(TensorLayout{std::string(m.name, strnlen(m.name, sizeof m.name)),
+                                       static_cast<c10::ScalarType>(m.dtype),
+                                       std::vector<int64_t>(m.shape, m.shape + m.ndim)});
+    plan.offsets.push_back(m.offset);
+    plan.nbytes.push_back(m.nbytes);
+  }
+  plan.total_bytes = d.batch_bytes;
+  return plan;
+}
+
 }  // namespace
 
 Batch BatchBuilder::from_table(const ipc::TaskDescriptor& d, uint8_t* base, uint64_t capacity,
                                std::shared_ptr<void> keep_alive, std::vector<int64_t> indices,
                                int worker_id) {
-  if (d.num_tensors > ipc::kMaxTensors) check_meta(ipc::TensorMeta{}, 0, worker_id);
+  return from_plan(plan_from_table(d, capacity, worker_id), base, std::move(keep_alive),
+                   std::move(indices), d.epoch, d.sequence, worker_id);
+}
+
+Batch BatchBuilder::from_plan(const PlannedBatch& plan, uint8_t* base,
+                              std::shared_ptr<void> keep_alive, std::vector<int64_t> indices,
+                              uint64_t epoch, uint64_t sequence, int worker_id) {
   TensorDict tensors;
-  for (uint32_t i = 0; i < d.num_tensors; ++i) {
-    const ipc::TensorMeta& m = d.tensors[i];
-    check_meta(m, capacity, worker_id);
-    std::vector<int64_t> shape(m.shape, m.shape + m.ndim);
-    at::Tensor t = at::from_blob(
-        base + m.offset, shape, [keep_alive](void*) {},
-        at::TensorOptions().dtype(static_cast<c10::ScalarType>(m.dtype)));
-    tensors.set(std::string(m.name, strnlen(m.name, sizeof m.name)), std::move(t));
+  for (size_t i = 0; i < plan.layout.size(); ++i) {
+    const TensorLayout& t = plan.layout[i];
+    tensors.set(t.name, at::from_blob(base + plan.offsets[i], t.shape,
+                                      [keep_alive](void*) {}, at::TensorOptions().dtype(t.dtype)));
   }
-  return from_tensors(std::move(tensors), std::move(indices), d.epoch, d.sequence, worker_id);
+  return from_tensors(std::move(tensors), std::move(indices), epoch, sequence, worker_id);
 }
 
 Batch BatchBuilder::from_tensors(TensorDict tensors, std::vector<int64_t> indices,

@@ -1,7 +1,9 @@
-// Builds public Batch objects: from a worker's tensor table over shared memory (zero copy), or
-// from tensors made in this process.
+// Builds public Batch objects: views over memory a batch was assembled into (a worker's slot or
+// segment, read back through its tensor table; or the in-process path's own memory), or
+// tensors made in this process (DevicePrefetcher).
 #pragma once
 
+#include "batch/batch_plan.h"
 #include "ipc/region_layout.h"
 
 #include <mploader/batch.h>
@@ -19,6 +21,10 @@ class BatchBuilder {
   static Batch from_table(const ipc::TaskDescriptor& d, uint8_t* base, uint64_t capacity,
                           std::shared_ptr<void> keep_alive, std::vector<int64_t> indices,
                           int worker_id);
+  // Tensors that view `base` where `plan` put them; `keep_alive` as above.
+  static Batch from_plan(const PlannedBatch& plan, uint8_t* base,
+                         std::shared_ptr<void> keep_alive, std::vector<int64_t> indices,
+                         uint64_t epoch, uint64_t sequence, int worker_id);
   static Batch from_tensors(TensorDict tensors, std::vector<int64_t> indices, uint64_t epoch,
                             uint64_t sequence, int worker_id);
 };

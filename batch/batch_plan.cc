@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-namespace mploader::worker {
+namespace mploader::detail {
 
 std::string plan_batch(std::vector<TensorLayout> layout, PlannedBatch& out) {
   if (layout.size() > ipc::kMaxTensors) {
@@ -67,4 +67,4 @@ void write_tensor_table(const PlannedBatch& plan, ipc::TaskDescriptor& d) {
   d.batch_bytes = plan.total_bytes;
 }
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace mploader::worker {
+namespace mploader::detail {
 
 struct PlannedBatch {
   std::vector<TensorLayout> layout;
@@ -29,4 +29,4 @@ std::vector<at::Tensor> views_into(uint8_t* base, const PlannedBatch& plan);
 // Writes the tensor table of `plan` into a descriptor.
 void write_tensor_table(const PlannedBatch& plan, ipc::TaskDescriptor& descriptor);
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

@@ -1,6 +1,8 @@
 // The dispatcher's error paths: failed tasks, dead workers, and timeouts, each turned into a
 // public exception that carries the evidence.
 #include "loader/dispatcher.h"
+
+#include "batch/assembly.h"
 #include "util/log.h"
 #include "loader/messages.h"
 #include "util/units.h"
@@ -16,42 +18,34 @@ std::exception_ptr Dispatcher::error_for(size_t w, uint32_t id, const InFlight& 
   const ipc::TaskDescriptor& d = c.view.descriptor(id);
   const std::string who = "mploader: worker " + std::to_string(w) + " (pid " +
                           std::to_string(c.process.pid) + ")";
-  const std::string type(d.error_type, strnlen(d.error_type, sizeof d.error_type));
-  const std::string text(d.error_message, strnlen(d.error_message, sizeof d.error_message));
-  const std::string skipped = ". The batch is skipped; catch the exception to go on with the "
-                              "next batch." + messages::cuda_in_worker_hint(text);
-  switch (static_cast<ipc::TaskStatus>(d.status)) {
+  const BatchFailure failure = read_failure(d);
+  switch (failure.status) {
     case ipc::TaskStatus::kDatasetError:
-      return std::make_exception_ptr(WorkerError(
-          who + ": Dataset::get(" + std::to_string(d.failed_index) + ") threw " + type + ": " +
-              text + " [" + describe_batch(f.sequence) + "]" + skipped,
-          static_cast<int>(w), d.failed_index, type, text));
     case ipc::TaskStatus::kCollateError:
-      return std::make_exception_ptr(WorkerError(
-          who + ": collating " + describe_batch(f.sequence) + " failed: " + type + ": " + text +
-              skipped,
-          static_cast<int>(w), d.failed_index, type, text));
+      return std::make_exception_ptr(batch_error(
+          failure, FailurePlace{who, describe_batch(f.sequence), kBatchSkipped,
+                                static_cast<int>(w)}));
     case ipc::TaskStatus::kTooLarge: {
       const uint64_t slot = c.view.header().slot_bytes;
       return std::make_exception_ptr(BatchTooLarge(
           who + ": " + describe_batch(f.sequence) + " needs " + human_bytes(d.batch_bytes) +
               " but a ring slot holds " + human_bytes(slot) +
               ". Raise max_batch_bytes to at least " + std::to_string(d.batch_bytes) +
-              ", or set allow_overflow = true" + skipped,
+              ", or set allow_overflow = true. " + kBatchSkipped,
           d.batch_bytes, slot));
     }
     default:
       return std::make_exception_ptr(Error(who + ": " + describe_batch(f.sequence) +
-                                           " failed: " + type + ": " + text + skipped));
+                                           " failed: " + failure.type + ": " + failure.message +
+                                           ". " + kBatchSkipped));
   }
 }
 
-std::string Dispatcher::describe_batch(uint64_t sequence) const {
-  std::string s = "batch " + std::to_string(sequence < batches_.size() ? plan_sequence(sequence)
-                                                                      : sequence) +
-                  " of epoch " + std::to_string(epoch_);
-  if (sequence < batches_.size()) s += ", indices " + index_list(batches_[sequence]);
-  return s;
+std::string Dispatcher::describe_batch(uint64_t position) const {
+  if (position < batches_.size()) {
+    return batch_place(plan_sequence(position), epoch_, batches_[position]);
+  }
+  return "batch " + std::to_string(position) + " of epoch " + std::to_string(epoch_);
 }
 
 void Dispatcher::worker_died(size_t w) {

@@ -41,8 +41,6 @@ class InProcessSource : public BatchSource {
   std::optional<Batch> next() override;
 
  private:
-  Sample load(int64_t index, const std::string& where);
-
   Dataset& dataset_;
   Collator& collator_;
   std::shared_ptr<BatchBufferPool> buffers_ = std::make_shared<BatchBufferPool>();

@@ -63,14 +63,4 @@ std::string overflow_receive_failed(int worker, const std::string& why) {
          "open-file limit (ulimit -n).";
 }
 
-std::string cuda_in_worker_hint(const std::string& text) {
-  const bool cuda = text.find("CUDA") != std::string::npos ||
-                    text.find("cuda") != std::string::npos ||
-                    text.find("initialization error") != std::string::npos;
-  if (!cuda) return "";
-  return " This looks like CUDA used in a worker: a forked worker cannot use CUDA. Keep CUDA "
-         "out of dataset and collate code (move batches to the GPU in the training loop, or "
-         "with DevicePrefetcher), or use start_method spawn or forkserver.";
-}
-
 }  // namespace mploader::detail::messages

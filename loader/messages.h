@@ -21,8 +21,5 @@ std::string overflow_map_failed(int worker, uint64_t bytes, const std::string& w
 // A batch too large for its slot (not the loop holding every slot).
 std::string batch_larger_than_slot(int worker, uint64_t sequence, uint64_t batch_bytes,
                                    uint64_t slot_bytes, uint64_t max_batch_bytes);
-// A hint for an exception text that looks like CUDA failing in a forked worker ("CUDA",
-// "initialization error"); empty for any other text.
-std::string cuda_in_worker_hint(const std::string& exception_text);
 
 }  // namespace mploader::detail::messages

@@ -1,5 +1,6 @@
 #include "loader/slot_probe.h"
 
+#include "batch/assembly.h"
 #include "supervise/supervisor.h"
 
 #include <mploader/errors.h>
@@ -88,29 +89,20 @@ void await_probe(WorkerChannel& c, Supervisor& supervisor, const LoaderOptions& 
 }
 
 // The probe's estimate, or the WorkerError its failure stands for.
-uint64_t probe_result(const WorkerChannel& c) {
+uint64_t probe_result(const WorkerChannel& c, uint64_t epoch) {
   const ipc::TaskDescriptor& d = c.view.descriptor(kProbeDescriptor);
-  const auto status = static_cast<ipc::TaskStatus>(d.status);
-  if (status == ipc::TaskStatus::kOk) return d.batch_bytes;
-  const std::string type(d.error_type, strnlen(d.error_type, sizeof d.error_type));
-  const std::string text(d.error_message, strnlen(d.error_message, sizeof d.error_message));
-  const std::string who = "mploader: sizing the ring slots (in worker process " +
-                          std::to_string(c.process.pid) + ", before the loader starts): ";
-  if (status == ipc::TaskStatus::kDatasetError) {
-    throw WorkerError(who + "Dataset::get(" + std::to_string(d.failed_index) + ") threw " +
-                          type + ": " + text +
-                          ". Fix the dataset (num_workers = 0 runs it in this process, under "
-                          "a debugger); the loader was not created.",
-                      0, d.failed_index, type, text);
-  }
-  if (type == "layout") {
-    throw WorkerError(who + "the first batch cannot be described in a ring slot's tensor "
-                          "table: " + text + ". The loader was not created.",
-                      0, d.failed_index, type, text);
-  }
-  throw WorkerError(who + "collating the first samples failed: " + type + ": " + text +
-                        ". Fix the collator or the samples; the loader was not created.",
-                    0, d.failed_index, type, text);
+  const BatchFailure failure = read_failure(d);
+  if (failure.ok()) return d.batch_bytes;
+  const std::vector<int64_t> indices(c.view.indices(kProbeDescriptor),
+                                     c.view.indices(kProbeDescriptor) + d.num_indices);
+  const FailurePlace place{
+      "mploader: sizing the ring slots (in worker process " + std::to_string(c.process.pid) +
+          ", before the loader starts)",
+      batch_place(0, epoch, indices),
+      "Fix the dataset or the collator (num_workers = 0 runs them in this process, under a "
+      "debugger); the loader was not created.",
+      0};
+  throw batch_error(failure, place);
 }
 
 }  // namespace
@@ -130,7 +122,7 @@ uint64_t probe_slot_bytes(Dataset& dataset, const LoaderOptions& options,
     Supervisor supervisor(pool, book, options);
     send_probe(pool.channel(0), book, probe_count, max_batch, pool_config.first_epoch);
     await_probe(pool.channel(0), supervisor, options);
-    estimate = probe_result(pool.channel(0));
+    estimate = probe_result(pool.channel(0), pool_config.first_epoch);
   }
   return estimate + estimate / 4 + ipc::kPageBytes;
 }

@@ -1,10 +1,10 @@
 #include "worker/worker_loop.h"
 
+#include "batch/assembly.h"
+#include "batch/exception_text.h"
 #include "ipc/fd_passing.h"
 #include "ipc/shm_region.h"
-#include "batch/batch_plan.h"
 #include "worker/crash_handler.h"
-#include "batch/exception_text.h"
 #include "worker/worker_info_setter.h"
 
 #include <ATen/Context.h>
@@ -27,13 +27,71 @@ namespace {
 // How often an idle worker checks that its parent still exists (a fallback for PDEATHSIG).
 constexpr int kIdleCheckMs = 1000;
 
-void fail(ipc::TaskDescriptor& d, ipc::TaskStatus status, int64_t index, const std::string& type,
-          const std::string& message) {
-  d.status = static_cast<uint32_t>(status);
-  d.failed_index = index;
-  ipc::copy_text(d.error_type, sizeof d.error_type, type.c_str());
-  ipc::copy_text(d.error_message, sizeof d.error_message, message.c_str());
+void set_worker_phase(ipc::RegionHeader& header, ipc::WorkerPhase phase) {
+  header.phase.store(static_cast<uint32_t>(phase), std::memory_order_relaxed);
 }
+
+// Where a task's batch goes: its ring slot, or a one-off overflow segment when it does not fit
+// (or was sent without a slot). Tells the main process, through the region header, which sample
+// and phase the worker is in, for the crash and hang reports.
+class TaskSink : public detail::BatchSink {
+ public:
+  TaskSink(const WorkerContext& c, ipc::TaskDescriptor& d)
+      : c_(c), header_(c.region.header()), d_(d) {}
+
+  bool begin_sample(int64_t index) override {
+    if (header_.stop.load(std::memory_order_relaxed) != 0) _exit(0);
+    if (d_.generation < header_.cancel_generation.load(std::memory_order_acquire)) return false;
+    header_.current_index.store(index, std::memory_order_relaxed);
+    set_worker_phase(header_, ipc::WorkerPhase::kDatasetGet);
+    return true;
+  }
+
+  void begin_collate(int64_t index) override {
+    header_.current_index.store(index, std::memory_order_relaxed);
+    set_worker_phase(header_, ipc::WorkerPhase::kCollate);
+  }
+
+  detail::BatchFailure open(const detail::PlannedBatch& plan, uint8_t*& base) override {
+    detail::write_tensor_table(plan, d_);
+    fits_ = d_.payload_slot >= 0 && plan.total_bytes <= header_.slot_bytes;
+    if (fits_) {
+      base = c_.region.slot(static_cast<uint32_t>(d_.payload_slot));
+      return {};
+    }
+    if (!c_.allow_overflow && d_.payload_slot >= 0) {
+      return detail::BatchFailure{ipc::TaskStatus::kTooLarge, -1, "", ""};
+    }
+    auto segment = ipc::ShmRegion::create(std::max<uint64_t>(plan.total_bytes, 1), "",
+                                          "mploader-overflow");
+    if (!segment.ok()) {
+      return detail::BatchFailure{ipc::TaskStatus::kInternalError, -1, "shared memory",
+                                  "overflow segment of " + std::to_string(plan.total_bytes) +
+                                      " bytes: " + segment.error().describe()};
+    }
+    overflow_ = segment.take();
+    base = static_cast<uint8_t*>(overflow_.base());
+    return {};
+  }
+
+  // Hands an overflow segment to the main process; a slot needs nothing more.
+  detail::BatchFailure publish(uint32_t id) {
+    set_worker_phase(header_, ipc::WorkerPhase::kPublish);
+    if (fits_) return {};
+    d_.payload_slot = -1;  // tells the main process to receive the segment
+    ipc::Status sent = ipc::send_fd(c_.socket_fd, overflow_.fd(), id);
+    if (sent.ok()) return {};
+    return detail::BatchFailure{ipc::TaskStatus::kInternalError, -1, "fd passing",
+                                sent.error().describe()};
+  }
+
+ private:
+  const WorkerContext& c_;
+  ipc::RegionHeader& header_;
+  ipc::TaskDescriptor& d_;
+  bool fits_ = false;
+  ipc::ShmRegion overflow_;
+};
 
 class Worker {
  public:
@@ -109,13 +167,7 @@ class Worker {
     }
   }
 
-  bool cancelled(const ipc::TaskDescriptor& d) const {
-    return d.generation < header_.cancel_generation.load(std::memory_order_acquire);
-  }
-
-  void set_phase(ipc::WorkerPhase phase) {
-    header_.phase.store(static_cast<uint32_t>(phase), std::memory_order_relaxed);
-  }
+  void set_phase(ipc::WorkerPhase phase) { set_worker_phase(header_, phase); }
 
   void run_task(uint32_t id) {
     // A worker's tensors never reach autograd: they are copied into the slot and dropped.
@@ -128,183 +180,31 @@ class Worker {
     d.num_tensors = 0;
     d.batch_bytes = 0;
     d.failed_index = -1;
-    task_indices_ = c_.region.indices(id);
-    if (d.kind == static_cast<uint32_t>(ipc::TaskKind::kProbe)) return run_probe(id, d);
-    // An empty batch (the loader never sends one) takes the whole-batch path, whose layout()
-    // refuses it; streaming would publish it with no layout at all.
-    if (c_.collator->streams() && d.num_indices > 0) return run_streaming(id, d);
-    std::vector<Sample> samples;
-    if (!load_samples(id, d, samples)) return;
-    PlannedBatch plan;
-    Destination dest;
-    if (!plan_layout([&] { return c_.collator->layout(samples); }, d, plan)) return;
-    if (!open_destination(d, plan, dest)) return;
-    if (!collate([&] { c_.collator->fill(samples, dest.views); }, d)) return;
-    publish(id, d, dest);
-  }
-
-  // Each sample goes into the slot as soon as it is loaded, so the worker holds one sample
-  // rather than a batch of them: less memory, and the sample is still in cache when copied.
-  void run_streaming(uint32_t id, ipc::TaskDescriptor& d) {
+    TaskSink sink(c_, d);
     const int64_t* indices = c_.region.indices(id);
-    const size_t rows = d.num_indices;
-    PlannedBatch plan;
-    Destination dest;
-    for (size_t row = 0; row < rows; ++row) {
-      Sample sample;
-      if (!load_sample(d, indices[row], sample)) return;
-      if (row == 0) {
-        if (!plan_layout([&] { return c_.collator->layout_from_first(sample, rows); }, d, plan)) {
-          return;
-        }
-        if (!open_destination(d, plan, dest)) return;
+    detail::PlannedBatch plan;
+    detail::BatchFailure failure;
+    if (d.kind == static_cast<uint32_t>(ipc::TaskKind::kProbe)) {
+      uint64_t bytes = 0;
+      failure = detail::probe_batch(*c_.dataset, *c_.collator, indices, d.num_indices,
+                                    d.probe_batch_size, sink, plan, bytes);
+      if (failure.ok()) {
+        detail::write_tensor_table(plan, d);
+        d.batch_bytes = bytes;
       }
-      if (!collate([&] { c_.collator->fill_row(row, sample, plan.layout, dest.views); }, d)) {
-        return;
-      }
-    }
-    header_.current_index.store(-1, std::memory_order_relaxed);
-    publish(id, d, dest);
-  }
-
-  // Sizes a batch of d.probe_batch_size for the main process, which must not run dataset code
-  // itself (a lazily opened file would be shared by every forked worker; a crash would kill
-  // the training process). From sample 0 when the collator can estimate, else from the whole
-  // probe batch scaled up. The tensor table of that batch goes back too: its limits are
-  // checked here, before any epoch runs.
-  void run_probe(uint32_t id, ipc::TaskDescriptor& d) {
-    const int64_t* indices = c_.region.indices(id);
-    std::vector<Sample> samples(1);
-    if (d.num_indices == 0 || !load_sample(d, indices[0], samples[0])) return;
-    std::optional<size_t> estimate;
-    if (!collate([&] { estimate = c_.collator->estimate_batch_bytes(samples[0],
-                                                                    d.probe_batch_size); },
-                 d)) {
-      return;
-    }
-    if (!estimate) {
-      samples.resize(d.num_indices);
-      for (uint32_t i = 1; i < d.num_indices; ++i) {
-        if (!load_sample(d, indices[i], samples[i])) return;
-      }
-    }
-    header_.current_index.store(-1, std::memory_order_relaxed);
-    PlannedBatch plan;
-    if (!plan_layout([&] { return c_.collator->layout(samples); }, d, plan)) return;
-    write_tensor_table(plan, d);
-    d.batch_bytes = estimate ? *estimate
-                             : plan.total_bytes * d.probe_batch_size / samples.size();
-    d.status = static_cast<uint32_t>(ipc::TaskStatus::kOk);
-  }
-
-  bool load_samples(uint32_t id, ipc::TaskDescriptor& d, std::vector<Sample>& samples) {
-    const int64_t* indices = c_.region.indices(id);
-    samples.resize(d.num_indices);
-    for (uint32_t i = 0; i < d.num_indices; ++i) {
-      if (!load_sample(d, indices[i], samples[i])) return false;
-    }
-    header_.current_index.store(-1, std::memory_order_relaxed);
-    return true;
-  }
-
-  // False when the task was cancelled or the dataset threw (the descriptor then says which).
-  bool load_sample(ipc::TaskDescriptor& d, int64_t index, Sample& out) {
-    if (header_.stop.load(std::memory_order_relaxed) != 0) _exit(0);
-    if (cancelled(d)) {
-      d.status = static_cast<uint32_t>(ipc::TaskStatus::kCancelled);
-      return false;
-    }
-    header_.current_index.store(index, std::memory_order_relaxed);
-    set_phase(ipc::WorkerPhase::kDatasetGet);
-    try {
-      out = c_.dataset->get(index);
-      return true;
-    } catch (...) {
-      auto [type, message] = describe_current_exception();
-      fail(d, ipc::TaskStatus::kDatasetError, index, type, message);
-      header_.current_index.store(-1, std::memory_order_relaxed);
-      return false;
-    }
-  }
-
-  // Runs a collator step; a throw fails the task with the collator's message.
-  template <typename Step>
-  bool collate(Step&& step, ipc::TaskDescriptor& d) {
-    set_phase(ipc::WorkerPhase::kCollate);
-    try {
-      step();
-      return true;
-    } catch (const SampleError& e) {
-      // The collator names rows; the loop knows samples by their dataset indices.
-      const int64_t index = e.row() < d.num_indices ? task_indices_[e.row()] : -1;
-      fail(d, ipc::TaskStatus::kCollateError, index, describe_current_exception().first,
-           e.message_for(task_indices_, d.num_indices));
-      return false;
-    } catch (...) {
-      auto [type, message] = describe_current_exception();
-      fail(d, ipc::TaskStatus::kCollateError, -1, type, message);
-      return false;
-    }
-  }
-
-  template <typename MakeLayout>
-  bool plan_layout(MakeLayout&& make_layout, ipc::TaskDescriptor& d, PlannedBatch& plan) {
-    std::string error;
-    if (!collate([&] { error = plan_batch(make_layout(), plan); }, d)) return false;
-    if (error.empty()) return true;
-    fail(d, ipc::TaskStatus::kCollateError, -1, "layout", error);
-    return false;
-  }
-
-  // Where a batch is written: its slot, or a one-off segment when it does not fit.
-  struct Destination {
-    bool fits = false;
-    ipc::ShmRegion overflow;
-    std::vector<at::Tensor> views;
-  };
-
-  bool open_destination(ipc::TaskDescriptor& d, const PlannedBatch& plan, Destination& dest) {
-    write_tensor_table(plan, d);
-    dest.fits = d.payload_slot >= 0 && plan.total_bytes <= header_.slot_bytes;
-    if (!dest.fits && !c_.allow_overflow && d.payload_slot >= 0) {
-      d.status = static_cast<uint32_t>(ipc::TaskStatus::kTooLarge);
-      return false;
-    }
-    uint8_t* base;
-    if (dest.fits) {
-      base = c_.region.slot(static_cast<uint32_t>(d.payload_slot));
     } else {
-      auto segment = ipc::ShmRegion::create(std::max<uint64_t>(plan.total_bytes, 1), "",
-                                            "mploader-overflow");
-      if (!segment.ok()) {
-        fail(d, ipc::TaskStatus::kInternalError, -1, "shared memory",
-             "overflow segment of " + std::to_string(plan.total_bytes) +
-                 " bytes: " + segment.error().describe());
-        return false;
-      }
-      dest.overflow = segment.take();
-      base = static_cast<uint8_t*>(dest.overflow.base());
+      failure = detail::assemble_batch(*c_.dataset, *c_.collator, indices, d.num_indices, sink,
+                                       plan);
+      if (failure.ok()) failure = sink.publish(id);
     }
-    return collate([&] { dest.views = views_into(base, plan); }, d);
+    header_.current_index.store(-1, std::memory_order_relaxed);
+    detail::write_failure(failure, d);
   }
 
-  void publish(uint32_t id, ipc::TaskDescriptor& d, Destination& dest) {
-    set_phase(ipc::WorkerPhase::kPublish);
-    if (!dest.fits) {
-      d.payload_slot = -1;  // tells the main process to receive the segment
-      ipc::Status sent = ipc::send_fd(c_.socket_fd, dest.overflow.fd(), id);
-      if (!sent.ok()) {
-        return fail(d, ipc::TaskStatus::kInternalError, -1, "fd passing",
-                    sent.error().describe());
-      }
-    }
-    d.status = static_cast<uint32_t>(ipc::TaskStatus::kOk);
-  }
 
   const WorkerContext& c_;
   ipc::RegionHeader& header_;
   uint64_t epoch_ = 0;
-  const int64_t* task_indices_ = nullptr;  // of the task running, for collate errors
 };
 
 }  // namespace
