@@ -39,10 +39,10 @@ class SlotLease {
 
 }  // namespace
 
-Dispatcher::Dispatcher(WorkerPool& pool, Supervisor& supervisor, InFlightBook& book,
-                       const LoaderOptions& options, DispatcherNotices& notices)
-    : pool_(pool), supervisor_(supervisor), book_(book), options_(options), notices_(notices),
-      workers_(pool.size()) {
+Dispatcher::Dispatcher(WorkerPool& pool, const LoaderOptions& options,
+                       DispatcherNotices& notices)
+    : pool_(pool), options_(options), in_flight_(pool.size()),
+      supervisor_(pool, in_flight_, options), notices_(notices), workers_(pool.size()) {
   for (WorkerState& w : workers_) {
     for (uint32_t id = pool.config().num_descriptors; id > 0; --id) {
       w.free_descriptors.push_back(id - 1);
@@ -124,7 +124,7 @@ void Dispatcher::issue_tasks() {
     // No worker has a free slot: the training loop holds them. Only when the loop would
     // otherwise wait forever does a batch go out without one (into an overflow segment).
     size_t in_flight = 0;
-    for (const WorkerState& w : workers_) in_flight += w.in_flight.size();
+    for (size_t w = 0; w < workers_.size(); ++w) in_flight += in_flight_.count(w);
     const bool must = options_.in_order ? *sequence == next_deliver_
                                         : in_flight == 0 && unordered_.empty();
     if (!must || !issue_one(*sequence, /*require_slot=*/false)) return;
@@ -137,11 +137,11 @@ bool Dispatcher::issue_one(uint64_t sequence, bool require_slot) {
   std::vector<size_t> order(workers_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = (next_worker_hint_ + i) % order.size();
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return workers_[a].in_flight.size() < workers_[b].in_flight.size();
+    return in_flight_.count(a) < in_flight_.count(b);
   });
   for (size_t w : order) {
     WorkerState& state = workers_[w];
-    if (state.in_flight.size() >= prefetch || state.free_descriptors.empty()) continue;
+    if (in_flight_.count(w) >= prefetch || state.free_descriptors.empty()) continue;
     std::optional<uint32_t> slot = pool_.channel(w).slots->acquire();
     if (!slot && require_slot) continue;
     if (!slot && !state.warned_overflow) {
@@ -170,8 +170,8 @@ void Dispatcher::send_task(size_t w, int64_t slot, uint64_t sequence) {
   d.status = static_cast<uint32_t>(ipc::TaskStatus::kPending);
   d.kind = static_cast<uint32_t>(ipc::TaskKind::kBatch);
   std::memcpy(channel.view.indices(id), indices.data(), indices.size() * sizeof(int64_t));
-  state.in_flight[id] = InFlight{generation_, sequence, slot};
-  book_.add(w, id, InFlightBatch{epoch_, plan_sequence(sequence), indices});
+  in_flight_.add(w, id, InFlightTask{generation_, sequence, slot,
+                                     InFlightBatch{epoch_, plan_sequence(sequence), indices}});
   channel.view.task_ring().try_push(id);  // never full: capacity exceeds the descriptors
   channel.task_event.notify();
   if (!reissue_.empty() && reissue_.front() == sequence) {
@@ -216,16 +216,13 @@ void Dispatcher::receive_from(size_t w) {
 }
 
 void Dispatcher::handle_result(size_t w, uint32_t id) {
-  WorkerState& state = workers_[w];
-  auto it = state.in_flight.find(id);
-  if (it == state.in_flight.end()) {
+  std::optional<InFlightTask> task = in_flight_.take(w, id);
+  if (!task) {
     broken_ = std::make_exception_ptr(Error(messages::corrupt_ring(static_cast<int>(w), id)));
     std::rethrow_exception(broken_);
   }
-  const InFlight f = it->second;
-  state.in_flight.erase(it);
-  state.free_descriptors.push_back(id);
-  book_.remove(w, id);
+  const InFlightTask& f = *task;
+  workers_[w].free_descriptors.push_back(id);
   const ipc::TaskDescriptor& d = pool_.channel(w).view.descriptor(id);
   const bool current = f.generation == generation_;
   Ready ready;
@@ -237,13 +234,13 @@ void Dispatcher::handle_result(size_t w, uint32_t id) {
   }
   if (!current) return;  // an abandoned epoch: dropping it returns its slot
   if (options_.in_order) {
-    reorder_[f.sequence] = std::move(ready);
+    reorder_[f.position] = std::move(ready);
   } else {
     unordered_.push_back(std::move(ready));
   }
 }
 
-std::optional<Batch> Dispatcher::build_batch(size_t w, const InFlight& f, uint32_t id) {
+std::optional<Batch> Dispatcher::build_batch(size_t w, const InFlightTask& f, uint32_t id) {
   WorkerChannel& c = pool_.channel(w);
   const ipc::TaskDescriptor& d = c.view.descriptor(id);
   std::vector<int64_t> indices(c.view.indices(id), c.view.indices(id) + d.num_indices);
@@ -257,7 +254,7 @@ std::optional<Batch> Dispatcher::build_batch(size_t w, const InFlight& f, uint32
   return build_overflow_batch(w, f, id, std::move(indices));
 }
 
-Batch Dispatcher::build_overflow_batch(size_t w, const InFlight& f, uint32_t id,
+Batch Dispatcher::build_overflow_batch(size_t w, const InFlightTask& f, uint32_t id,
                                        std::vector<int64_t> indices) {
   WorkerChannel& c = pool_.channel(w);
   const ipc::TaskDescriptor& d = c.view.descriptor(id);

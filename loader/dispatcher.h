@@ -6,7 +6,9 @@
 // is noticed while the loop waits, not after a timeout. With in_order, results wait in a
 // reorder buffer until their turn.
 //
-// A dead or hung worker is reported by the Supervisor; with max_restarts_per_epoch it is
+// The dispatcher owns the one record of work in flight (InFlightTable) and the Supervisor that
+// watches the workers and reads that record when one dies. A dead or hung worker is reported
+// by the Supervisor; with max_restarts_per_epoch it is
 // replaced and its batches are issued again, so every index still arrives exactly once.
 //
 // Used by one thread (the Loader's).
@@ -22,7 +24,6 @@
 #include <deque>
 #include <exception>
 #include <map>
-#include <unordered_map>
 
 namespace mploader::detail {
 
@@ -34,22 +35,16 @@ struct DispatcherNotices {
 
 class Dispatcher : public BatchSource {
  public:
-  Dispatcher(WorkerPool& pool, Supervisor& supervisor, InFlightBook& book,
-             const LoaderOptions& options, DispatcherNotices& notices);
+  // Starts supervising the pool's workers (the Supervisor's thread) until destroyed.
+  Dispatcher(WorkerPool& pool, const LoaderOptions& options, DispatcherNotices& notices);
   void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
                    uint64_t epoch) override;
   std::optional<Batch> next() override;
   uint64_t head_of_line_ns() const override { return head_of_line_ns_; }
 
  private:
-  struct InFlight {
-    uint64_t generation = 0;
-    uint64_t sequence = 0;
-    int64_t slot = -1;  // the payload slot we assigned; -1: overflow
-  };
   struct WorkerState {
     std::vector<uint32_t> free_descriptors;
-    std::unordered_map<uint32_t, InFlight> in_flight;
     bool warned_overflow = false;
   };
   // A result waiting for its turn: a batch, or the error that replaces it.
@@ -66,11 +61,11 @@ class Dispatcher : public BatchSource {
   void wait_for_results(std::chrono::steady_clock::time_point deadline);
   void receive_from(size_t worker);
   void handle_result(size_t worker, uint32_t id);
-  std::optional<Batch> build_batch(size_t worker, const InFlight& f, uint32_t id);
+  std::optional<Batch> build_batch(size_t worker, const InFlightTask& f, uint32_t id);
   // A batch that arrived in a one-off segment (too big for its slot, or sent without one).
-  Batch build_overflow_batch(size_t worker, const InFlight& f, uint32_t id,
+  Batch build_overflow_batch(size_t worker, const InFlightTask& f, uint32_t id,
                              std::vector<int64_t> indices);
-  std::exception_ptr error_for(size_t worker, uint32_t id, const InFlight& f);
+  std::exception_ptr error_for(size_t worker, uint32_t id, const InFlightTask& f);
   // A worker died: restart it if allowed, else fail the loader with its report.
   void worker_died(size_t worker);
   // No batch within the timeout: the worker owing the awaited batch is reported as hung.
@@ -84,9 +79,9 @@ class Dispatcher : public BatchSource {
   }
 
   WorkerPool& pool_;
-  Supervisor& supervisor_;
-  InFlightBook& book_;
   LoaderOptions options_;
+  InFlightTable in_flight_;  // before supervisor_, which reads it until it is destroyed
+  Supervisor supervisor_;
   DispatcherNotices& notices_;
   std::vector<WorkerState> workers_;
   size_t next_worker_hint_ = 0;

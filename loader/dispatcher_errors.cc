@@ -13,7 +13,7 @@
 
 namespace mploader::detail {
 
-std::exception_ptr Dispatcher::error_for(size_t w, uint32_t id, const InFlight& f) {
+std::exception_ptr Dispatcher::error_for(size_t w, uint32_t id, const InFlightTask& f) {
   WorkerChannel& c = pool_.channel(w);
   const ipc::TaskDescriptor& d = c.view.descriptor(id);
   const std::string who = "mploader: worker " + std::to_string(w) + " (pid " +
@@ -23,19 +23,19 @@ std::exception_ptr Dispatcher::error_for(size_t w, uint32_t id, const InFlight& 
     case ipc::TaskStatus::kDatasetError:
     case ipc::TaskStatus::kCollateError:
       return std::make_exception_ptr(batch_error(
-          failure, FailurePlace{who, describe_batch(f.sequence), kBatchSkipped,
+          failure, FailurePlace{who, describe_batch(f.position), kBatchSkipped,
                                 static_cast<int>(w)}));
     case ipc::TaskStatus::kTooLarge: {
       const uint64_t slot = c.view.header().slot_bytes;
       return std::make_exception_ptr(BatchTooLarge(
-          who + ": " + describe_batch(f.sequence) + " needs " + human_bytes(d.batch_bytes) +
+          who + ": " + describe_batch(f.position) + " needs " + human_bytes(d.batch_bytes) +
               " but a ring slot holds " + human_bytes(slot) +
               ". Raise max_batch_bytes to at least " + std::to_string(d.batch_bytes) +
               ", or set allow_overflow = true. " + kBatchSkipped,
           d.batch_bytes, slot));
     }
     default:
-      return std::make_exception_ptr(Error(who + ": " + describe_batch(f.sequence) +
+      return std::make_exception_ptr(Error(who + ": " + describe_batch(f.position) +
                                            " failed: " + failure.type + ": " + failure.message +
                                            ". " + kBatchSkipped));
   }
@@ -58,8 +58,8 @@ void Dispatcher::worker_died(size_t w) {
 void Dispatcher::timed_out() {
   std::optional<size_t> owing;
   for (size_t w = 0; w < workers_.size() && !owing; ++w) {
-    for (const auto& [id, f] : workers_[w].in_flight) {
-      if (f.generation == generation_ && (!options_.in_order || f.sequence == next_deliver_)) {
+    for (const auto& [id, f] : in_flight_.of(w)) {
+      if (f.generation == generation_ && (!options_.in_order || f.position == next_deliver_)) {
         owing = w;
         break;
       }
@@ -98,14 +98,12 @@ void Dispatcher::restart_worker(size_t w) {
   receive_from(w);
   WorkerState& state = workers_[w];
   std::vector<uint64_t> again;
-  for (const auto& [id, f] : state.in_flight) {
+  for (const InFlightTask& f : in_flight_.take_all(w)) {
     if (f.slot >= 0) pool_.channel(w).slots->release(static_cast<uint32_t>(f.slot));
-    if (f.generation == generation_) again.push_back(f.sequence);
+    if (f.generation == generation_) again.push_back(f.position);
   }
   std::sort(again.begin(), again.end());
   reissue_.insert(reissue_.end(), again.begin(), again.end());
-  state.in_flight.clear();
-  book_.clear(w);
   state.free_descriptors.clear();
   for (uint32_t id = pool_.config().num_descriptors; id > 0; --id) {
     state.free_descriptors.push_back(id - 1);

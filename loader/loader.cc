@@ -123,20 +123,16 @@ class LoaderCore {
   void start_workers(uint64_t epoch) {
     config_.first_epoch = epoch;
     pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config_);
-    book_ = std::make_unique<InFlightBook>(pool_->size());
-    supervisor_ = std::make_unique<Supervisor>(*pool_, *book_, options_);
-    source_ = std::make_unique<Dispatcher>(*pool_, *supervisor_, *book_, options_, notices_);
+    source_ = std::make_unique<Dispatcher>(*pool_, options_, notices_);
   }
 
   // Batches already delivered keep their memory: their slots hold the region mapped.
   void stop_workers() {
     if (!pool_) return;
     stopped_stats_ = stats();  // the next pool's counters add to these
-    source_.reset();
-    supervisor_.reset();  // before the orderly shutdown, whose exits are no deaths
+    source_.reset();  // and its supervisor, before the orderly shutdown, whose exits are no deaths
     pool_->shutdown();
     pool_.reset();
-    book_.reset();
   }
 
   uint64_t upcoming_epoch() const {
@@ -276,8 +272,6 @@ class LoaderCore {
   uint64_t batches_taken_ = 0;
   PoolConfig config_;
   std::unique_ptr<WorkerPool> pool_;
-  std::unique_ptr<InFlightBook> book_;
-  std::unique_ptr<Supervisor> supervisor_;
   std::unique_ptr<BatchSource> source_;
   DispatcherNotices notices_;  // once-per-loader warnings, across epochs' Dispatchers
   std::optional<uint64_t> requested_epoch_;

@@ -31,7 +31,7 @@ PoolConfig probe_config(const PoolConfig& pool, uint32_t probe_count) {
   return c;
 }
 
-void send_probe(WorkerChannel& c, InFlightBook& book, uint32_t probe_count, size_t max_batch,
+void send_probe(WorkerChannel& c, InFlightTable& in_flight, uint32_t probe_count, size_t max_batch,
                 uint64_t epoch) {
   ipc::TaskDescriptor& d = c.view.descriptor(kProbeDescriptor);
   d.sequence = 0;
@@ -45,7 +45,8 @@ void send_probe(WorkerChannel& c, InFlightBook& book, uint32_t probe_count, size
   std::vector<int64_t> indices(probe_count);
   for (uint32_t i = 0; i < probe_count; ++i) indices[i] = i;
   std::memcpy(c.view.indices(kProbeDescriptor), indices.data(), probe_count * sizeof(int64_t));
-  book.add(0, kProbeDescriptor, InFlightBatch{epoch, 0, std::move(indices)});
+  in_flight.add(0, kProbeDescriptor,
+                InFlightTask{0, 0, -1, InFlightBatch{epoch, 0, std::move(indices)}});
   c.view.task_ring().try_push(kProbeDescriptor);
   c.task_event.notify();
 }
@@ -118,9 +119,9 @@ uint64_t probe_slot_bytes(Dataset& dataset, const LoaderOptions& options,
   {
     // Destroyed in reverse: the supervisor stops watching before the pool's orderly shutdown.
     WorkerPool pool(dataset, *options.collate, probe_config(pool_config, probe_count));
-    InFlightBook book(1);
-    Supervisor supervisor(pool, book, options);
-    send_probe(pool.channel(0), book, probe_count, max_batch, pool_config.first_epoch);
+    InFlightTable in_flight(1);
+    Supervisor supervisor(pool, in_flight, options);
+    send_probe(pool.channel(0), in_flight, probe_count, max_batch, pool_config.first_epoch);
     await_probe(pool.channel(0), supervisor, options);
     estimate = probe_result(pool.channel(0), pool_config.first_epoch);
   }

@@ -54,37 +54,9 @@ char process_state(int pid) {
 
 }  // namespace
 
-void InFlightBook::add(size_t worker, uint32_t descriptor, InFlightBatch batch) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  batches_[worker].emplace_back(descriptor, std::move(batch));
-}
-
-void InFlightBook::remove(size_t worker, uint32_t descriptor) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& list = batches_[worker];
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (list[i].first == descriptor) {
-      list.erase(list.begin() + static_cast<long>(i));
-      return;
-    }
-  }
-}
-
-void InFlightBook::clear(size_t worker) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  batches_[worker].clear();
-}
-
-std::vector<InFlightBatch> InFlightBook::of(size_t worker) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<InFlightBatch> out;
-  for (const auto& entry : batches_[worker]) out.push_back(entry.second);
-  return out;
-}
-
-Supervisor::Supervisor(WorkerPool& pool, const InFlightBook& book, const LoaderOptions& options)
+Supervisor::Supervisor(WorkerPool& pool, const InFlightTable& in_flight, const LoaderOptions& options)
     : pool_(pool),
-      book_(book),
+      in_flight_(in_flight),
       options_(options),
       crash_dir_(crash_directory(options.crash_dir)),
       watches_(pool.size()) {
@@ -268,7 +240,7 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.oom_after = reread_oom_counter(w.oom);
   e.ring_bytes = c.region->size();
   e.shm_dir = options_.shm_dir;
-  e.in_flight = book_.of(worker);
+  e.in_flight = in_flight_.snapshot(worker);
   e.num_workers = options_.num_workers;
   e.batch_size = options_.batch_size;
   e.prefetch_factor = options_.prefetch_factor;

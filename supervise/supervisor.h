@@ -10,6 +10,7 @@
 #pragma once
 
 #include "supervise/diagnosis.h"
+#include "supervise/in_flight.h"
 #include "process/worker_pool.h"
 
 #include <mploader/options.h>
@@ -22,20 +23,6 @@
 
 namespace mploader::detail {
 
-// The batches each worker holds, kept by the dispatcher for the supervisor's reports.
-class InFlightBook {
- public:
-  explicit InFlightBook(size_t workers) : batches_(workers) {}
-  void add(size_t worker, uint32_t descriptor, InFlightBatch batch);
-  void remove(size_t worker, uint32_t descriptor);
-  void clear(size_t worker);
-  std::vector<InFlightBatch> of(size_t worker) const;
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::vector<std::pair<uint32_t, InFlightBatch>>> batches_;
-};
-
 struct DeathRecord {
   CrashSummary summary;
   std::string message;  // WorkerCrashed::what()
@@ -43,7 +30,7 @@ struct DeathRecord {
 
 class Supervisor {
  public:
-  Supervisor(WorkerPool& pool, const InFlightBook& book, const LoaderOptions& options);
+  Supervisor(WorkerPool& pool, const InFlightTable& in_flight, const LoaderOptions& options);
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
@@ -81,7 +68,7 @@ class Supervisor {
                               DeathEvidence& evidence);
 
   WorkerPool& pool_;
-  const InFlightBook& book_;
+  const InFlightTable& in_flight_;  // the dispatcher's
   LoaderOptions options_;
   std::string crash_dir_;
   mutable std::mutex mutex_;
