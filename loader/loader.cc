@@ -3,6 +3,7 @@
 #include <mploader/loader.h>
 
 #include "ipc/region_layout.h"
+#include "loader/component_settings.h"
 #include "loader/dispatcher.h"
 #include "loader/in_process_source.h"
 #include "util/log.h"
@@ -55,22 +56,7 @@ class LoaderCore {
       source_ = std::make_unique<InProcessSource>(*dataset_, *options_.collate);
       return;
     }
-    config_.num_workers = static_cast<int>(options_.num_workers);
-    config_.num_descriptors = static_cast<uint32_t>(options_.prefetch_factor);
-    config_.num_slots = static_cast<uint32_t>(options_.prefetch_factor) + 1;
-    config_.max_indices = static_cast<uint32_t>(options_.batch_sampler->max_batch_size());
-    config_.shm_dir = options_.shm_dir;
-    config_.allow_overflow = options_.allow_overflow;
-    config_.pin_memory = options_.pin_memory;
-    config_.seed = options_.seed;
-    config_.rank = options_.rank;
-    config_.worker_init = options_.worker_init;
-    config_.start_method = options_.start_method;
-    if (options_.start_method != StartMethod::kFork) {
-      config_.dataset_factory = dataset_->recipe()->factory;
-      config_.dataset_config = dataset_->recipe()->config;
-      config_.collator_recipe = *options_.collate->recipe();
-    }
+    config_ = pool_config(options_, *dataset_);
     // The probe is a worker process and holds descriptors too: a soft limit too low for the
     // loader is raised, and one that cannot be raised refused, before it starts. Left to the
     // probe, the limit would surface as an EMFILE from wherever it ran out (under UBSan, as a
@@ -121,7 +107,7 @@ class LoaderCore {
   }
 
   void start_workers(uint64_t epoch) {
-    config_.first_epoch = epoch;
+    config_.worker_settings.first_epoch = epoch;
     pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config_);
     book_ = std::make_unique<InFlightBook>(pool_->size());
     supervisor_ = std::make_unique<Supervisor>(*pool_, *book_, options_);

@@ -19,8 +19,7 @@ constexpr uint32_t kProbeDescriptor = 0;
 // One worker, one descriptor for up to `probe_count` indices, and a one-page slot the probe
 // never writes to: its answer is the descriptor itself.
 PoolConfig probe_config(const PoolConfig& pool, uint32_t probe_count) {
-  PoolConfig c = pool;
-  c.reported_num_workers = pool.num_workers;
+  PoolConfig c = pool;  // its workers' settings too: the one process reports the loader's count
   c.num_workers = 1;
   c.num_descriptors = 1;
   c.num_slots = 1;
@@ -128,7 +127,8 @@ uint64_t probe_slot_bytes(Dataset& dataset, const LoaderOptions& options,
     WorkerPool pool(dataset, *options.collate, probe_config(pool_config, probe_count));
     InFlightBook book(1);
     Supervisor supervisor(pool, book, options);
-    send_probe(pool.channel(0), book, probe_count, max_batch, pool_config.first_epoch);
+    send_probe(pool.channel(0), book, probe_count, max_batch,
+               pool_config.worker_settings.first_epoch);
     await_probe(pool.channel(0), supervisor, options);
     estimate = probe_result(pool.channel(0));
   }

@@ -1,0 +1,34 @@
+#include "loader/component_settings.h"
+
+namespace mploader::detail {
+
+worker::WorkerSettings worker_settings(const LoaderOptions& options, const Dataset& dataset) {
+  worker::WorkerSettings s;
+  s.num_workers = static_cast<int>(options.num_workers);
+  s.seed = options.seed;
+  s.rank = options.rank;
+  s.allow_overflow = options.allow_overflow;
+  if (options.start_method != StartMethod::kFork) {  // the checks made sure the recipes exist
+    const DatasetRecipe recipe = *dataset.recipe();
+    s.dataset_factory = recipe.factory;
+    s.dataset_config = recipe.config;
+    s.collator_recipe = *options.collate->recipe();
+  }
+  return s;
+}
+
+PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset) {
+  PoolConfig c;
+  c.num_workers = static_cast<int>(options.num_workers);
+  c.num_descriptors = static_cast<uint32_t>(options.prefetch_factor);
+  c.num_slots = static_cast<uint32_t>(options.prefetch_factor) + 1;
+  c.max_indices = static_cast<uint32_t>(options.batch_sampler->max_batch_size());
+  c.shm_dir = options.shm_dir;
+  c.pin_memory = options.pin_memory;
+  c.start_method = options.start_method;
+  c.worker_settings = worker_settings(options, dataset);
+  c.worker_init = options.worker_init;
+  return c;
+}
+
+}  // namespace mploader::detail

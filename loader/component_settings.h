@@ -1,0 +1,20 @@
+// LoaderOptions translated, in one place, into the settings a component of a Loader reads:
+// what every worker is told, and how the pool is laid out.
+#pragma once
+
+#include "process/worker_pool.h"
+#include "worker/worker_spec.h"
+
+#include <mploader/dataset.h>
+#include <mploader/options.h>
+
+namespace mploader::detail {
+
+// What every worker of the loader is told alike, from checked options (options_check.h). The
+// recipes are filled in only for the start methods that rebuild dataset and collator.
+worker::WorkerSettings worker_settings(const LoaderOptions& options, const Dataset& dataset);
+// The pool of options.num_workers workers, with worker_settings(); its slot_bytes is left for
+// probe_slot_bytes() to fill in.
+PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset);
+
+}  // namespace mploader::detail
