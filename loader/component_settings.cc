@@ -31,4 +31,25 @@ PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset) {
   return c;
 }
 
+DispatcherSettings dispatcher_settings(const LoaderOptions& options) {
+  DispatcherSettings s;
+  s.prefetch_factor = options.prefetch_factor;
+  s.in_order = options.in_order;
+  s.timeout = options.timeout;
+  s.max_restarts_per_epoch = options.max_restarts_per_epoch;
+  s.max_batch_bytes = options.max_batch_bytes;
+  return s;
+}
+
+SupervisorSettings supervisor_settings(const LoaderOptions& options) {
+  SupervisorSettings s;
+  s.crash_dir = options.crash_dir;
+  s.timeout = options.timeout;
+  s.shm_dir = options.shm_dir;
+  s.num_workers = options.num_workers;
+  s.batch_size = options.batch_size;
+  s.prefetch_factor = options.prefetch_factor;
+  return s;
+}
+
 }  // namespace mploader::detail

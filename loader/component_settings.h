@@ -1,8 +1,11 @@
-// LoaderOptions translated, in one place, into the settings a component of a Loader reads:
-// what every worker is told, and how the pool is laid out.
+// LoaderOptions translated, in one place, into the settings each component of a Loader reads:
+// what every worker is told, how the pool is laid out, what the dispatcher and the supervisor
+// need. No component below loader/ sees the options whole.
 #pragma once
 
+#include "loader/dispatcher.h"
 #include "process/worker_pool.h"
+#include "supervise/supervisor.h"
 #include "worker/worker_spec.h"
 
 #include <mploader/dataset.h>
@@ -16,5 +19,7 @@ worker::WorkerSettings worker_settings(const LoaderOptions& options, const Datas
 // The pool of options.num_workers workers, with worker_settings(); its slot_bytes is left for
 // probe_slot_bytes() to fill in.
 PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset);
+DispatcherSettings dispatcher_settings(const LoaderOptions& options);
+SupervisorSettings supervisor_settings(const LoaderOptions& options);
 
 }  // namespace mploader::detail

@@ -16,8 +16,6 @@
 #include "supervise/supervisor.h"
 #include "process/worker_pool.h"
 
-#include <mploader/options.h>
-
 #include <chrono>
 #include <deque>
 #include <exception>
@@ -32,10 +30,19 @@ struct DispatcherNotices {
   bool copying_overflow = false;  // too many overflow segments mapped: copying them
 };
 
+// The options a Dispatcher reads.
+struct DispatcherSettings {
+  int64_t prefetch_factor = 2;  // tasks in flight per worker
+  bool in_order = true;
+  std::chrono::milliseconds timeout{0};  // for one batch; 0 waits forever
+  int64_t max_restarts_per_epoch = 0;
+  uint64_t max_batch_bytes = 0;  // named in the warning about a batch larger than its slot
+};
+
 class Dispatcher : public BatchSource {
  public:
   Dispatcher(WorkerPool& pool, Supervisor& supervisor, InFlightBook& book,
-             const LoaderOptions& options, DispatcherNotices& notices);
+             const DispatcherSettings& settings, DispatcherNotices& notices);
   void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
                    uint64_t epoch) override;
   std::optional<Batch> next() override;
@@ -86,7 +93,7 @@ class Dispatcher : public BatchSource {
   WorkerPool& pool_;
   Supervisor& supervisor_;
   InFlightBook& book_;
-  LoaderOptions options_;
+  DispatcherSettings settings_;
   DispatcherNotices& notices_;
   std::vector<WorkerState> workers_;
   size_t next_worker_hint_ = 0;

@@ -110,8 +110,9 @@ class LoaderCore {
     config_.worker_settings.first_epoch = epoch;
     pool_ = std::make_unique<WorkerPool>(*dataset_, *options_.collate, config_);
     book_ = std::make_unique<InFlightBook>(pool_->size());
-    supervisor_ = std::make_unique<Supervisor>(*pool_, *book_, options_);
-    source_ = std::make_unique<Dispatcher>(*pool_, *supervisor_, *book_, options_, notices_);
+    supervisor_ = std::make_unique<Supervisor>(*pool_, *book_, supervisor_settings(options_));
+    source_ = std::make_unique<Dispatcher>(*pool_, *supervisor_, *book_,
+                                           dispatcher_settings(options_), notices_);
   }
 
   // Batches already delivered keep their memory: their slots hold the region mapped.

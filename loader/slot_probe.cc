@@ -1,5 +1,6 @@
 #include "loader/slot_probe.h"
 
+#include "loader/component_settings.h"
 #include "supervise/supervisor.h"
 
 #include <mploader/errors.h>
@@ -126,7 +127,7 @@ uint64_t probe_slot_bytes(Dataset& dataset, const LoaderOptions& options,
     // Destroyed in reverse: the supervisor stops watching before the pool's orderly shutdown.
     WorkerPool pool(dataset, *options.collate, probe_config(pool_config, probe_count));
     InFlightBook book(1);
-    Supervisor supervisor(pool, book, options);
+    Supervisor supervisor(pool, book, supervisor_settings(options));
     send_probe(pool.channel(0), book, probe_count, max_batch,
                pool_config.worker_settings.first_epoch);
     await_probe(pool.channel(0), supervisor, options);

@@ -12,11 +12,11 @@
 #include "supervise/diagnosis.h"
 #include "process/worker_pool.h"
 
-#include <mploader/options.h>
-
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -36,6 +36,16 @@ class InFlightBook {
   std::vector<std::vector<std::pair<uint32_t, InFlightBatch>>> batches_;
 };
 
+// The options a Supervisor reads: where reports go, and the loader's settings its reports state.
+struct SupervisorSettings {
+  std::string crash_dir;  // LoaderOptions::crash_dir as given; the Supervisor resolves empty
+  std::chrono::milliseconds timeout{0};  // stated in the report of a death that is no hang
+  std::string shm_dir;
+  int64_t num_workers = 0;
+  int64_t batch_size = 0;
+  int64_t prefetch_factor = 0;
+};
+
 struct DeathRecord {
   CrashSummary summary;
   std::string message;  // WorkerCrashed::what()
@@ -43,7 +53,7 @@ struct DeathRecord {
 
 class Supervisor {
  public:
-  Supervisor(WorkerPool& pool, const InFlightBook& book, const LoaderOptions& options);
+  Supervisor(WorkerPool& pool, const InFlightBook& book, const SupervisorSettings& settings);
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
@@ -82,7 +92,7 @@ class Supervisor {
 
   WorkerPool& pool_;
   const InFlightBook& book_;
-  LoaderOptions options_;
+  SupervisorSettings settings_;
   std::string crash_dir_;
   mutable std::mutex mutex_;
   std::condition_variable gathered_;
