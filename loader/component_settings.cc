@@ -52,4 +52,9 @@ SupervisorSettings supervisor_settings(const LoaderOptions& options) {
   return s;
 }
 
+RecordedSettings recorded_settings(const LoaderOptions& options) {
+  return RecordedSettings{options.batch_size, options.drop_last, options.shuffle,
+                          options.seed,       options.in_order,  options.num_workers};
+}
+
 }  // namespace mploader::detail

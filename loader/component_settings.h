@@ -1,9 +1,10 @@
 // LoaderOptions translated, in one place, into the settings each component of a Loader reads:
 // what every worker is told, how the pool is laid out, what the dispatcher and the supervisor
-// need. No component below loader/ sees the options whole.
+// need, what a saved state records. No component below loader/ sees the options whole.
 #pragma once
 
 #include "loader/dispatcher.h"
+#include "loader/resume_state.h"
 #include "process/worker_pool.h"
 #include "supervise/supervisor.h"
 #include "worker/worker_spec.h"
@@ -21,5 +22,6 @@ worker::WorkerSettings worker_settings(const LoaderOptions& options, const Datas
 PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset);
 DispatcherSettings dispatcher_settings(const LoaderOptions& options);
 SupervisorSettings supervisor_settings(const LoaderOptions& options);
+RecordedSettings recorded_settings(const LoaderOptions& options);
 
 }  // namespace mploader::detail
