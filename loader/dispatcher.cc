@@ -39,10 +39,10 @@ class SlotLease {
 
 }  // namespace
 
-Dispatcher::Dispatcher(WorkerPool& pool, const LoaderOptions& options,
-                       DispatcherNotices& notices)
-    : pool_(pool), options_(options), in_flight_(pool.size()),
-      supervisor_(pool, in_flight_, options), notices_(notices), workers_(pool.size()) {
+Dispatcher::Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
+                       const SupervisorSettings& supervision, DispatcherNotices& notices)
+    : pool_(pool), settings_(settings), in_flight_(pool.size()),
+      supervisor_(pool, in_flight_, supervision), notices_(notices), workers_(pool.size()) {
   for (WorkerState& w : workers_) {
     for (uint32_t id = pool.config().num_descriptors; id > 0; --id) {
       w.free_descriptors.push_back(id - 1);
@@ -73,7 +73,7 @@ std::optional<Batch> Dispatcher::next() {
   if (broken_) std::rethrow_exception(broken_);
   if (next_deliver_ >= batches_.size()) return std::nullopt;
   auto fresh_deadline = [this] {
-    return options_.timeout.count() > 0 ? Clock::now() + options_.timeout
+    return settings_.timeout.count() > 0 ? Clock::now() + settings_.timeout
                                         : Clock::time_point::max();
   };
   auto deadline = fresh_deadline();
@@ -94,7 +94,7 @@ std::optional<Batch> Dispatcher::next() {
 }
 
 std::optional<Dispatcher::Ready> Dispatcher::take_ready() {
-  if (options_.in_order) {
+  if (settings_.in_order) {
     auto it = reorder_.find(next_deliver_);
     if (it == reorder_.end()) return std::nullopt;
     Ready r = std::move(it->second);
@@ -112,7 +112,7 @@ std::optional<Dispatcher::Ready> Dispatcher::take_ready() {
 // buffer grow without bound).
 std::optional<uint64_t> Dispatcher::next_to_issue() const {
   if (!reissue_.empty()) return reissue_.front();
-  const size_t window = workers_.size() * static_cast<size_t>(options_.prefetch_factor);
+  const size_t window = workers_.size() * static_cast<size_t>(settings_.prefetch_factor);
   if (next_issue_ < batches_.size() && next_issue_ < next_deliver_ + window) return next_issue_;
   return std::nullopt;
 }
@@ -125,7 +125,7 @@ void Dispatcher::issue_tasks() {
     // otherwise wait forever does a batch go out without one (into an overflow segment).
     size_t in_flight = 0;
     for (size_t w = 0; w < workers_.size(); ++w) in_flight += in_flight_.count(w);
-    const bool must = options_.in_order ? *sequence == next_deliver_
+    const bool must = settings_.in_order ? *sequence == next_deliver_
                                         : in_flight == 0 && unordered_.empty();
     if (!must || !issue_one(*sequence, /*require_slot=*/false)) return;
   }
@@ -133,7 +133,7 @@ void Dispatcher::issue_tasks() {
 
 // Gives batch `sequence` to the least-loaded worker that can take it.
 bool Dispatcher::issue_one(uint64_t sequence, bool require_slot) {
-  const size_t prefetch = static_cast<size_t>(options_.prefetch_factor);
+  const size_t prefetch = static_cast<size_t>(settings_.prefetch_factor);
   std::vector<size_t> order(workers_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = (next_worker_hint_ + i) % order.size();
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -233,7 +233,7 @@ void Dispatcher::handle_result(size_t w, uint32_t id) {
     ready.error = error_for(w, id, f);
   }
   if (!current) return;  // an abandoned epoch: dropping it returns its slot
-  if (options_.in_order) {
+  if (settings_.in_order) {
     reorder_[f.position] = std::move(ready);
   } else {
     unordered_.push_back(std::move(ready));
@@ -264,7 +264,7 @@ Batch Dispatcher::build_overflow_batch(size_t w, const InFlightTask& f, uint32_t
       notices_.batch_too_large = true;
       log().warn(messages::batch_larger_than_slot(static_cast<int>(w), d.sequence, d.batch_bytes,
                                                   c.view.header().slot_bytes,
-                                                  options_.max_batch_bytes));
+                                                  settings_.max_batch_bytes));
     }
   }
   auto received = ipc::receive_fd(c.sockets.parent);

@@ -18,8 +18,6 @@
 #include "supervise/supervisor.h"
 #include "process/worker_pool.h"
 
-#include <mploader/options.h>
-
 #include <chrono>
 #include <deque>
 #include <exception>
@@ -33,10 +31,20 @@ struct DispatcherNotices {
   bool copying_overflow = false;  // too many overflow segments mapped: copying them
 };
 
+// The options a Dispatcher reads.
+struct DispatcherSettings {
+  int64_t prefetch_factor = 2;  // tasks in flight per worker
+  bool in_order = true;
+  std::chrono::milliseconds timeout{0};  // for one batch; 0 waits forever
+  int64_t max_restarts_per_epoch = 0;
+  uint64_t max_batch_bytes = 0;  // named in the warning about a batch larger than its slot
+};
+
 class Dispatcher : public BatchSource {
  public:
   // Starts supervising the pool's workers (the Supervisor's thread) until destroyed.
-  Dispatcher(WorkerPool& pool, const LoaderOptions& options, DispatcherNotices& notices);
+  Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
+             const SupervisorSettings& supervision, DispatcherNotices& notices);
   void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
                    uint64_t epoch) override;
   std::optional<Batch> next() override;
@@ -79,7 +87,7 @@ class Dispatcher : public BatchSource {
   }
 
   WorkerPool& pool_;
-  LoaderOptions options_;
+  DispatcherSettings settings_;
   InFlightTable in_flight_;  // before supervisor_, which reads it until it is destroyed
   Supervisor supervisor_;
   DispatcherNotices& notices_;

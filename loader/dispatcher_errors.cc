@@ -59,31 +59,31 @@ void Dispatcher::timed_out() {
   std::optional<size_t> owing;
   for (size_t w = 0; w < workers_.size() && !owing; ++w) {
     for (const auto& [id, f] : in_flight_.of(w)) {
-      if (f.generation == generation_ && (!options_.in_order || f.position == next_deliver_)) {
+      if (f.generation == generation_ && (!settings_.in_order || f.position == next_deliver_)) {
         owing = w;
         break;
       }
     }
   }
   if (!owing) {
-    throw Error("mploader: waited " + std::to_string(options_.timeout.count()) +
+    throw Error("mploader: waited " + std::to_string(settings_.timeout.count()) +
                 " ms (timeout) for " + describe_batch(next_deliver_) +
                 ", which no worker holds: a bug in mploader. Recreate the loader.");
   }
   std::shared_ptr<const DeathRecord> record =
-      supervisor_.hang_of(*owing, static_cast<int64_t>(options_.timeout.count()));
+      supervisor_.hang_of(*owing, static_cast<int64_t>(settings_.timeout.count()));
   restart_or_fail(*owing, *record, /*hang=*/true);
 }
 
 void Dispatcher::restart_or_fail(size_t w, const DeathRecord& record, bool hang) {
-  if (restarts_this_epoch_ < options_.max_restarts_per_epoch) {
+  if (restarts_this_epoch_ < settings_.max_restarts_per_epoch) {
     restart_worker(w);
     return;
   }
   std::string message = record.message;
-  if (options_.max_restarts_per_epoch > 0) {
+  if (settings_.max_restarts_per_epoch > 0) {
     message += " The restart limit of this epoch (max_restarts_per_epoch = " +
-               std::to_string(options_.max_restarts_per_epoch) + ") is used up.";
+               std::to_string(settings_.max_restarts_per_epoch) + ") is used up.";
   }
   message += " The loader cannot go on; recreate it.";
   broken_ = hang ? std::make_exception_ptr(TimeoutError(message, record.summary))
@@ -113,7 +113,7 @@ void Dispatcher::restart_worker(size_t w) {
   log().warn("mploader: restarted worker {} as pid {} (restart {} of at most {} this epoch); "
              "{} batch(es) it held are issued again",
              w, pool_.channel(w).process.pid, restarts_this_epoch_,
-             options_.max_restarts_per_epoch, again.size());
+             settings_.max_restarts_per_epoch, again.size());
 }
 
 }  // namespace mploader::detail

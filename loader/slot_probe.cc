@@ -1,6 +1,7 @@
 #include "loader/slot_probe.h"
 
 #include "batch/assembly.h"
+#include "loader/component_settings.h"
 #include "supervise/supervisor.h"
 
 #include <mploader/errors.h>
@@ -20,8 +21,7 @@ constexpr uint32_t kProbeDescriptor = 0;
 // One worker, one descriptor for up to `probe_count` indices, and a one-page slot the probe
 // never writes to: its answer is the descriptor itself.
 PoolConfig probe_config(const PoolConfig& pool, uint32_t probe_count) {
-  PoolConfig c = pool;
-  c.reported_num_workers = pool.num_workers;
+  PoolConfig c = pool;  // its workers' settings too: the one process reports the loader's count
   c.num_workers = 1;
   c.num_descriptors = 1;
   c.num_slots = 1;
@@ -120,10 +120,11 @@ uint64_t probe_slot_bytes(Dataset& dataset, const LoaderOptions& options,
     // Destroyed in reverse: the supervisor stops watching before the pool's orderly shutdown.
     WorkerPool pool(dataset, *options.collate, probe_config(pool_config, probe_count));
     InFlightTable in_flight(1);
-    Supervisor supervisor(pool, in_flight, options);
-    send_probe(pool.channel(0), in_flight, probe_count, max_batch, pool_config.first_epoch);
+    Supervisor supervisor(pool, in_flight, supervisor_settings(options));
+    send_probe(pool.channel(0), in_flight, probe_count, max_batch,
+               pool_config.worker_settings.first_epoch);
     await_probe(pool.channel(0), supervisor, options);
-    estimate = probe_result(pool.channel(0), pool_config.first_epoch);
+    estimate = probe_result(pool.channel(0), pool_config.worker_settings.first_epoch);
   }
   return estimate + estimate / 4 + ipc::kPageBytes;
 }

@@ -6,7 +6,6 @@
 #include "process/forkserver.h"
 #include "process/launcher.h"
 #include "process/spawn.h"
-#include "worker/worker_main.h"
 
 #include <mploader/errors.h>
 
@@ -150,44 +149,40 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
   channel.sockets.child = -1;
 }
 
-// Starts the worker's process by the configured start method.
+// Starts the worker's process by the configured start method, from the same spec for each.
 ipc::Result<worker::WorkerProcess> WorkerPool::launch(WorkerChannel& channel) {
   const worker::WorkerSpec spec = worker_spec(channel);
   if (config_.start_method == StartMethod::kForkserver) {
     return worker::start_via_forkserver(spec, &channel.view.header().foreign_wait_status);
   }
-  worker::WorkerContext context =
-      worker::context_from_spec(spec, channel.view, &dataset_, &collator_);
-  context.init = config_.worker_init;  // a fork can carry a function; spawn cannot
   const int keep = channel.id;
-  return worker::fork_from_launcher([this, keep, context, spec] {
-    drop_other_channels_in_child(keep);
-    if (config_.start_method == StartMethod::kSpawn) {
+  if (config_.start_method == StartMethod::kSpawn) {
+    return worker::fork_from_launcher([this, keep, spec] {
+      drop_other_channels_in_child(keep);
       worker::exec_worker(spec);
       return worker::kSpawnFailedExit;  // exec failed
-    }
+    });
+  }
+  // A forked worker keeps this process's dataset, collator and mapping, and can run
+  // worker_init, which no other start method can carry.
+  const worker::WorkerContext context{spec, channel.view, &dataset_, &collator_,
+                                      config_.worker_init};
+  return worker::fork_from_launcher([this, keep, context] {
+    drop_other_channels_in_child(keep);
     return worker::run_worker(context);
   });
 }
 
 worker::WorkerSpec WorkerPool::worker_spec(const WorkerChannel& c) const {
   worker::WorkerSpec s;
+  s.settings = config_.worker_settings;
   s.worker_id = c.id;
-  s.num_workers = config_.reported_num_workers > 0 ? config_.reported_num_workers
-                                                   : config_.num_workers;
   s.parent_pid = getpid();
   s.region_fd = c.region->fd();
   s.region_bytes = c.region->size();
   s.task_event_fd = c.task_event.fd();
   s.done_event_fd = c.done_event.fd();
   s.socket_fd = c.sockets.child;
-  s.seed = config_.seed;
-  s.first_epoch = config_.first_epoch;
-  s.rank = config_.rank;
-  s.allow_overflow = config_.allow_overflow;
-  s.dataset_factory = config_.dataset_factory;
-  s.dataset_config = config_.dataset_config;
-  s.collator_recipe = config_.collator_recipe;
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "ipc/shm_region.h"
 #include "process/spawn.h"
 #include "worker/worker_loop.h"
+#include "worker/worker_spec.h"
 #include "process/worker_process.h"
 
 #include <mploader/collate.h>
@@ -60,26 +61,21 @@ struct WorkerChannel {
   bool reaped = false;
 };
 
+// How a pool is laid out and started. The loader builds it (loader/component_settings.h);
+// the pool keeps it unchanged.
 struct PoolConfig {
-  int num_workers = 0;
-  // WorkerInfo::num_workers when it is not num_workers: the slot probe's one process tells
-  // worker_init and the dataset the loader's real worker count.
-  int reported_num_workers = 0;
+  int num_workers = 0;  // processes in this pool (the slot probe's pool has one)
   uint32_t num_descriptors = 0;
   uint32_t num_slots = 0;
   uint32_t max_indices = 0;
   uint64_t slot_bytes = 0;
   std::string shm_dir;
-  bool allow_overflow = true;
-  uint64_t seed = 0;
   bool pin_memory = false;  // page-lock each region in this process (LoaderOptions::pin_memory)
-  uint64_t first_epoch = 0;  // the epoch the workers start in (for their first seed)
-  int64_t rank = 0;
-  std::function<void(const WorkerInfo&)> worker_init;
   StartMethod start_method = StartMethod::kFork;
-  std::string dataset_factory;  // with spawn: the recipes the workers rebuild from
-  std::string dataset_config;
-  std::string collator_recipe;
+  // Put into every worker's spec unchanged.
+  worker::WorkerSettings worker_settings;
+  // LoaderOptions::worker_init, for forked workers: a function cannot be encoded in a spec.
+  std::function<void(const WorkerInfo&)> worker_init;
 };
 
 class WorkerPool {

@@ -54,11 +54,12 @@ char process_state(int pid) {
 
 }  // namespace
 
-Supervisor::Supervisor(WorkerPool& pool, const InFlightTable& in_flight, const LoaderOptions& options)
+Supervisor::Supervisor(WorkerPool& pool, const InFlightTable& in_flight,
+                       const SupervisorSettings& settings)
     : pool_(pool),
       in_flight_(in_flight),
-      options_(options),
-      crash_dir_(crash_directory(options.crash_dir)),
+      settings_(settings),
+      crash_dir_(crash_directory(settings.crash_dir)),
       watches_(pool.size()) {
   auto wake = ipc::EventFd::create();
   if (!wake.ok()) throw Error("mploader: supervisor: " + wake.error().describe());
@@ -222,7 +223,7 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.pid = w.pid;
   e.main_pid = getpid();
   e.hang = hang;
-  e.timeout_ms = hang ? timeout_ms : options_.timeout.count();
+  e.timeout_ms = hang ? timeout_ms : settings_.timeout.count();
   e.loading_index = h.current_index.load();
   e.phase = h.phase.load();
   e.tasks_done = h.tasks_done.load();
@@ -239,11 +240,11 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.oom_before = w.oom;
   e.oom_after = reread_oom_counter(w.oom);
   e.ring_bytes = c.region->size();
-  e.shm_dir = options_.shm_dir;
+  e.shm_dir = settings_.shm_dir;
   e.in_flight = in_flight_.snapshot(worker);
-  e.num_workers = options_.num_workers;
-  e.batch_size = options_.batch_size;
-  e.prefetch_factor = options_.prefetch_factor;
+  e.num_workers = settings_.num_workers;
+  e.batch_size = settings_.batch_size;
+  e.prefetch_factor = settings_.prefetch_factor;
 
   const Diagnosis d = diagnose(e);
   std::string error;

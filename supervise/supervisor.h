@@ -13,15 +13,25 @@
 #include "supervise/in_flight.h"
 #include "process/worker_pool.h"
 
-#include <mploader/options.h>
-
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace mploader::detail {
+
+// The options a Supervisor reads: where reports go, and the loader's settings its reports state.
+struct SupervisorSettings {
+  std::string crash_dir;  // LoaderOptions::crash_dir as given; the Supervisor resolves empty
+  std::chrono::milliseconds timeout{0};  // stated in the report of a death that is no hang
+  std::string shm_dir;
+  int64_t num_workers = 0;
+  int64_t batch_size = 0;
+  int64_t prefetch_factor = 0;
+};
 
 struct DeathRecord {
   CrashSummary summary;
@@ -30,7 +40,8 @@ struct DeathRecord {
 
 class Supervisor {
  public:
-  Supervisor(WorkerPool& pool, const InFlightTable& in_flight, const LoaderOptions& options);
+  Supervisor(WorkerPool& pool, const InFlightTable& in_flight,
+             const SupervisorSettings& settings);
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
@@ -69,7 +80,7 @@ class Supervisor {
 
   WorkerPool& pool_;
   const InFlightTable& in_flight_;  // the dispatcher's
-  LoaderOptions options_;
+  SupervisorSettings settings_;
   std::string crash_dir_;
   mutable std::mutex mutex_;
   std::condition_variable gathered_;

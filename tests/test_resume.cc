@@ -381,3 +381,22 @@ TEST_CASE("resume: set_epoch, a finished epoch and an unstarted loader", "[resum
     CHECK(first->sequence() == 0);
   }
 }
+
+TEST_CASE("resume: state_dict_without counts a batch fetched ahead of the loop as not received",
+          "[resume]") {
+  Setup s;
+  s.workers = 0;
+  Loader loader(s.dataset(), s.options());
+  for (size_t k = 0; k < 3; ++k) REQUIRE(loader.next());
+  std::optional<Batch> ahead = loader.next();  // a prefetcher's: the loop has not seen it
+  REQUIRE(ahead->sequence() == 3);
+  const std::string state = loader.state_dict_without(*ahead);
+  CHECK(state == state_after(s, 3));
+  Loader resumed(s.dataset(), s.options());
+  resumed.load_state_dict(state);
+  CHECK(resumed.next()->sequence() == 3);
+  // Once its epoch is over, the batch is not the state's to take back.
+  while (loader.next()) {
+  }
+  CHECK(loader.state_dict_without(*ahead) == loader.state_dict());
+}

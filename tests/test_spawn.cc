@@ -2,6 +2,7 @@
 // their datasets from registered factories. Same batches as fork; nothing inherited; every
 // reason spawn cannot work is an error at construction.
 #include "crash_test_support.h"
+#include "worker/worker_spec.h"
 
 #include <mploader/registry.h>
 
@@ -202,4 +203,37 @@ TEST_CASE("forkserver: restarts replace killed workers through the server",
     }
   }
   for (int count : seen) REQUIRE(count == 1);
+}
+
+// A spawned or forkserver worker knows only what the text carries: every field must come back,
+// recipes with any bytes and empty ones included.
+TEST_CASE("spawn: a worker spec comes back from its text encoding field for field", "[spawn]") {
+  worker::WorkerSpec spec;  // every field away from its default
+  spec.settings.num_workers = 7;
+  spec.settings.seed = 0xfedcba9876543210ULL;
+  spec.settings.first_epoch = 12;
+  spec.settings.rank = 5;
+  spec.settings.allow_overflow = false;
+  spec.settings.dataset_factory = "my factory";
+  spec.settings.dataset_config = std::string("a b\n- \0\xff", 8);
+  spec.settings.collator_recipe = "pad -1";
+  spec.worker_id = 3;
+  spec.parent_pid = 4242;
+  spec.region_fd = 11;
+  spec.region_bytes = uint64_t{1} << 33;
+  spec.task_event_fd = 12;
+  spec.done_event_fd = 13;
+  spec.socket_fd = 14;
+  REQUIRE_FALSE(spec == worker::WorkerSpec{});
+  std::optional<worker::WorkerSpec> decoded = worker::decode_spec(worker::encode_spec(spec));
+  REQUIRE(decoded);
+  CHECK(*decoded == spec);
+
+  spec.settings.dataset_config.clear();  // empty recipes stay empty
+  spec.settings.collator_recipe.clear();
+  decoded = worker::decode_spec(worker::encode_spec(spec));
+  REQUIRE(decoded);
+  CHECK(*decoded == spec);
+  CHECK_FALSE(worker::decode_spec("v1 " + worker::encode_spec(spec).substr(3)));
+  CHECK_FALSE(worker::decode_spec(worker::encode_spec(spec).substr(0, 20)));
 }

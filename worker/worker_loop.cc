@@ -59,7 +59,7 @@ class TaskSink : public detail::BatchSink {
       base = c_.region.slot(static_cast<uint32_t>(d_.payload_slot));
       return {};
     }
-    if (!c_.allow_overflow && d_.payload_slot >= 0) {
+    if (!c_.spec.settings.allow_overflow && d_.payload_slot >= 0) {
       return detail::BatchFailure{ipc::TaskStatus::kTooLarge, -1, "", ""};
     }
     auto segment = ipc::ShmRegion::create(std::max<uint64_t>(plan.total_bytes, 1), "",
@@ -79,7 +79,7 @@ class TaskSink : public detail::BatchSink {
     set_worker_phase(header_, ipc::WorkerPhase::kPublish);
     if (fits_) return {};
     d_.payload_slot = -1;  // tells the main process to receive the segment
-    ipc::Status sent = ipc::send_fd(c_.socket_fd, overflow_.fd(), id);
+    ipc::Status sent = ipc::send_fd(c_.spec.socket_fd, overflow_.fd(), id);
     if (sent.ok()) return {};
     return detail::BatchFailure{ipc::TaskStatus::kInternalError, -1, "fd passing",
                                 sent.error().describe()};
@@ -108,7 +108,7 @@ class Worker {
       header_.busy_ns.fetch_add(static_cast<uint64_t>(busy.count()), std::memory_order_relaxed);
       header_.tasks_done.fetch_add(1, std::memory_order_relaxed);
       c_.region.done_ring().try_push(id);  // cannot be full: it holds every descriptor id
-      notify(c_.done_event_fd);
+      notify(c_.spec.done_event_fd);
     }
     return 0;
   }
@@ -120,12 +120,12 @@ class Worker {
     }
   }
 
-  bool parent_alive() const { return getppid() == c_.parent_pid; }
+  bool parent_alive() const { return getppid() == c_.spec.parent_pid; }
 
   // Seeds libtorch's default generator and std::rand for `epoch`, so that random
   // augmentation differs between workers and epochs yet repeats from run to run.
   void enter_epoch(uint64_t epoch) {
-    const uint64_t seed = worker_seed(c_.base_seed, epoch, c_.worker_id);
+    const uint64_t seed = worker_seed(c_.spec.settings.seed, epoch, c_.spec.worker_id);
     at::manual_seed(seed);
     std::srand(static_cast<unsigned>(seed));
     set_worker_epoch(epoch, seed);
@@ -133,9 +133,9 @@ class Worker {
   }
 
   bool run_init() {
-    set_worker_info(WorkerInfo{c_.worker_id, c_.num_workers, static_cast<int>(getpid()), 0, 0,
-                               c_.rank});
-    enter_epoch(c_.first_epoch);
+    set_worker_info(WorkerInfo{c_.spec.worker_id, c_.spec.settings.num_workers,
+                               static_cast<int>(getpid()), 0, 0, c_.spec.settings.rank});
+    enter_epoch(c_.spec.settings.first_epoch);
     if (!c_.init) return true;
     try {
       c_.init(*worker_info());
@@ -156,11 +156,11 @@ class Worker {
       if (c_.region.task_ring().try_pop(id)) {
         return id != ipc::kShutdownId && c_.region.valid_descriptor_id(id);
       }
-      pollfd p{c_.task_event_fd, POLLIN, 0};
+      pollfd p{c_.spec.task_event_fd, POLLIN, 0};
       int rc = poll(&p, 1, kIdleCheckMs);
       if (rc > 0) {
         uint64_t value;
-        while (read(c_.task_event_fd, &value, sizeof value) < 0 && errno == EINTR) {
+        while (read(c_.spec.task_event_fd, &value, sizeof value) < 0 && errno == EINTR) {
         }
       }
       if (!parent_alive()) return false;

@@ -4,6 +4,7 @@
 
 #include "ipc/event_fd.h"
 #include "ipc/region_layout.h"
+#include "worker/worker_spec.h"
 
 #include <mploader/collate.h>
 #include <mploader/dataset.h>
@@ -11,25 +12,17 @@
 
 #include <functional>
 
-#include <sys/types.h>
-
 namespace mploader::worker {
 
+// What the worker loop runs with: the worker's spec as the main process built it, and what
+// only this process has (its mapping of the region, the dataset and collator it holds).
 struct WorkerContext {
-  int worker_id = 0;
-  pid_t parent_pid = 0;
-  ipc::RegionView region;
-  int task_event_fd = -1;  // main -> worker: tasks were pushed
-  int done_event_fd = -1;  // worker -> main: results were pushed
-  int socket_fd = -1;      // worker's end, for sending overflow segments
-  bool allow_overflow = true;
+  WorkerSpec spec;
+  ipc::RegionView region;  // the worker's region, mapped in this process
   Dataset* dataset = nullptr;
   Collator* collator = nullptr;
-  int num_workers = 0;
-  uint64_t base_seed = 0;    // LoaderOptions::seed
-  uint64_t first_epoch = 0;  // the epoch current when the worker starts
-  int64_t rank = 0;
-  // LoaderOptions::worker_init; runs once before the first task.
+  // LoaderOptions::worker_init; runs once before the first task. Forked workers only: a
+  // function cannot cross an exec, so it is beside the spec, not in it.
   std::function<void(const WorkerInfo&)> init;
 };
 

@@ -30,36 +30,20 @@ void become_worker(const WorkerSpec& spec) {
   std::shared_ptr<Dataset> dataset;
   std::shared_ptr<Collator> collator;
   try {
-    DatasetFactory factory = find_dataset_factory(spec.dataset_factory);
-    if (!factory) throw std::invalid_argument("no dataset factory '" + spec.dataset_factory + "'");
-    dataset = factory(spec.dataset_config);
-    collator = collator_from_recipe(spec.collator_recipe);
+    const WorkerSettings& settings = spec.settings;
+    DatasetFactory factory = find_dataset_factory(settings.dataset_factory);
+    if (!factory) {
+      throw std::invalid_argument("no dataset factory '" + settings.dataset_factory + "'");
+    }
+    dataset = factory(settings.dataset_config);
+    collator = collator_from_recipe(settings.collator_recipe);
   } catch (const std::exception& e) {
     const std::string text = std::string("rebuilding the dataset in a spawned worker: ") + e.what();
     ipc::copy_text(view.header().init_error, sizeof view.header().init_error, text.c_str());
     _exit(kInitFailedExit);
   }
   if (getppid() != spec.parent_pid) _exit(0);  // its parent is already gone
-  _exit(run_worker(context_from_spec(spec, view, dataset.get(), collator.get())));
-}
-
-WorkerContext context_from_spec(const WorkerSpec& spec, ipc::RegionView region,
-                                Dataset* dataset, Collator* collator) {
-  WorkerContext c;
-  c.worker_id = spec.worker_id;
-  c.parent_pid = spec.parent_pid;
-  c.region = region;
-  c.task_event_fd = spec.task_event_fd;
-  c.done_event_fd = spec.done_event_fd;
-  c.socket_fd = spec.socket_fd;
-  c.allow_overflow = spec.allow_overflow;
-  c.dataset = dataset;
-  c.collator = collator;
-  c.num_workers = spec.num_workers;
-  c.base_seed = spec.seed;
-  c.first_epoch = spec.first_epoch;
-  c.rank = spec.rank;
-  return c;
+  _exit(run_worker(WorkerContext{spec, view, dataset.get(), collator.get(), {}}));
 }
 
 void run_if_spawned() {

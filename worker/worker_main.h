@@ -3,7 +3,6 @@
 // worker loop.
 #pragma once
 
-#include "ipc/region_layout.h"
 #include "worker/worker_loop.h"
 #include "worker/worker_spec.h"
 
@@ -12,9 +11,6 @@ namespace mploader::worker {
 // Marks the spec's descriptors close-on-exec, maps the region, rebuilds the dataset and
 // collator, runs the worker loop and exits with its code.
 [[noreturn]] void become_worker(const WorkerSpec& spec);
-// The worker loop's context for `spec` (every start method describes its worker by a spec).
-WorkerContext context_from_spec(const WorkerSpec& spec, ipc::RegionView region,
-                                Dataset* dataset, Collator* collator);
 // Called by mploader::init(): in a spawned worker, runs it and exits; otherwise returns.
 void run_if_spawned();
 

@@ -1,6 +1,8 @@
 // WorkerSpec: everything a worker process needs to know, as one value. Built in the main
 // process for each worker and handed over unchanged, whatever the start method: in memory to a
 // forked worker, as text in the environment to a spawned one, over the socket to a forkserver.
+//
+// Plain values; no shared state.
 #pragma once
 
 #include <sys/types.h>
@@ -11,23 +13,35 @@
 
 namespace mploader::worker {
 
-struct WorkerSpec {
-  int worker_id = 0;
+// What every worker of one pool is told alike. The loader builds it once from its options
+// (loader/component_settings.h); the pool puts it into each worker's spec unchanged.
+struct WorkerSettings {
+  // WorkerInfo::num_workers: the loader's worker count, also in the slot probe's one process.
   int num_workers = 0;
-  pid_t parent_pid = 0;
-  int region_fd = -1;
-  uint64_t region_bytes = 0;
-  int task_event_fd = -1;
-  int done_event_fd = -1;
-  int socket_fd = -1;
-  uint64_t seed = 0;
-  uint64_t first_epoch = 0;
+  uint64_t seed = 0;         // LoaderOptions::seed: with the epoch and worker id, each seed
+  uint64_t first_epoch = 0;  // the epoch current when the workers start (their first seed)
   int64_t rank = 0;
-  bool allow_overflow = true;
+  bool allow_overflow = true;  // a batch larger than its slot goes to a one-off segment
+  // Set with spawn and forkserver only: the recipes a worker rebuilds dataset and collator from.
   std::string dataset_factory;
   std::string dataset_config;
   std::string collator_recipe;
 };
+
+// One worker: the shared settings, who it is, and the descriptors of its own channel.
+struct WorkerSpec {
+  WorkerSettings settings;
+  int worker_id = 0;
+  pid_t parent_pid = 0;
+  int region_fd = -1;
+  uint64_t region_bytes = 0;
+  int task_event_fd = -1;  // main -> worker: tasks were pushed
+  int done_event_fd = -1;  // worker -> main: results were pushed
+  int socket_fd = -1;      // worker's end, for sending overflow segments
+};
+
+bool operator==(const WorkerSettings& a, const WorkerSettings& b);
+bool operator==(const WorkerSpec& a, const WorkerSpec& b);
 
 // One line of text, and back; nullopt for text that is not a spec of this version.
 std::string encode_spec(const WorkerSpec& spec);

@@ -23,8 +23,6 @@
 
 namespace mploader {
 
-class DevicePrefetcher;
-
 namespace detail {
 class LoaderCore;
 }
@@ -77,6 +75,11 @@ class Loader {
   /// versioned JSON text to store as it is. Batches prefetched but not yet received are not in
   /// it: a resume issues them again.
   std::string state_dict() const;
+  /// state_dict() with `ahead` counted as not received: for code that takes batches from
+  /// next() ahead of the training loop (a prefetcher, such as DevicePrefetcher) and saves the
+  /// state while `ahead` has not reached the loop, so that a resume issues it again. A batch
+  /// of another epoch than the state's changes nothing.
+  std::string state_dict_without(const Batch& ahead) const;
   /// Makes the next iteration (begin() or next()) run the state's epoch with only the batches
   /// not yet received, in their order (in_order) and with their original Batch::sequence();
   /// epoch() returns the state's epoch at once. An epoch in progress is abandoned. The Loader
@@ -96,11 +99,6 @@ class Loader {
   LoaderStats stats() const;
 
  private:
-  friend class DevicePrefetcher;
-  // state_dict() with `ahead` (fetched from next() but not given to the training loop) counted
-  // as not received.
-  std::string state_dict_without(const Batch& ahead) const;
-
   std::unique_ptr<detail::LoaderCore> core_;
 };
 

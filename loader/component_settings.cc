@@ -1,0 +1,60 @@
+#include "loader/component_settings.h"
+
+namespace mploader::detail {
+
+worker::WorkerSettings worker_settings(const LoaderOptions& options, const Dataset& dataset) {
+  worker::WorkerSettings s;
+  s.num_workers = static_cast<int>(options.num_workers);
+  s.seed = options.seed;
+  s.rank = options.rank;
+  s.allow_overflow = options.allow_overflow;
+  if (options.start_method != StartMethod::kFork) {  // the checks made sure the recipes exist
+    const DatasetRecipe recipe = *dataset.recipe();
+    s.dataset_factory = recipe.factory;
+    s.dataset_config = recipe.config;
+    s.collator_recipe = *options.collate->recipe();
+  }
+  return s;
+}
+
+PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset) {
+  PoolConfig c;
+  c.num_workers = static_cast<int>(options.num_workers);
+  c.num_descriptors = static_cast<uint32_t>(options.prefetch_factor);
+  c.num_slots = static_cast<uint32_t>(options.prefetch_factor) + 1;
+  c.max_indices = static_cast<uint32_t>(options.batch_sampler->max_batch_size());
+  c.shm_dir = options.shm_dir;
+  c.pin_memory = options.pin_memory;
+  c.start_method = options.start_method;
+  c.worker_settings = worker_settings(options, dataset);
+  c.worker_init = options.worker_init;
+  return c;
+}
+
+DispatcherSettings dispatcher_settings(const LoaderOptions& options) {
+  DispatcherSettings s;
+  s.prefetch_factor = options.prefetch_factor;
+  s.in_order = options.in_order;
+  s.timeout = options.timeout;
+  s.max_restarts_per_epoch = options.max_restarts_per_epoch;
+  s.max_batch_bytes = options.max_batch_bytes;
+  return s;
+}
+
+SupervisorSettings supervisor_settings(const LoaderOptions& options) {
+  SupervisorSettings s;
+  s.crash_dir = options.crash_dir;
+  s.timeout = options.timeout;
+  s.shm_dir = options.shm_dir;
+  s.num_workers = options.num_workers;
+  s.batch_size = options.batch_size;
+  s.prefetch_factor = options.prefetch_factor;
+  return s;
+}
+
+RecordedSettings recorded_settings(const LoaderOptions& options) {
+  return RecordedSettings{options.batch_size, options.drop_last, options.shuffle,
+                          options.seed,       options.in_order,  options.num_workers};
+}
+
+}  // namespace mploader::detail

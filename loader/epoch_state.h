@@ -1,0 +1,82 @@
+// EpochState: which epoch a Loader runs next and which batches of the running one the
+// training loop has received. What state_dict() saves and load_state_dict() restores; it plans
+// each epoch (the sampler's batches, less those a loaded state says were received) but runs
+// nothing: the loader hands the plan to its batch source.
+//
+// Used by one thread (the Loader's).
+#pragma once
+
+#include "loader/resume_state.h"
+
+#include <mploader/batch.h>
+#include <mploader/dataset.h>
+#include <mploader/sampler.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace mploader::detail {
+
+// The batches of one epoch to run, and each one's sequence in the epoch's full plan (empty:
+// all of them, in order).
+struct EpochPlan {
+  uint64_t epoch = 0;
+  std::vector<std::vector<int64_t>> batches;
+  std::vector<uint64_t> sequences;
+};
+
+class EpochState {
+ public:
+  // `settings` are recorded in every state, to name what changed when one is refused.
+  EpochState(std::shared_ptr<BatchSampler> sampler, const Dataset& dataset,
+             RecordedSettings settings);
+
+  // The epoch of the current (or last) iteration.
+  uint64_t epoch() const { return epoch_; }
+  // The epoch the next iteration runs, and how many batches it has.
+  uint64_t upcoming_epoch() const;
+  size_t upcoming_batches() const;
+  bool running() const { return running_; }
+
+  // Plans the upcoming epoch; the caller starts it and then calls started(). Throws
+  // OptionError for a plan the sampler got wrong (the epoch then ends with that error: see
+  // take_refusal()) and for a loaded state whose plan the sampler no longer gives.
+  EpochPlan plan_upcoming();
+  void started() { running_ = true; }
+  // True once after an epoch whose plan was refused: that epoch is over.
+  bool take_refusal();
+  // The training loop received `batch` of the running epoch.
+  void received(const Batch& batch);
+  // The running epoch delivered its last batch.
+  void finished() { running_ = false; }
+
+  // The epoch the next batch continues (a running one, even if all its batches were received)
+  // or starts, and what of it was received.
+  ResumeState state() const;
+  // state(), with `ahead` (returned by the loader, not yet given to the training loop) counted
+  // as not received.
+  ResumeState state_without(const Batch& ahead) const;
+  // Makes the next iteration run the saved epoch's remaining batches. Throws OptionError.
+  void load(const std::string& text);
+  // set_epoch(): the next iteration runs `epoch`; a loaded state of another epoch is dropped.
+  void request(uint64_t epoch);
+
+ private:
+  std::vector<std::vector<int64_t>> plan_of(uint64_t epoch) const;
+
+  std::shared_ptr<BatchSampler> sampler_;
+  const Dataset& dataset_;
+  RecordedSettings settings_;
+  std::optional<uint64_t> requested_epoch_;
+  std::optional<ResumeState> resume_;  // loaded, applied by the next plan_upcoming()
+  PlanFingerprint plan_;               // of the epoch running (or last run)
+  std::vector<bool> delivered_;        // by sequence, of that epoch
+  uint64_t epoch_ = 0;
+  bool started_any_ = false;
+  bool running_ = false;
+  bool refused_ = false;  // the last epoch's plan was invalid: it ended with an OptionError
+};
+
+}  // namespace mploader::detail

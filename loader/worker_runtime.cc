@@ -1,0 +1,132 @@
+#include "loader/worker_runtime.h"
+
+#include "ipc/region_layout.h"
+#include "loader/component_settings.h"
+#include "loader/in_process_source.h"
+#include "loader/slot_probe.h"
+#include "util/log.h"
+#include "util/units.h"
+
+#include <mploader/errors.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace mploader::detail {
+
+WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options)
+    : dataset_(dataset),
+      collator_(options.collate),
+      persistent_workers_(options.persistent_workers) {
+  if (options.num_workers == 0) {
+    source_ = std::make_unique<InProcessSource>(dataset_, *collator_);
+    return;
+  }
+  config_ = pool_config(options, dataset_);
+  dispatcher_settings_ = dispatcher_settings(options);
+  supervisor_settings_ = supervisor_settings(options);
+  // The probe is a worker process and holds descriptors too: a soft limit too low for the
+  // loader is raised, and one that cannot be raised refused, before it starts. Left to the
+  // probe, the limit would surface as an EMFILE from wherever it ran out (under UBSan, as a
+  // failed vptr check: that check needs a spare descriptor). The other checks need the slot
+  // size, hence after the probe.
+  refuse_impossible_fd_limits();
+  config_.slot_bytes = probe_slot_bytes(dataset_, options, config_);
+  log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
+              config_.num_slots, human_bytes(config_.slot_bytes));
+  run_preflight();
+  start_workers(0);  // now, so that whatever cannot work fails in the constructor
+}
+
+WorkerRuntime::~WorkerRuntime() { stop_workers(); }
+
+// This machine's limits, and what the pool configured so far needs of them.
+PreflightInput WorkerRuntime::preflight_input() const {
+  PreflightInput input;
+  input.num_workers = config_.num_workers;
+  input.region_bytes = ipc::RegionGeometry::compute(config_.num_descriptors, config_.num_slots,
+                                                    config_.max_indices, config_.slot_bytes)
+                           .total_bytes;
+  input.slot_bytes = config_.slot_bytes;
+  input.prefetch_factor = dispatcher_settings_.prefetch_factor;
+  input.shm_dir = config_.shm_dir;
+  input.start_method = config_.start_method;
+  measure_machine(input);
+  return input;
+}
+
+// Raises a low RLIMIT_NOFILE soft limit; throws when the limits cannot fit the loader.
+void WorkerRuntime::refuse_impossible_fd_limits() const {
+  PreflightInput input = preflight_input();
+  raise_fd_soft_limit(input);
+  for (const PreflightFinding& finding : preflight_fds(input)) {
+    if (finding.error) throw Error(finding.message);
+  }
+}
+
+// Logs what may go wrong on this machine; throws what cannot work.
+void WorkerRuntime::run_preflight() const {
+  PreflightInput input = preflight_input();
+  raise_fd_soft_limit(input);
+  for (const PreflightFinding& finding : preflight(input)) {
+    if (finding.error) throw Error(finding.message);
+    log().warn(finding.message);
+  }
+}
+
+void WorkerRuntime::start_workers(uint64_t epoch) {
+  PoolConfig config = config_;
+  config.worker_settings.first_epoch = epoch;  // the one setting that differs between pools
+  pool_ = std::make_unique<WorkerPool>(dataset_, *collator_, config);
+  source_ = std::make_unique<Dispatcher>(*pool_, dispatcher_settings_, supervisor_settings_,
+                                         notices_);
+}
+
+// Batches already delivered keep their memory: their slots hold the region mapped.
+void WorkerRuntime::stop_workers() {
+  if (!pool_) return;
+  stopped_stats_ = stats();  // the next pool's counters add to these
+  source_.reset();  // and its supervisor, before the orderly shutdown, whose exits are no deaths
+  pool_->shutdown();
+  pool_.reset();
+}
+
+void WorkerRuntime::start_epoch(EpochPlan plan) {
+  if (!source_) start_workers(plan.epoch);
+  source_->start_epoch(std::move(plan.batches), std::move(plan.sequences), plan.epoch);
+}
+
+std::optional<Batch> WorkerRuntime::next() {
+  const auto wait_start = std::chrono::steady_clock::now();
+  std::optional<Batch> batch = source_->next();
+  wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - wait_start)
+                                        .count());
+  batches_taken_ += batch ? 1 : 0;
+  if (!batch && !persistent_workers_) stop_workers();
+  return batch;
+}
+
+std::vector<int> WorkerRuntime::worker_pids() const {
+  std::vector<int> pids;
+  if (!pool_) return pids;
+  for (size_t i = 0; i < pool_->size(); ++i) pids.push_back(pool_->channel(i).process.pid);
+  return pids;
+}
+
+LoaderStats WorkerRuntime::stats() const {
+  LoaderStats s = stopped_stats_;
+  s.batches = batches_taken_;
+  s.wait_ns = wait_ns_;
+  if (!pool_) return s;
+  s.workers.resize(std::max(s.workers.size(), pool_->size()));
+  for (size_t w = 0; w < pool_->size(); ++w) {
+    const ipc::RegionHeader& h = pool_->channel(w).view.header();
+    s.workers[w].busy_ns += h.busy_ns.load(std::memory_order_relaxed);
+    s.workers[w].batches += h.tasks_done.load(std::memory_order_relaxed);
+  }
+  if (source_) s.head_of_line_ns += source_->head_of_line_ns();
+  return s;
+}
+
+}  // namespace mploader::detail
