@@ -1,6 +1,7 @@
 #include "supervise/crash_report.h"
 
 #include "ipc/fd_limit.h"
+#include "ipc/unique_fd.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -118,17 +119,17 @@ std::string write_crash_report(const DeathEvidence& e, const Diagnosis& d,
                            std::to_string(e.pid);
   for (int attempt = 0; attempt < 100; ++attempt) {
     const std::string path = stem + (attempt ? "-" + std::to_string(attempt) : "") + ".json";
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST) continue;
-    if (fd < 0) {
+    const ipc::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (!fd && errno == EEXIST) continue;
+    if (!fd) {
       const int err = errno;
       const std::string advice = ipc::fd_limit_advice(err);
       error = "open " + path + ": " + std::strerror(err) + (advice.empty() ? "" : "; " + advice);
       return {};
     }
     const std::string text = report.dump(2) + "\n";
-    const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    close(fd);
+    const bool written =
+        write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
     if (!written) error = "write " + path + ": short write (disk full?)";
     return written ? path : std::string();
   }

@@ -41,11 +41,10 @@ std::optional<ipc::CrashSnapshot> request_stack(ipc::RegionHeader& h, int pid) {
 // unknown. The command name before it may hold spaces and ')', so it follows the last ')'.
 char process_state(int pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  const ipc::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return 0;
   char buf[512];
-  const ssize_t n = read(fd, buf, sizeof buf);
-  close(fd);
+  const ssize_t n = read(fd.get(), buf, sizeof buf);
   if (n <= 0) return 0;
   const std::string text(buf, static_cast<size_t>(n));
   const size_t paren = text.rfind(')');
