@@ -146,8 +146,7 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
                        "workers."));
   }
   channel.process = process.take();
-  close(channel.sockets.child);  // the worker has its copy
-  channel.sockets.child = -1;
+  channel.sockets.child.reset();  // the worker has its copy
 }
 
 // Starts the worker's process by the configured start method.
@@ -180,7 +179,7 @@ worker::WorkerSpec WorkerPool::worker_spec(const WorkerChannel& c) const {
   s.region_bytes = c.region->size();
   s.task_event_fd = c.task_event.fd();
   s.done_event_fd = c.done_event.fd();
-  s.socket_fd = c.sockets.child;
+  s.socket_fd = c.sockets.child.get();
   s.seed = config_.seed;
   s.first_epoch = config_.first_epoch;
   s.rank = config_.rank;
@@ -195,16 +194,13 @@ worker::WorkerSpec WorkerPool::worker_spec(const WorkerChannel& c) const {
 // its own ring and descriptors.
 void WorkerPool::drop_other_channels_in_child(int keep) {
   for (auto& c : channels_) {
-    if (c->id == keep) {
-      if (c->sockets.parent >= 0) close(c->sockets.parent);
-      continue;
-    }
+    c->sockets.parent.reset();
+    if (c->id == keep) continue;
     c->region->reset();
     c->task_event.reset();
     c->done_event.reset();
-    if (c->sockets.parent >= 0) close(c->sockets.parent);
-    if (c->sockets.child >= 0) close(c->sockets.child);
-    if (c->process.pidfd >= 0) close(c->process.pidfd);
+    c->sockets.child.reset();
+    c->process.pidfd.reset();
   }
 }
 
@@ -214,9 +210,8 @@ void WorkerPool::restart(size_t worker) {
     kill(c.process.pid, SIGKILL);  // normally dead already; a hung one is not
     worker::reap(c.process);
   }
-  if (c.process.pidfd >= 0) close(c.process.pidfd);
-  c.process = worker::WorkerProcess{};
-  if (c.sockets.parent >= 0) close(c.sockets.parent);
+  c.process = worker::WorkerProcess{};  // closes its pidfd
+  c.sockets.parent.reset();
   // A fresh socket: descriptors the dead worker sent but never published must not be read as
   // the new worker's.
   c.sockets = checked(ipc::make_socket_pair(),
@@ -256,10 +251,8 @@ void WorkerPool::shutdown() {
     }
     worker::reap(c->process);
     c->reaped = true;
-    if (c->process.pidfd >= 0) close(c->process.pidfd);
-    c->process.pidfd = -1;
-    if (c->sockets.parent >= 0) close(c->sockets.parent);
-    c->sockets.parent = -1;
+    c->process.pidfd.reset();
+    c->sockets.parent.reset();
     c->task_event.reset();
     c->done_event.reset();
     c->region->close_fd();  // the mapping stays while batches use it
