@@ -171,8 +171,7 @@ void Dispatcher::send_task(size_t w, int64_t slot, uint64_t sequence) {
   std::memcpy(channel.view.indices(id), indices.data(), indices.size() * sizeof(int64_t));
   state.in_flight[id] = InFlight{generation_, sequence, slot};
   book_.add(w, id, InFlightBatch{epoch_, plan_sequence(sequence), indices});
-  channel.view.task_ring().try_push(id);  // never full: capacity exceeds the descriptors
-  channel.task_event.notify();
+  push_task(channel, id);
   if (!reissue_.empty() && reissue_.front() == sequence) {
     reissue_.pop_front();
   } else {

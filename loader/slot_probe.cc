@@ -45,8 +45,7 @@ void send_probe(WorkerChannel& c, InFlightBook& book, uint32_t probe_count, size
   for (uint32_t i = 0; i < probe_count; ++i) indices[i] = i;
   std::memcpy(c.view.indices(kProbeDescriptor), indices.data(), probe_count * sizeof(int64_t));
   book.add(0, kProbeDescriptor, InFlightBatch{epoch, 0, std::move(indices)});
-  c.view.task_ring().try_push(kProbeDescriptor);
-  c.task_event.notify();
+  push_task(c, kProbeDescriptor);
 }
 
 const char* const kProbeDied =

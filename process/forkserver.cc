@@ -157,7 +157,11 @@ class Forkserver {
 
   void reply(int64_t pid_or_error, std::vector<ipc::UniqueFd>& fds) {
     fds.clear();  // the worker has its own copies
-    ipc::send_message(socket_.get(), {"pid " + std::to_string(pid_or_error), {}});
+    const ipc::Status sent =
+        ipc::send_message(socket_.get(), {"pid " + std::to_string(pid_or_error), {}});
+    // Nothing to do about a failure here: the main process is gone or has closed its end, and
+    // the next receive_message finds that and exits.
+    (void)sent;
   }
 
   ipc::UniqueFd socket_;

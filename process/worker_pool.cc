@@ -65,6 +65,15 @@ void SlotPool::release(uint32_t slot) {
   free_.push_back(slot);
 }
 
+void push_task(WorkerChannel& c, uint32_t id) {
+  if (!c.view.task_ring().try_push(id)) {
+    throw Error("mploader: worker " + std::to_string(c.id) + "'s task ring is full, which its "
+                "size rules out: the shared ring is corrupt (a bug in mploader, or dataset code "
+                "writing out of bounds). The loader cannot go on; recreate it.");
+  }
+  c.task_event.notify();
+}
+
 WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& config)
     : dataset_(dataset), collator_(collator), config_(config) {
   const auto geometry = ipc::RegionGeometry::compute(config.num_descriptors, config.num_slots,
@@ -238,7 +247,9 @@ void WorkerPool::shutdown() {
   for (auto& c : channels_) {
     if (c->reaped || c->process.pid <= 0) continue;
     c->view.header().stop.store(1, std::memory_order_release);
-    c->view.task_ring().try_push(ipc::kShutdownId);
+    // The stop flag is what stops the worker; the id only wakes one that waits on an empty
+    // ring. A full ring means a worker with tasks to run, which sees the flag between samples.
+    (void)c->view.task_ring().try_push(ipc::kShutdownId);
     c->task_event.notify();
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopGraceMs);

@@ -53,13 +53,15 @@ struct ExitStatus {
 };
 
 // The status of an exited worker without reaping it (WNOWAIT), or nullopt while it runs.
-std::optional<ExitStatus> peek_exit(ProcessRef process);
-// Waits for the worker to exit and reaps it (a foreign worker's parent reaps it).
+[[nodiscard]] std::optional<ExitStatus> peek_exit(ProcessRef process);
+// Waits for the worker to exit and reaps it (a foreign worker's parent reaps it). Callers
+// that only want the process gone may drop the status.
 ExitStatus reap(ProcessRef process);
 // Opens a pidfd for any process of ours (close-on-exec, as every pidfd is); none, with errno
 // set, when it cannot: ENOSYS on an old kernel, EMFILE or ENFILE out of descriptors.
-ipc::UniqueFd open_pidfd(pid_t pid);
-// Waits up to timeout_ms for the pidfd (or the pid) to exit. True when it has.
+[[nodiscard]] ipc::UniqueFd open_pidfd(pid_t pid);
+// Waits up to timeout_ms for the pidfd (or the pid) to exit. True when it has; callers that
+// go on either way (a SIGKILLed worker that is slow to go) may drop it.
 bool wait_exit(ProcessRef process, int timeout_ms);
 
 }  // namespace mploader::worker

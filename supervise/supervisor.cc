@@ -229,7 +229,7 @@ void Supervisor::end_hung_worker(ipc::RegionHeader& h, worker::ProcessRef proces
   e.process_state = process_state(process.pid);
   if (e.process_state != 'T' && e.process_state != 't') e.stack = request_stack(h, process.pid);
   kill(process.pid, SIGKILL);
-  worker::wait_exit(process, kKillWaitMs);
+  worker::wait_exit(process, kKillWaitMs);  // gone or not, the evidence is gathered next
 }
 
 // Collects the evidence of one death, classifies it, writes the report and logs the summary.

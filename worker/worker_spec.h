@@ -31,7 +31,7 @@ struct WorkerSpec {
 
 // One line of text, and back; nullopt for text that is not a spec of this version.
 std::string encode_spec(const WorkerSpec& spec);
-std::optional<WorkerSpec> decode_spec(const std::string& text);
+[[nodiscard]] std::optional<WorkerSpec> decode_spec(const std::string& text);
 
 constexpr int kSpawnFailedExit = 72;  // exec or rebuilding in the new process failed
 constexpr const char* kSpawnEnv = "MPLOADER_SPAWNED_WORKER";
