@@ -1,4 +1,6 @@
 // Parsing .npy headers and mapping the data read-only.
+#include "ipc/unique_fd.h"
+
 #include <mploader/errors.h>
 #include <mploader/npy.h>
 
@@ -81,14 +83,14 @@ Header parse_header(const std::string& path, const uint8_t* bytes, uint64_t size
 }  // namespace
 
 NpyArray::NpyArray(const std::string& path) : path_(path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  ipc::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) fail(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
-  fstat(fd, &st);
+  fstat(fd.get(), &st);
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  void* map = size > 0 ? mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+  void* map = size > 0 ? mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0) : MAP_FAILED;
   const int error = errno;
-  close(fd);
+  fd.reset();  // the mapping keeps the file
   if (map == MAP_FAILED) fail(path, size == 0 ? "empty file" : std::strerror(error));
   mapping_ = std::shared_ptr<const void>(map, [size](const void* p) {
     munmap(const_cast<void*>(p), size);

@@ -1,5 +1,7 @@
 #include "ipc/crash_record.h"
 
+#include "ipc/unique_fd.h"
+
 #include <fcntl.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -70,17 +72,18 @@ namespace {
 
 // Signal context. Calls `on_line(line, length)` for each line of /proc/self/maps (without its
 // newline), reading in chunks and carrying a partial line between them; stops when it returns
-// false. A line longer than the buffer is passed truncated, with `complete` false.
+// false. A line longer than the buffer is passed truncated, with `complete` false. open, read,
+// and UniqueFd's close only: all async-signal-safe.
 template <typename OnLine>
 void for_each_maps_line(OnLine on_line) {
-  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  const UniqueFd fd(open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
+  if (!fd) return;
   char chunk[2048];
   char line[512];
   size_t line_len = 0;
   bool complete = true;
   ssize_t n;
-  while ((n = read(fd, chunk, sizeof chunk)) > 0) {
+  while ((n = read(fd.get(), chunk, sizeof chunk)) > 0) {
     for (ssize_t i = 0; i < n; ++i) {
       if (chunk[i] != '\n') {
         if (line_len + 1 < sizeof line) {
@@ -90,15 +93,11 @@ void for_each_maps_line(OnLine on_line) {
         }
         continue;
       }
-      if (!on_line(line, line_len, complete)) {
-        close(fd);
-        return;
-      }
+      if (!on_line(line, line_len, complete)) return;
       line_len = 0;
       complete = true;
     }
   }
-  close(fd);
 }
 
 // Signal context: whether a maps line maps an ELF file the symbolizer can open: a path that

@@ -60,7 +60,7 @@ struct CrashSnapshot {
 };
 
 // A complete record's contents, or nullopt while it is empty or half written.
-std::optional<CrashSnapshot> snapshot(const CrashRecord& record);
+[[nodiscard]] std::optional<CrashSnapshot> snapshot(const CrashRecord& record);
 
 // Signal context: finds the line of /proc/self/maps whose range holds `address` and copies it
 // into `out` (terminated; "" when none), with open/read/close only.

@@ -4,31 +4,26 @@
 #pragma once
 
 #include "ipc/status.h"
+#include "ipc/unique_fd.h"
 
 namespace mploader::ipc {
 
+// Movable, not copyable: its UniqueFd.
 class EventFd {
  public:
   static Result<EventFd> create();
 
-  EventFd() = default;
-  EventFd(EventFd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  EventFd& operator=(EventFd&& other) noexcept;
-  EventFd(const EventFd&) = delete;
-  EventFd& operator=(const EventFd&) = delete;
-  ~EventFd() { reset(); }
-
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   // Adds one to the counter, waking a poller. Async-signal-safe.
   void notify() const;
   // Resets the counter to zero without blocking.
   void drain() const;
   // Waits until notified or `timeout_ms` passes (-1: forever). False on timeout.
   bool wait(int timeout_ms) const;
-  void reset();
+  void reset() { fd_.reset(); }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 }  // namespace mploader::ipc

@@ -1,7 +1,6 @@
 #include "ipc/fd_passing.h"
 
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstring>
 
@@ -12,7 +11,7 @@ Result<SocketPair> make_socket_pair() {
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     return last_error("socketpair");
   }
-  return SocketPair{fds[0], fds[1]};
+  return SocketPair{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
 // One descriptor with its tag: a message whose text is the tag.
@@ -21,19 +20,18 @@ Status send_fd(int socket, int fd, uint64_t tag) {
 }
 
 namespace {
-Result<Message> receive_up_to(int socket, size_t max_text);
+Result<ReceivedMessage> receive_up_to(int socket, size_t max_text);
 }  // namespace
 
 Result<ReceivedFd> receive_fd(int socket) {
   // The text is only a tag: a small buffer, not receive_message's 64 KiB on every batch.
   auto m = receive_up_to(socket, 64);
   if (!m.ok()) return m.error();
-  if (m.value().fds.size() != 1) {
-    for (int fd : m.value().fds) close(fd);
+  if (m.value().fds.size() != 1) {  // the ones that came close with `m`
     return SysError{"recvmsg(SCM_RIGHTS)", EBADMSG,
                     "expected one descriptor, got " + std::to_string(m.value().fds.size())};
   }
-  return ReceivedFd{m.value().fds[0], std::stoull(m.value().text)};
+  return ReceivedFd{std::move(m.value().fds[0]), std::stoull(m.value().text)};
 }
 
 Status send_message(int socket, const Message& m) {
@@ -60,10 +58,10 @@ Status send_message(int socket, const Message& m) {
   return Ok{};
 }
 
-Result<Message> receive_message(int socket) { return receive_up_to(socket, 64 * 1024); }
+Result<ReceivedMessage> receive_message(int socket) { return receive_up_to(socket, 64 * 1024); }
 
 namespace {
-Result<Message> receive_up_to(int socket, size_t max_text) {
+Result<ReceivedMessage> receive_up_to(int socket, size_t max_text) {
   std::vector<char> buffer(max_text);
   iovec iov{buffer.data(), buffer.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)] = {};
@@ -78,17 +76,17 @@ Result<Message> receive_up_to(int socket, size_t max_text) {
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) return last_error("recvmsg");
   if (rc == 0) return SysError{"recvmsg", EPIPE, "the peer closed the socket"};
-  Message m;
+  ReceivedMessage m;
   m.text.assign(buffer.data(), static_cast<size_t>(rc));
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     std::vector<int> fds(n);
     std::memcpy(fds.data(), CMSG_DATA(c), n * sizeof(int));
-    m.fds.insert(m.fds.end(), fds.begin(), fds.end());
+    m.fds.reserve(m.fds.size() + n);  // so that wrapping them cannot throw halfway
+    for (int fd : fds) m.fds.emplace_back(fd);
   }
-  if (msg.msg_flags & MSG_CTRUNC) {
-    for (int fd : m.fds) close(fd);
+  if (msg.msg_flags & MSG_CTRUNC) {  // the ones that did come close with `m`
     return SysError{"recvmsg", EMFILE, "descriptors were dropped (open-file limit?)"};
   }
   return m;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ipc/status.h"
+#include "ipc/unique_fd.h"
 
 #include <cstdint>
 #include <string>
@@ -11,8 +12,8 @@
 namespace mploader::ipc {
 
 struct SocketPair {
-  int parent = -1;  // kept by the main process
-  int child = -1;   // kept by the worker
+  UniqueFd parent;  // kept by the main process
+  UniqueFd child;   // kept by the worker
 };
 
 Result<SocketPair> make_socket_pair();
@@ -20,7 +21,7 @@ Result<SocketPair> make_socket_pair();
 Status send_fd(int socket, int fd, uint64_t tag);
 // Receives one fd and its tag; blocks until one arrives.
 struct ReceivedFd {
-  int fd = -1;
+  UniqueFd fd;
   uint64_t tag = 0;
 };
 Result<ReceivedFd> receive_fd(int socket);
@@ -29,10 +30,14 @@ Result<ReceivedFd> receive_fd(int socket);
 constexpr size_t kMaxFdsPerMessage = 8;
 struct Message {
   std::string text;
-  std::vector<int> fds;
+  std::vector<int> fds;  // the sender's: it keeps them
 };
 Status send_message(int socket, const Message& message);
+struct ReceivedMessage {
+  std::string text;
+  std::vector<UniqueFd> fds;  // the receiver's own copies (close-on-exec)
+};
 // Blocks until a message arrives; an orderly close by the peer is EPIPE.
-Result<Message> receive_message(int socket);
+Result<ReceivedMessage> receive_message(int socket);
 
 }  // namespace mploader::ipc

@@ -25,6 +25,7 @@ namespace mploader::ipc {
 constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
 constexpr uint32_t kLayoutVersion = 3;
 constexpr uint32_t kRingCapacity = 64;
+// Each ring can hold every descriptor id at once, so a push of one can never find it full.
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
 // The tensor table's limits (README, "Limits"). Each is checked against sample 0's batch at
 // Loader construction. A descriptor's table costs kMaxTensors * ~280 bytes, per descriptor.

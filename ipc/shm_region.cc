@@ -10,15 +10,15 @@
 namespace mploader::ipc {
 namespace {
 
-Result<int> open_backing_file(const std::string& dir, const std::string& label) {
+Result<UniqueFd> open_backing_file(const std::string& dir, const std::string& label) {
   if (dir.empty()) {
     int fd = memfd_create(label.c_str(), MFD_CLOEXEC);
     if (fd < 0) return last_error("memfd_create", label);
-    return fd;
+    return UniqueFd(fd);
   }
   // O_TMPFILE: a file with no name at all, so a crash cannot leak it.
   int fd = open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd >= 0) return fd;
+  if (fd >= 0) return UniqueFd(fd);
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
     return last_error("open(O_TMPFILE)", dir);
   }
@@ -29,7 +29,7 @@ Result<int> open_backing_file(const std::string& dir, const std::string& label) 
   fd = mkostemp(buf.data(), O_CLOEXEC);
   if (fd < 0) return last_error("mkostemp", dir);
   unlink(buf.data());
-  return fd;
+  return UniqueFd(fd);
 }
 
 // Zero-fills with write(2): for filesystems that cannot fallocate, write reports ENOSPC where
@@ -65,20 +65,20 @@ Result<ShmRegion> ShmRegion::create(size_t bytes, const std::string& dir,
   auto fd = open_backing_file(dir, label);
   if (!fd.ok()) return fd.error();
   ShmRegion region;
-  region.fd_ = fd.value();
-  Status reserved = reserve(region.fd_, bytes);
+  region.fd_ = fd.take();
+  Status reserved = reserve(region.fd(), bytes);
   if (!reserved.ok()) return reserved.error();
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, region.fd_, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, region.fd(), 0);
   if (p == MAP_FAILED) return last_error("mmap", label);
   region.base_ = p;
   region.size_ = bytes;
   return region;
 }
 
-Result<ShmRegion> ShmRegion::adopt(int fd, size_t bytes) {
+Result<ShmRegion> ShmRegion::adopt(UniqueFd fd, size_t bytes) {
   ShmRegion region;
-  region.fd_ = fd;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  region.fd_ = std::move(fd);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, region.fd(), 0);
   if (p == MAP_FAILED) return last_error("mmap", "received segment");
   region.base_ = p;
   region.size_ = bytes;
@@ -90,10 +90,9 @@ ShmRegion& ShmRegion::operator=(ShmRegion&& other) noexcept {
     reset();
     base_ = other.base_;
     size_ = other.size_;
-    fd_ = other.fd_;
+    fd_ = std::move(other.fd_);
     other.base_ = nullptr;
     other.size_ = 0;
-    other.fd_ = -1;
   }
   return *this;
 }
@@ -105,10 +104,7 @@ void ShmRegion::reset() {
   close_fd();
 }
 
-void ShmRegion::close_fd() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
+void ShmRegion::close_fd() { fd_.reset(); }
 
 int64_t free_bytes_of_dir(const std::string& dir) {
   struct statvfs st;

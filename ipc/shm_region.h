@@ -7,6 +7,7 @@
 #pragma once
 
 #include "ipc/status.h"
+#include "ipc/unique_fd.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -19,8 +20,8 @@ class ShmRegion {
   // `dir` empty: memfd_create (anonymous shmem, not limited by /dev/shm's size).
   // Otherwise a nameless file in `dir`. `label` shows up in /proc/<pid>/maps.
   static Result<ShmRegion> create(size_t bytes, const std::string& dir, const std::string& label);
-  // Maps an existing shared-memory fd (for example one received over a socket). Takes the fd.
-  static Result<ShmRegion> adopt(int fd, size_t bytes);
+  // Maps an existing shared-memory fd (for example one received over a socket).
+  static Result<ShmRegion> adopt(UniqueFd fd, size_t bytes);
 
   ShmRegion() = default;
   ShmRegion(ShmRegion&& other) noexcept { *this = std::move(other); }
@@ -31,7 +32,7 @@ class ShmRegion {
 
   void* base() const { return base_; }
   size_t size() const { return size_; }
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   // Unmaps and closes. Safe to call twice.
   void reset();
   // Closes the fd but keeps the mapping (workers do not need the fd once mapped).
@@ -40,7 +41,7 @@ class ShmRegion {
  private:
   void* base_ = nullptr;
   size_t size_ = 0;
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 // Free bytes of the filesystem holding `dir` (statvfs), or -1 when unknown.

@@ -41,7 +41,7 @@ struct SpscIndexRing {
   }
 
   // Producer side. False when full.
-  bool try_push(uint32_t value) {
+  [[nodiscard]] bool try_push(uint32_t value) {
     const uint64_t tail = producer.tail.load(std::memory_order_relaxed);
     if (tail - producer.cached_head >= kCapacity) {
       producer.cached_head = consumer.head.load(std::memory_order_acquire);
@@ -53,7 +53,7 @@ struct SpscIndexRing {
   }
 
   // Consumer side. False when empty.
-  bool try_pop(uint32_t& value) {
+  [[nodiscard]] bool try_pop(uint32_t& value) {
     const uint64_t head = consumer.head.load(std::memory_order_relaxed);
     if (head == consumer.cached_tail) {
       consumer.cached_tail = producer.tail.load(std::memory_order_acquire);

@@ -32,8 +32,10 @@ inline SysError last_error(std::string syscall, std::string detail = {}) {
 }
 
 // A value or the SysError that prevented it. Deliberately tiny: no exceptions cross ipc/.
+// [[nodiscard]]: a failure dropped on the floor is a bug that shows up far away; a caller that
+// really has nothing to do about one says why and casts the result to void.
 template <class T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}
   Result(SysError error) : v_(std::move(error)) {}

@@ -1,5 +1,10 @@
 // UniqueFd: the one owner of a file descriptor. Every descriptor the library keeps (pidfds,
 // sockets, memfds, eventfds) lives in one, so none is closed by hand, twice, or never.
+// Code that only uses a descriptor takes the int (get()); code that takes ownership takes a
+// UniqueFd by value.
+//
+// get(), release(), reset() and the destructor are async-signal-safe (they call close() at
+// most), so a signal handler may hold one too.
 #pragma once
 
 #include <fcntl.h>

@@ -8,7 +8,6 @@
 #include <mploader/errors.h>
 
 #include <poll.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -172,8 +171,7 @@ void Dispatcher::send_task(size_t w, int64_t slot, uint64_t sequence) {
   std::memcpy(channel.view.indices(id), indices.data(), indices.size() * sizeof(int64_t));
   in_flight_.add(w, id, InFlightTask{generation_, sequence, slot,
                                      InFlightBatch{epoch_, plan_sequence(sequence), indices}});
-  channel.view.task_ring().try_push(id);  // never full: capacity exceeds the descriptors
-  channel.task_event.notify();
+  push_task(channel, id);
   if (!reissue_.empty() && reissue_.front() == sequence) {
     reissue_.pop_front();
   } else {
@@ -187,8 +185,8 @@ void Dispatcher::wait_for_results(Clock::time_point deadline) {
   for (size_t w = 0; w < pool_.size(); ++w) {
     WorkerChannel& c = pool_.channel(w);
     fds.push_back({c.done_event.fd(), POLLIN, 0});
-    fds.push_back({c.process.pidfd, POLLIN, 0});  // a negative fd is ignored by poll
-    missing_pidfd |= c.process.pidfd < 0;
+    fds.push_back({c.process.pidfd.get(), POLLIN, 0});  // a negative fd is ignored by poll
+    missing_pidfd |= !c.process.pidfd;
   }
   int timeout_ms = -1;
   if (deadline != Clock::time_point::max()) {
@@ -201,8 +199,8 @@ void Dispatcher::wait_for_results(Clock::time_point deadline) {
   for (size_t w = 0; w < pool_.size(); ++w) receive_from(w);
   for (size_t w = 0; w < pool_.size(); ++w) {
     const worker::WorkerProcess& p = pool_.channel(w).process;
-    const bool exited = p.pidfd >= 0 ? (fds[2 * w + 1].revents & POLLIN) != 0
-                                     : worker::peek_exit(p).has_value();
+    const bool exited = p.pidfd ? (fds[2 * w + 1].revents & POLLIN) != 0
+                                : worker::peek_exit(p).has_value();
     if (exited) worker_died(w);
   }
   if (rc == 0 && Clock::now() >= deadline) timed_out();
@@ -267,15 +265,15 @@ Batch Dispatcher::build_overflow_batch(size_t w, const InFlightTask& f, uint32_t
                                                   settings_.max_batch_bytes));
     }
   }
-  auto received = ipc::receive_fd(c.sockets.parent);
-  if (!received.ok() || received.value().tag != id) {
-    if (received.ok()) close(received.value().fd);
+  auto received = ipc::receive_fd(c.sockets.parent.get());
+  if (!received.ok() || received.value().tag != id) {  // a wrong one closes with `received`
     throw Error(messages::overflow_receive_failed(
         static_cast<int>(w), received.ok() ? "descriptor tag mismatch"
                                            : received.error().describe()));
   }
   const uint64_t bytes = std::max<uint64_t>(d.batch_bytes, 1);
-  OverflowMemory memory = take_overflow_segment(received.value().fd, bytes, static_cast<int>(w));
+  OverflowMemory memory =
+      take_overflow_segment(std::move(received.value().fd), bytes, static_cast<int>(w));
   if (memory.copied && !notices_.copying_overflow) {
     notices_.copying_overflow = true;
     log().warn(messages::overflow_copying(live_overflow_segments(), live_overflow_bytes(),

@@ -78,15 +78,14 @@ uint64_t live_overflow_bytes() { return g_live_bytes.load(std::memory_order_rela
 
 // Read with a stack buffer: near the limit even a small heap allocation may fail.
 int64_t mappings_now() {
-  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
+  const ipc::UniqueFd fd(open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
+  if (!fd) return -1;
   char buf[16384];
   int64_t lines = 0;
   ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+  while ((n = read(fd.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
     lines += std::count(buf, buf + std::max<ssize_t>(n, 0), '\n');
   }
-  close(fd);
   return lines;
 }
 
@@ -123,13 +122,13 @@ bool may_map() {
 
 }  // namespace
 
-OverflowMemory take_overflow_segment(int fd, uint64_t bytes, int worker) {
+OverflowMemory take_overflow_segment(ipc::UniqueFd fd, uint64_t bytes, int worker) {
   OverflowMemory memory;
   int map_errno = 0;
   if (may_map()) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
     if (p != MAP_FAILED) {
-      close(fd);  // the mapping keeps the memory; an fd per kept batch would hit ulimit -n
+      fd.reset();  // the mapping keeps the memory; an fd per kept batch would hit ulimit -n
       auto segment = std::make_shared<MappedSegment>(p, bytes);
       memory.base = segment->base();
       memory.owner = std::move(segment);
@@ -140,8 +139,8 @@ OverflowMemory take_overflow_segment(int fd, uint64_t bytes, int worker) {
   // Past the threshold, near the limit, or mmap failed (ENOMEM: the limit reached after all):
   // a private copy needs no mapping.
   std::string why;
-  std::shared_ptr<uint8_t> copy = copy_segment(fd, bytes, why);
-  close(fd);
+  std::shared_ptr<uint8_t> copy = copy_segment(fd.get(), bytes, why);
+  fd.reset();
   if (!copy) {
     if (map_errno != 0) why = std::string("mmap: ") + std::strerror(map_errno) + "; " + why;
     throw Error(messages::overflow_map_failed(worker, bytes, why, live_overflow_segments(),

@@ -9,6 +9,8 @@
 // once: kept batches then cost memory but no mapping.
 #pragma once
 
+#include "ipc/unique_fd.h"
+
 #include <cstdint>
 #include <memory>
 
@@ -20,10 +22,10 @@ struct OverflowMemory {
   bool copied = false;          // read into private memory (past the threshold)
 };
 
-// Takes `fd` (always closed): maps `bytes` of it, or copies them when too many segments are
-// mapped already or mmap hits the mapping limit. Throws mploader::Error naming
-// vm.max_map_count and the remedy when neither works.
-OverflowMemory take_overflow_segment(int fd, uint64_t bytes, int worker);
+// Maps `bytes` of `fd`, or copies them when too many segments are mapped already or mmap hits
+// the mapping limit; `fd` is closed either way (a descriptor per kept batch would hit ulimit
+// -n). Throws mploader::Error naming vm.max_map_count and the remedy when neither works.
+OverflowMemory take_overflow_segment(ipc::UniqueFd fd, uint64_t bytes, int worker);
 
 // Overflow segments this process has mapped and not yet unmapped, and their bytes.
 uint64_t live_overflow_segments();

@@ -47,8 +47,7 @@ void send_probe(WorkerChannel& c, InFlightTable& in_flight, uint32_t probe_count
   std::memcpy(c.view.indices(kProbeDescriptor), indices.data(), probe_count * sizeof(int64_t));
   in_flight.add(0, kProbeDescriptor,
                 InFlightTask{0, 0, -1, InFlightBatch{epoch, 0, std::move(indices)}});
-  c.view.task_ring().try_push(kProbeDescriptor);
-  c.task_event.notify();
+  push_task(c, kProbeDescriptor);
 }
 
 const char* const kProbeDied =
@@ -64,8 +63,8 @@ void await_probe(WorkerChannel& c, Supervisor& supervisor, const LoaderOptions& 
   for (;;) {
     uint32_t id;
     if (c.view.done_ring().try_pop(id)) return;
-    pollfd fds[2] = {{c.done_event.fd(), POLLIN, 0}, {c.process.pidfd, POLLIN, 0}};
-    int timeout_ms = c.process.pidfd < 0 ? 100 : -1;  // no pidfd: poll the status instead
+    pollfd fds[2] = {{c.done_event.fd(), POLLIN, 0}, {c.process.pidfd.get(), POLLIN, 0}};
+    int timeout_ms = !c.process.pidfd ? 100 : -1;  // no pidfd: poll the status instead
     if (has_timeout) {
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -76,8 +75,8 @@ void await_probe(WorkerChannel& c, Supervisor& supervisor, const LoaderOptions& 
     if (rc < 0 && errno != EINTR) throw Error(std::string("mploader: poll: ") + strerror(errno));
     c.done_event.drain();
     if (c.view.done_ring().try_pop(id)) return;
-    const bool exited = c.process.pidfd >= 0 ? (fds[1].revents & POLLIN) != 0
-                                             : worker::peek_exit(c.process).has_value();
+    const bool exited = c.process.pidfd ? (fds[1].revents & POLLIN) != 0
+                                        : worker::peek_exit(c.process).has_value();
     if (exited) {
       auto record = supervisor.death_of(0);
       throw WorkerCrashed(kProbeDied + record->message, record->summary);

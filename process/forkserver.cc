@@ -27,20 +27,20 @@ class ForkserverClient {
  public:
   bool started() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return socket_ >= 0 && owner_ == getpid();
+    return socket_ && owner_ == getpid();
   }
 
   ipc::Result<pid_t> request(const WorkerSpec& spec) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (socket_ < 0 || owner_ != getpid()) {
+    if (!socket_ || owner_ != getpid()) {
       ipc::Status started = start();
       if (!started.ok()) return started.error();
     }
     ipc::Status sent = ipc::send_message(
-        socket_, {encode_spec(spec),
-                  {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd}});
+        socket_.get(), {encode_spec(spec), {spec.region_fd, spec.task_event_fd,
+                                            spec.done_event_fd, spec.socket_fd}});
     if (!sent.ok()) return sent.error();
-    auto reply = ipc::receive_message(socket_);
+    auto reply = ipc::receive_message(socket_.get());
     if (!reply.ok()) return reply.error();
     std::istringstream in(reply.value().text);
     std::string word;
@@ -54,28 +54,27 @@ class ForkserverClient {
   }
 
  private:
+  // In a forked child this replaces (and closes) the parent's socket, which the child
+  // inherited but must not use.
   ipc::Status start() {
     auto pair = ipc::make_socket_pair();
     if (!pair.ok()) return pair.error();
-    const int child_end = pair.value().child;
+    const int child_end = pair.value().child.get();
     const std::string value = std::to_string(child_end) + " " + std::to_string(getpid());
     auto server = fork_from_launcher([&] {
       exec_self(kForkserverEnv, value, {child_end});
       return kSpawnFailedExit;
     });
-    close(child_end);
-    if (!server.ok()) {
-      close(pair.value().parent);
-      return server.error();
-    }
-    if (server.value().pidfd >= 0) close(server.value().pidfd);
-    socket_ = pair.value().parent;
+    pair.value().child.reset();  // the server has its copy
+    if (!server.ok()) return server.error();
+    // The server's pidfd goes with `server`: its socket tells us when it is gone.
+    socket_ = std::move(pair.value().parent);
     owner_ = getpid();
     return ipc::Ok{};
   }
 
   std::mutex mutex_;
-  int socket_ = -1;
+  ipc::UniqueFd socket_;
   pid_t owner_ = 0;  // a forked child must start its own server
 };
 
@@ -92,18 +91,18 @@ class Forkserver {
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &chld, &old_mask_);
-    const int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    sigfd_.reset(signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
     for (;;) {
-      pollfd fds[2] = {{socket_, POLLIN, 0}, {sigfd, POLLIN, 0}};
+      pollfd fds[2] = {{socket_.get(), POLLIN, 0}, {sigfd_.get(), POLLIN, 0}};
       poll(fds, 2, 1000);
       if (getppid() != main_pid_) _exit(0);
       if (fds[1].revents & POLLIN) {
         signalfd_siginfo info;
-        while (read(sigfd, &info, sizeof info) > 0) {
+        while (read(sigfd_.get(), &info, sizeof info) > 0) {
         }
       }
       reap_children();
-      if (fds[0].revents & (POLLIN | POLLHUP)) handle_request(sigfd);
+      if (fds[0].revents & (POLLIN | POLLHUP)) handle_request();
     }
   }
 
@@ -126,23 +125,23 @@ class Forkserver {
     }
   }
 
-  void handle_request(int sigfd) {
-    auto message = ipc::receive_message(socket_);
+  void handle_request() {
+    auto message = ipc::receive_message(socket_.get());
     if (!message.ok()) _exit(0);  // the main process closed its end
     std::optional<WorkerSpec> spec = decode_spec(message.value().text);
-    const std::vector<int>& fds = message.value().fds;
+    std::vector<ipc::UniqueFd>& fds = message.value().fds;
     if (!spec || fds.size() != 4) return reply(-EPROTO, fds);
-    spec->region_fd = fds[0];
-    spec->task_event_fd = fds[1];
-    spec->done_event_fd = fds[2];
-    spec->socket_fd = fds[3];
+    spec->region_fd = fds[0].get();
+    spec->task_event_fd = fds[1].get();
+    spec->done_event_fd = fds[2].get();
+    spec->socket_fd = fds[3].get();
     void* mapping = mmap(nullptr, spec->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
                          spec->region_fd, 0);
     if (mapping == MAP_FAILED) return reply(-errno, fds);
     const pid_t pid = fork();
-    if (pid == 0) {
-      close(socket_);
-      close(sigfd);
+    if (pid == 0) {  // the worker: it keeps `fds` (become_worker never returns)
+      socket_.reset();
+      sigfd_.reset();
       sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the server, which dies with main
       spec->parent_pid = getppid();
@@ -156,12 +155,17 @@ class Forkserver {
     reply(pid, fds);
   }
 
-  void reply(int64_t pid_or_error, const std::vector<int>& fds) {
-    for (int fd : fds) close(fd);  // the worker has its own copies
-    ipc::send_message(socket_, {"pid " + std::to_string(pid_or_error), {}});
+  void reply(int64_t pid_or_error, std::vector<ipc::UniqueFd>& fds) {
+    fds.clear();  // the worker has its own copies
+    const ipc::Status sent =
+        ipc::send_message(socket_.get(), {"pid " + std::to_string(pid_or_error), {}});
+    // Nothing to do about a failure here: the main process is gone or has closed its end, and
+    // the next receive_message finds that and exits.
+    (void)sent;
   }
 
-  int socket_;
+  ipc::UniqueFd socket_;
+  ipc::UniqueFd sigfd_;
   pid_t main_pid_;
   sigset_t old_mask_{};
   std::map<pid_t, Child> children_;
@@ -180,13 +184,13 @@ ipc::Result<WorkerProcess> start_via_forkserver(const WorkerSpec& spec,
                                                 const std::atomic<int64_t>* status) {
   auto pid = forkserver_client().request(spec);
   if (!pid.ok()) return pid.error();
-  const int pidfd = open_pidfd(pid.value());
-  if (pidfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+  ipc::UniqueFd pidfd = open_pidfd(pid.value());
+  if (!pidfd && (errno == EMFILE || errno == ENFILE)) {
     const ipc::SysError error = ipc::last_error("pidfd_open", "watching a new worker");
     kill(pid.value(), SIGKILL);  // the server reaps it
     return error;
   }
-  return WorkerProcess{pid.value(), pidfd, status};
+  return WorkerProcess{pid.value(), std::move(pidfd), status};
 }
 
 void serve_if_forkserver() {

@@ -64,6 +64,15 @@ void SlotPool::release(uint32_t slot) {
   free_.push_back(slot);
 }
 
+void push_task(WorkerChannel& c, uint32_t id) {
+  if (!c.view.task_ring().try_push(id)) {
+    throw Error("mploader: worker " + std::to_string(c.id) + "'s task ring is full, which its "
+                "size rules out: the shared ring is corrupt (a bug in mploader, or dataset code "
+                "writing out of bounds). The loader cannot go on; recreate it.");
+  }
+  c.task_event.notify();
+}
+
 WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& config)
     : dataset_(dataset), collator_(collator), config_(config) {
   const auto geometry = ipc::RegionGeometry::compute(config.num_descriptors, config.num_slots,
@@ -145,8 +154,7 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
                        "workers."));
   }
   channel.process = process.take();
-  close(channel.sockets.child);  // the worker has its copy
-  channel.sockets.child = -1;
+  channel.sockets.child.reset();  // the worker has its copy
 }
 
 // Starts the worker's process by the configured start method, from the same spec for each.
@@ -182,7 +190,7 @@ worker::WorkerSpec WorkerPool::worker_spec(const WorkerChannel& c) const {
   s.region_bytes = c.region->size();
   s.task_event_fd = c.task_event.fd();
   s.done_event_fd = c.done_event.fd();
-  s.socket_fd = c.sockets.child;
+  s.socket_fd = c.sockets.child.get();
   return s;
 }
 
@@ -190,16 +198,13 @@ worker::WorkerSpec WorkerPool::worker_spec(const WorkerChannel& c) const {
 // its own ring and descriptors.
 void WorkerPool::drop_other_channels_in_child(int keep) {
   for (auto& c : channels_) {
-    if (c->id == keep) {
-      if (c->sockets.parent >= 0) close(c->sockets.parent);
-      continue;
-    }
+    c->sockets.parent.reset();
+    if (c->id == keep) continue;
     c->region->reset();
     c->task_event.reset();
     c->done_event.reset();
-    if (c->sockets.parent >= 0) close(c->sockets.parent);
-    if (c->sockets.child >= 0) close(c->sockets.child);
-    if (c->process.pidfd >= 0) close(c->process.pidfd);
+    c->sockets.child.reset();
+    c->process.pidfd.reset();
   }
 }
 
@@ -209,9 +214,8 @@ void WorkerPool::restart(size_t worker) {
     kill(c.process.pid, SIGKILL);  // normally dead already; a hung one is not
     worker::reap(c.process);
   }
-  if (c.process.pidfd >= 0) close(c.process.pidfd);
-  c.process = worker::WorkerProcess{};
-  if (c.sockets.parent >= 0) close(c.sockets.parent);
+  c.process = worker::WorkerProcess{};  // closes its pidfd
+  c.sockets.parent.reset();
   // A fresh socket: descriptors the dead worker sent but never published must not be read as
   // the new worker's.
   c.sockets = checked(ipc::make_socket_pair(),
@@ -238,7 +242,9 @@ void WorkerPool::shutdown() {
   for (auto& c : channels_) {
     if (c->reaped || c->process.pid <= 0) continue;
     c->view.header().stop.store(1, std::memory_order_release);
-    c->view.task_ring().try_push(ipc::kShutdownId);
+    // The stop flag is what stops the worker; the id only wakes one that waits on an empty
+    // ring. A full ring means a worker with tasks to run, which sees the flag between samples.
+    (void)c->view.task_ring().try_push(ipc::kShutdownId);
     c->task_event.notify();
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopGraceMs);
@@ -251,10 +257,8 @@ void WorkerPool::shutdown() {
     }
     worker::reap(c->process);
     c->reaped = true;
-    if (c->process.pidfd >= 0) close(c->process.pidfd);
-    c->process.pidfd = -1;
-    if (c->sockets.parent >= 0) close(c->sockets.parent);
-    c->sockets.parent = -1;
+    c->process.pidfd.reset();
+    c->sockets.parent.reset();
     c->task_event.reset();
     c->done_event.reset();
     c->region->close_fd();  // the mapping stays while batches use it

@@ -32,7 +32,7 @@ namespace mploader::detail {
 class SlotPool {
  public:
   explicit SlotPool(uint32_t num_slots);
-  std::optional<uint32_t> acquire();
+  [[nodiscard]] std::optional<uint32_t> acquire();  // nullopt when every slot is in use
   void release(uint32_t slot);
 
  private:
@@ -60,6 +60,11 @@ struct WorkerChannel {
   std::shared_ptr<SlotPool> slots;
   bool reaped = false;
 };
+
+// Hands task `id` to the channel's worker: pushes it on the task ring and wakes the worker.
+// The ring holds every descriptor id (kMaxDescriptors == kRingCapacity), so it cannot be full;
+// if it is, the shared memory is corrupt, and this throws mploader::Error saying so.
+void push_task(WorkerChannel& channel, uint32_t id);
 
 // How a pool is laid out and started. The loader builds it (loader/component_settings.h);
 // the pool keeps it unchanged.

@@ -68,7 +68,7 @@ ExitStatus from_wait_status(int64_t raw) {
 
 // A foreign worker's status, once its parent has written it (it reaps within milliseconds
 // of the exit, so waiting a second is generous).
-std::optional<ExitStatus> foreign_exit(const WorkerProcess& p, bool wait_for_it) {
+std::optional<ExitStatus> foreign_exit(ProcessRef p, bool wait_for_it) {
   for (int waited = 0;; waited += 5) {
     const int64_t raw = p.foreign_status->load(std::memory_order_acquire);
     if (raw >= 0) return from_wait_status(raw);
@@ -85,14 +85,13 @@ bool pidfd_readable(int pidfd) {
 
 }  // namespace
 
-int open_pidfd(pid_t pid) {
+ipc::UniqueFd open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
-  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (fd >= 0) return fd;
+  return ipc::UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
 #else
   errno = ENOSYS;
+  return ipc::UniqueFd();
 #endif
-  return -1;
 }
 
 ipc::Result<WorkerProcess> fork_worker(const std::function<int()>& body) {
@@ -103,7 +102,7 @@ ipc::Result<WorkerProcess> fork_worker(const std::function<int()>& body) {
   WorkerProcess p;
   p.pid = pid;
   p.pidfd = open_pidfd(pid);
-  if (p.pidfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+  if (!p.pidfd && (errno == EMFILE || errno == ENFILE)) {
     // Only an old kernel may go without a pidfd; out of descriptors, the rest would fail too.
     const ipc::SysError error = ipc::last_error("pidfd_open", "watching a new worker");
     kill(pid, SIGKILL);
@@ -121,7 +120,7 @@ std::string ExitStatus::describe() const {
          (core_dumped ? ", core dumped" : "");
 }
 
-std::optional<ExitStatus> peek_exit(const WorkerProcess& process) {
+std::optional<ExitStatus> peek_exit(ProcessRef process) {
   if (process.foreign_status != nullptr) {
     const bool gone = pidfd_readable(process.pidfd) || (kill(process.pid, 0) != 0 && errno == ESRCH);
     return foreign_exit(process, gone);
@@ -137,7 +136,7 @@ std::optional<ExitStatus> peek_exit(const WorkerProcess& process) {
   return from_siginfo(info);
 }
 
-ExitStatus reap(const WorkerProcess& process) {
+ExitStatus reap(ProcessRef process) {
   if (process.foreign_status != nullptr) {
     return foreign_exit(process, true).value_or(ExitStatus{SIGKILL, 0, false});
   }
@@ -152,7 +151,7 @@ ExitStatus reap(const WorkerProcess& process) {
   return from_siginfo(info);
 }
 
-bool wait_exit(const WorkerProcess& process, int timeout_ms) {
+bool wait_exit(ProcessRef process, int timeout_ms) {
   if (process.pidfd >= 0) {
     pollfd p{process.pidfd, POLLIN, 0};
     int rc;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "ipc/status.h"
+#include "ipc/unique_fd.h"
 
 #include <sys/types.h>
 
@@ -17,12 +18,27 @@
 
 namespace mploader::worker {
 
+// A worker process and the one owner of its pidfd (the pool's WorkerChannel). Move-only; code
+// that only watches the worker takes a ProcessRef.
 struct WorkerProcess {
   pid_t pid = -1;
-  int pidfd = -1;  // -1 when the kernel has no pidfd_open; callers then poll with a timeout
+  ipc::UniqueFd pidfd;  // none without pidfd_open (an old kernel): callers poll with a timeout
   // Set for a worker that is not our child (a forkserver's): waitid cannot see it, and its
   // parent writes the wait status here once it has reaped it (-1 until then).
   const std::atomic<int64_t>* foreign_status = nullptr;
+};
+
+// A worker process as seen by code that does not own its pidfd: valid while the owner keeps
+// it open. Made from a WorkerProcess implicitly, like a string_view from a string.
+struct ProcessRef {
+  pid_t pid;
+  int pidfd;  // -1: none
+  const std::atomic<int64_t>* foreign_status;
+
+  ProcessRef(pid_t id, int fd, const std::atomic<int64_t>* status)
+      : pid(id), pidfd(fd), foreign_status(status) {}
+  // Implicit on purpose: every function that takes a ProcessRef takes a WorkerProcess too.
+  ProcessRef(const WorkerProcess& p) : ProcessRef(p.pid, p.pidfd.get(), p.foreign_status) {}
 };
 
 // Forks. In the child, ties it to the parent, runs `body` and _exit()s with its result, so no
@@ -37,13 +53,15 @@ struct ExitStatus {
 };
 
 // The status of an exited worker without reaping it (WNOWAIT), or nullopt while it runs.
-std::optional<ExitStatus> peek_exit(const WorkerProcess& process);
-// Waits for the worker to exit and reaps it (a foreign worker's parent reaps it).
-ExitStatus reap(const WorkerProcess& process);
-// Opens a pidfd for any process of ours (close-on-exec, as every pidfd is); -1 with errno set
-// when it cannot: ENOSYS on an old kernel, EMFILE or ENFILE out of descriptors.
-int open_pidfd(pid_t pid);
-// Waits up to timeout_ms for the pidfd (or the pid) to exit. True when it has.
-bool wait_exit(const WorkerProcess& process, int timeout_ms);
+[[nodiscard]] std::optional<ExitStatus> peek_exit(ProcessRef process);
+// Waits for the worker to exit and reaps it (a foreign worker's parent reaps it). Callers
+// that only want the process gone may drop the status.
+ExitStatus reap(ProcessRef process);
+// Opens a pidfd for any process of ours (close-on-exec, as every pidfd is); none, with errno
+// set, when it cannot: ENOSYS on an old kernel, EMFILE or ENFILE out of descriptors.
+[[nodiscard]] ipc::UniqueFd open_pidfd(pid_t pid);
+// Waits up to timeout_ms for the pidfd (or the pid) to exit. True when it has; callers that
+// go on either way (a SIGKILLed worker that is slow to go) may drop it.
+bool wait_exit(ProcessRef process, int timeout_ms);
 
 }  // namespace mploader::worker

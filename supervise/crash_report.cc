@@ -1,6 +1,8 @@
 #include "supervise/crash_report.h"
 
 #include "ipc/fd_limit.h"
+#include "ipc/unique_fd.h"
+#include "supervise/crash_report_format.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,53 +15,72 @@
 #include <cstring>
 #include <ctime>
 
-namespace mploader::detail {
+namespace mploader {
+
+const char* to_string(DeathCause cause) { return crash_report::cause_name(cause); }
+
+namespace detail {
 namespace {
 
 using nlohmann::json;
+namespace key = crash_report;  // the keys, by the object they belong to
 
 json frames_json(const std::vector<Frame>& frames) {
   json out = json::array();
   for (const Frame& f : frames) {
-    out.push_back({{"address", f.address}, {"function", f.function}, {"file", f.file},
-                   {"line", f.line}, {"module", f.module}});
+    out.push_back({{key::frame::kAddress, f.address}, {key::frame::kFunction, f.function},
+                   {key::frame::kFile, f.file}, {key::frame::kLine, f.line},
+                   {key::frame::kModule, f.module}});
   }
   return out;
 }
 
 json crash_json(const std::optional<ipc::CrashSnapshot>& c, int signal) {
   if (!c) return nullptr;
-  return {{"signal", c->signal},        {"si_code", c->si_code},
-          {"si_code_name", si_code_name(signal, c->si_code)},
-          {"fault_address", c->fault_address}, {"thread", c->tid},
-          {"phase", ipc::phase_name(c->phase)}, {"sample_index", c->sample_index},
-          {"sequence", c->sequence},    {"mapping", c->mapping},
-          {"mapping_fs_free_bytes", c->mapping_fs_free}};
+  namespace k = key::record;
+  return {{k::kSignal, c->signal},
+          {k::kSiCode, c->si_code},
+          {k::kSiCodeName, si_code_name(signal, c->si_code)},
+          {k::kFaultAddress, c->fault_address},
+          {k::kThread, c->tid},
+          {k::kPhase, ipc::phase_name(c->phase)},
+          {k::kSampleIndex, c->sample_index},
+          {k::kSequence, c->sequence},
+          {k::kMapping, c->mapping},
+          {k::kMappingFsFreeBytes, c->mapping_fs_free}};
 }
 
 json evidence_json(const DeathEvidence& e) {
   json in_flight = json::array();
   for (const InFlightBatch& b : e.in_flight) {
-    in_flight.push_back({{"epoch", b.epoch}, {"sequence", b.sequence}, {"indices", b.indices}});
+    in_flight.push_back({{key::batch::kEpoch, b.epoch}, {key::batch::kSequence, b.sequence},
+                         {key::batch::kIndices, b.indices}});
   }
   json memory = nullptr;
   if (e.memory) {
-    memory = {{"last_rss_bytes", e.memory->rss_bytes}, {"peak_rss_bytes", e.memory->hwm_bytes},
-              {"sampled_ms_before_death", e.memory_age_ms}, {"ring_bytes", e.ring_bytes}};
+    namespace k = key::memory;
+    memory = {{k::kLastRssBytes, e.memory->rss_bytes}, {k::kPeakRssBytes, e.memory->hwm_bytes},
+              {k::kSampledMsBeforeDeath, e.memory_age_ms}, {k::kRingBytes, e.ring_bytes}};
   }
-  return {{"in_flight", in_flight},
-          {"memory", memory},
-          {"oom", {{"source", e.oom_after.source}, {"cgroup", e.oom_after.path},
-                   {"limit_bytes", e.oom_after.limit_bytes},
-                   {"oom_kills_before", e.oom_before.oom_kills},
-                   {"oom_kills_after", e.oom_after.oom_kills}}},
-          {"loading_index", e.loading_index},
-          {"process_state", e.process_state ? std::string(1, e.process_state) : ""},
-          {"phase", ipc::phase_name(e.phase)},
-          {"tasks_done", e.tasks_done},
-          {"shm_dir", e.shm_dir},
-          {"options", {{"num_workers", e.num_workers}, {"batch_size", e.batch_size},
-                       {"prefetch_factor", e.prefetch_factor}, {"timeout_ms", e.timeout_ms}}}};
+  const json oom = {{key::oom::kSource, e.oom_after.source},
+                    {key::oom::kCgroup, e.oom_after.path},
+                    {key::oom::kLimitBytes, e.oom_after.limit_bytes},
+                    {key::oom::kOomKillsBefore, e.oom_before.oom_kills},
+                    {key::oom::kOomKillsAfter, e.oom_after.oom_kills}};
+  const json options = {{key::options::kNumWorkers, e.num_workers},
+                        {key::options::kBatchSize, e.batch_size},
+                        {key::options::kPrefetchFactor, e.prefetch_factor},
+                        {key::options::kTimeoutMs, e.timeout_ms}};
+  namespace k = key::details;
+  return {{k::kInFlight, in_flight},
+          {k::kMemory, memory},
+          {k::kOom, oom},
+          {k::kLoadingIndex, e.loading_index},
+          {k::kProcessState, e.process_state ? std::string(1, e.process_state) : ""},
+          {k::kPhase, ipc::phase_name(e.phase)},
+          {k::kTasksDone, e.tasks_done},
+          {k::kShmDir, e.shm_dir},
+          {k::kOptions, options}};
 }
 
 std::string timestamp(std::time_t now, const char* format) {
@@ -83,6 +104,29 @@ bool make_directories(const std::string& dir, std::string& error) {
   return true;
 }
 
+// The whole report, as crash_report_format.h spells it.
+json report_json(const DeathEvidence& e, const Diagnosis& d, std::time_t now) {
+  const json exit_json = {
+      {key::exit_status::kSignal, e.status.signal},
+      {key::exit_status::kSignalName, e.status.signal ? strsignal(e.status.signal) : ""},
+      {key::exit_status::kExitCode, e.status.exit_code},
+      {key::exit_status::kCoreDumped, e.status.core_dumped}};
+  namespace k = key::top;
+  return {{k::kVersionKey, crash_report::kVersion},
+          {k::kTime, timestamp(now, "%Y-%m-%dT%H:%M:%SZ")},
+          {k::kUnixTime, static_cast<int64_t>(now)},
+          {k::kMainPid, e.main_pid},
+          {k::kWorker, {{key::worker::kId, e.worker_id}, {key::worker::kPid, e.pid}}},
+          {k::kCause, crash_report::cause_name(d.cause)},
+          {k::kWhatHappened, d.what_happened},
+          {k::kEvidence, d.evidence},
+          {k::kRemedy, d.remedy},
+          {k::kExit, exit_json},
+          {k::kCrashRecord, crash_json(e.crash, e.status.signal)},
+          {k::kFrames, frames_json(d.frames)},
+          {k::kDetails, evidence_json(e)}};
+}
+
 }  // namespace
 
 std::string crash_directory(const std::string& configured) {
@@ -96,39 +140,24 @@ std::string crash_directory(const std::string& configured) {
 std::string write_crash_report(const DeathEvidence& e, const Diagnosis& d,
                                const std::string& directory, std::string& error) {
   const std::time_t now = std::time(nullptr);
-  json report = {{"mploader_crash_report", kCrashReportVersion},
-                 {"time", timestamp(now, "%Y-%m-%dT%H:%M:%SZ")},
-                 {"unix_time", static_cast<int64_t>(now)},
-                 {"main_pid", e.main_pid},
-                 {"worker", {{"id", e.worker_id}, {"pid", e.pid}}},
-                 {"cause", to_string(d.cause)},
-                 {"what_happened", d.what_happened},
-                 {"evidence", d.evidence},
-                 {"remedy", d.remedy},
-                 {"exit", {{"signal", e.status.signal},
-                           {"signal_name", e.status.signal ? strsignal(e.status.signal) : ""},
-                           {"exit_code", e.status.exit_code},
-                           {"core_dumped", e.status.core_dumped}}},
-                 {"crash_record", crash_json(e.crash, e.status.signal)},
-                 {"frames", frames_json(d.frames)},
-                 {"details", evidence_json(e)}};
+  const json report = report_json(e, d, now);
   if (!make_directories(directory, error)) return {};
   const std::string stem = directory + "/mploader-crash-" + timestamp(now, "%Y%m%dT%H%M%S") +
                            "-worker" + std::to_string(e.worker_id) + "-pid" +
                            std::to_string(e.pid);
   for (int attempt = 0; attempt < 100; ++attempt) {
     const std::string path = stem + (attempt ? "-" + std::to_string(attempt) : "") + ".json";
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST) continue;
-    if (fd < 0) {
+    const ipc::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (!fd && errno == EEXIST) continue;
+    if (!fd) {
       const int err = errno;
       const std::string advice = ipc::fd_limit_advice(err);
       error = "open " + path + ": " + std::strerror(err) + (advice.empty() ? "" : "; " + advice);
       return {};
     }
     const std::string text = report.dump(2) + "\n";
-    const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    close(fd);
+    const bool written =
+        write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
     if (!written) error = "write " + path + ": short write (disk full?)";
     return written ? path : std::string();
   }
@@ -136,4 +165,5 @@ std::string write_crash_report(const DeathEvidence& e, const Diagnosis& d,
   return {};
 }
 
-}  // namespace mploader::detail
+}  // namespace detail
+}  // namespace mploader

@@ -1,5 +1,6 @@
 // Crash reports: the complete evidence of one worker death as a JSON file, one file per death,
-// never overwritten. mploader-report reads them back for a person.
+// never overwritten. mploader-report reads them back for a person; the format both use is
+// supervise/crash_report_format.h.
 #pragma once
 
 #include "supervise/diagnosis.h"
@@ -7,8 +8,6 @@
 #include <string>
 
 namespace mploader::detail {
-
-constexpr int kCrashReportVersion = 1;
 
 // The directory reports go to: `configured`, else $MPLOADER_CRASH_DIR, else
 // ./mploader-crashes.

@@ -41,11 +41,10 @@ std::optional<ipc::CrashSnapshot> request_stack(ipc::RegionHeader& h, int pid) {
 // unknown. The command name before it may hold spaces and ')', so it follows the last ')'.
 char process_state(int pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  const ipc::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return 0;
   char buf[512];
-  const ssize_t n = read(fd, buf, sizeof buf);
-  close(fd);
+  const ssize_t n = read(fd.get(), buf, sizeof buf);
   if (n <= 0) return 0;
   const std::string text(buf, static_cast<size_t>(n));
   const size_t paren = text.rfind(')');
@@ -64,24 +63,13 @@ Supervisor::Supervisor(WorkerPool& pool, const InFlightTable& in_flight,
   auto wake = ipc::EventFd::create();
   if (!wake.ok()) throw Error("mploader: supervisor: " + wake.error().describe());
   wake_ = wake.take();
-  try {
-    for (size_t w = 0; w < pool.size(); ++w) watch(w);
-  } catch (...) {
-    for (Watch& w : watches_) {
-      if (w.pidfd >= 0) close(w.pidfd);  // no destructor runs for a throwing constructor
-    }
-    throw;
-  }
+  // A throw here leaves the watches' pidfds to the members' destructors.
+  for (size_t w = 0; w < pool.size(); ++w) watch(w);
   worker::note_own_thread(+1);
   thread_ = std::thread([this] { run(); });
 }
 
-Supervisor::~Supervisor() {
-  stop();
-  for (Watch& w : watches_) {
-    if (w.pidfd >= 0) close(w.pidfd);
-  }
-}
+Supervisor::~Supervisor() { stop(); }
 
 void Supervisor::stop() {
   {
@@ -99,19 +87,22 @@ void Supervisor::stop() {
 // any later death.
 void Supervisor::watch(size_t worker) {
   Watch& w = watches_[worker];
-  if (w.pidfd >= 0) close(w.pidfd);
   w = Watch{};
   const worker::WorkerProcess& p = pool_.channel(worker).process;
-  w.pid = p.pid;
-  w.pidfd = p.pidfd >= 0 ? fcntl(p.pidfd, F_DUPFD_CLOEXEC, 0) : -1;
-  if (p.pidfd >= 0 && w.pidfd < 0) {  // unwatched, a death would go unreported
-    throw Error("mploader: supervisor: watching worker " + std::to_string(worker) + ": " +
-                ipc::last_error("fcntl(F_DUPFD_CLOEXEC)", "its pidfd").describe());
+  if (p.pidfd) {
+    w.pidfd.reset(fcntl(p.pidfd.get(), F_DUPFD_CLOEXEC, 0));
+    if (!w.pidfd) {  // unwatched, a death would go unreported
+      throw Error("mploader: supervisor: watching worker " + std::to_string(worker) + ": " +
+                  ipc::last_error("fcntl(F_DUPFD_CLOEXEC)", "its pidfd").describe());
+    }
   }
-  w.foreign_status = p.foreign_status;
-  w.oom = read_oom_counter(p.pid);
-  w.memory = read_process_memory(p.pid);
-  w.memory_time = Clock::now();
+  Seen& s = w.seen;
+  s.pid = p.pid;
+  s.pidfd = w.pidfd.get();
+  s.foreign_status = p.foreign_status;
+  s.oom = read_oom_counter(p.pid);
+  s.memory = read_process_memory(p.pid);
+  s.memory_time = Clock::now();
 }
 
 void Supervisor::worker_replaced(size_t worker) {
@@ -130,8 +121,8 @@ void Supervisor::run() {
       if (stopping_) return;
       for (size_t w = 0; w < watches_.size(); ++w) {
         const Watch& watch = watches_[w];
-        if (watch.pidfd >= 0 && !watch.record && !watch.gathering) {
-          fds.push_back({watch.pidfd, POLLIN, 0});
+        if (watch.pidfd && !watch.record && !watch.gathering) {
+          fds.push_back({watch.pidfd.get(), POLLIN, 0});
           who.push_back(w);
         }
       }
@@ -161,15 +152,16 @@ void Supervisor::run() {
 void Supervisor::sample_memory() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (Watch& w : watches_) {
-    if (w.record || w.gathering || w.pid <= 0) continue;
-    if (auto m = read_process_memory(w.pid)) {
-      w.memory = m;
-      w.memory_time = Clock::now();
+    Seen& s = w.seen;
+    if (w.record || w.gathering || s.pid <= 0) continue;
+    if (auto m = read_process_memory(s.pid)) {
+      s.memory = m;
+      s.memory_time = Clock::now();
     }
-    OomCounter counter = read_oom_counter(w.pid);
-    if (readable(w.pidfd)) continue;
-    if (w.pending) w.oom = *w.pending;
-    w.pending = counter;
+    OomCounter counter = read_oom_counter(s.pid);
+    if (readable(w.pidfd.get())) continue;
+    if (s.pending) s.oom = *s.pending;
+    s.pending = counter;
   }
 }
 
@@ -192,9 +184,9 @@ std::shared_ptr<const DeathRecord> Supervisor::report(size_t worker, bool hang,
     return w.record;
   }
   w.gathering = true;
-  const Watch snapshot = w;
+  const Seen seen = w.seen;
   lock.unlock();
-  auto record = gather(worker, hang, timeout_ms, snapshot);
+  auto record = gather(worker, hang, timeout_ms, seen);
   lock.lock();
   w.record = record;
   w.gathering = false;
@@ -205,17 +197,17 @@ std::shared_ptr<const DeathRecord> Supervisor::report(size_t worker, bool hang,
 // A worker that made no progress: notes whether it was stopped (job control, a debugger), asks
 // it for its stack unless it is (a stopped process cannot answer), and kills it. SIGKILL ends
 // a stopped or traced process too.
-void Supervisor::end_hung_worker(ipc::RegionHeader& h, const worker::WorkerProcess& process,
+void Supervisor::end_hung_worker(ipc::RegionHeader& h, worker::ProcessRef process,
                                  DeathEvidence& e) {
   e.process_state = process_state(process.pid);
   if (e.process_state != 'T' && e.process_state != 't') e.stack = request_stack(h, process.pid);
   kill(process.pid, SIGKILL);
-  worker::wait_exit(process, kKillWaitMs);
+  worker::wait_exit(process, kKillWaitMs);  // gone or not, the evidence is gathered next
 }
 
 // Collects the evidence of one death, classifies it, writes the report and logs the summary.
 std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
-                                                      int64_t timeout_ms, const Watch& w) {
+                                                      int64_t timeout_ms, const Seen& w) {
   WorkerChannel& c = pool_.channel(worker);
   ipc::RegionHeader& h = c.view.header();
   DeathEvidence e;
@@ -228,7 +220,7 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.phase = h.phase.load();
   e.tasks_done = h.tasks_done.load();
   e.init_error.assign(h.init_error, strnlen(h.init_error, sizeof h.init_error));
-  const worker::WorkerProcess process{w.pid, w.pidfd, w.foreign_status};
+  const worker::ProcessRef process{w.pid, w.pidfd, w.foreign_status};
   if (hang) end_hung_worker(h, process, e);
   e.status = worker::peek_exit(process).value_or(worker::ExitStatus{SIGKILL, 0, false});
   if (!hang) e.crash = ipc::snapshot(h.crash);

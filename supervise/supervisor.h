@@ -9,9 +9,10 @@
 // Thread-safe: the dispatcher calls in from the training thread while the watch thread runs.
 #pragma once
 
+#include "ipc/unique_fd.h"
+#include "process/worker_pool.h"
 #include "supervise/diagnosis.h"
 #include "supervise/in_flight.h"
-#include "process/worker_pool.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -57,14 +58,19 @@ class Supervisor {
   void stop();
 
  private:
-  struct Watch {
+  // What is known of a worker while it lives. Copied for gather(), which runs unlocked.
+  struct Seen {
     int pid = 0;
-    int pidfd = -1;  // our own dup, so the pool may close its copy at any time
+    int pidfd = -1;  // Watch::pidfd's, not owned: open until the worker is watched anew
     const std::atomic<int64_t>* foreign_status = nullptr;  // see worker::WorkerProcess
     std::optional<ProcessMemory> memory;
     std::chrono::steady_clock::time_point memory_time;
     OomCounter oom;                    // the "before" of a death: see sample_memory()
     std::optional<OomCounter> pending;  // the latest reading, not yet trusted as "before"
+  };
+  struct Watch {
+    ipc::UniqueFd pidfd;  // our own dup, so the pool may close its copy at any time
+    Seen seen;
     bool gathering = false;
     std::shared_ptr<const DeathRecord> record;
   };
@@ -73,9 +79,9 @@ class Supervisor {
   void sample_memory();
   std::shared_ptr<const DeathRecord> report(size_t worker, bool hang, int64_t timeout_ms);
   std::shared_ptr<const DeathRecord> gather(size_t worker, bool hang, int64_t timeout_ms,
-                                            const Watch& snapshot);
+                                            const Seen& seen);
   void watch(size_t worker);
-  static void end_hung_worker(ipc::RegionHeader& header, const worker::WorkerProcess& process,
+  static void end_hung_worker(ipc::RegionHeader& header, worker::ProcessRef process,
                               DeathEvidence& evidence);
 
   WorkerPool& pool_;

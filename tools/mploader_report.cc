@@ -7,6 +7,8 @@
 // Newest first. A file that is not a readable version-1 report gets one line on stderr and the
 // others still print. Exit: 0 all good (or no reports), 1 a file was bad, 2 bad usage or a
 // path that does not exist.
+#include "supervise/crash_report_format.h"
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -26,8 +28,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+namespace key = mploader::crash_report;  // the format, shared with the writer
 
-constexpr int kVersion = 1;
 constexpr const char* kWhereReportsComeFrom =
     "mploader writes one report there each time a worker process dies (to "
     "LoaderOptions::crash_dir, else $MPLOADER_CRASH_DIR, else ./mploader-crashes)";
@@ -41,31 +43,45 @@ struct Report {
 
 enum class Kind { kInteger, kString, kObject, kArray, kObjectOrNull };
 
+// A field by its key, inside the object `parent` (nullptr: the object checked itself).
 struct Field {
-  const char* pointer;
+  const char* parent;
+  const char* key;
   Kind kind;
+
+  std::string pointer() const {  // "/worker/id", as JSON pointers and messages write it
+    return (parent != nullptr ? "/" + std::string(parent) : std::string()) + "/" + key;
+  }
 };
 
 // Everything mploader always writes at the top, and everything this tool prints.
 constexpr Field kTopFields[] = {
-    {"/time", Kind::kString},           {"/unix_time", Kind::kInteger},
-    {"/main_pid", Kind::kInteger},      {"/worker", Kind::kObject},
-    {"/worker/id", Kind::kInteger},     {"/worker/pid", Kind::kInteger},
-    {"/cause", Kind::kString},          {"/what_happened", Kind::kString},
-    {"/evidence", Kind::kString},       {"/remedy", Kind::kString},
-    {"/exit", Kind::kObject},           {"/exit/signal", Kind::kInteger},
-    {"/exit/exit_code", Kind::kInteger}, {"/crash_record", Kind::kObjectOrNull},
-    {"/frames", Kind::kArray},          {"/details", Kind::kObject},
-    {"/details/in_flight", Kind::kArray},
+    {nullptr, key::top::kTime, Kind::kString},
+    {nullptr, key::top::kUnixTime, Kind::kInteger},
+    {nullptr, key::top::kMainPid, Kind::kInteger},
+    {nullptr, key::top::kWorker, Kind::kObject},
+    {key::top::kWorker, key::worker::kId, Kind::kInteger},
+    {key::top::kWorker, key::worker::kPid, Kind::kInteger},
+    {nullptr, key::top::kCause, Kind::kString},
+    {nullptr, key::top::kWhatHappened, Kind::kString},
+    {nullptr, key::top::kEvidence, Kind::kString},
+    {nullptr, key::top::kRemedy, Kind::kString},
+    {nullptr, key::top::kExit, Kind::kObject},
+    {key::top::kExit, key::exit_status::kSignal, Kind::kInteger},
+    {key::top::kExit, key::exit_status::kExitCode, Kind::kInteger},
+    {nullptr, key::top::kCrashRecord, Kind::kObjectOrNull},
+    {nullptr, key::top::kFrames, Kind::kArray},
+    {nullptr, key::top::kDetails, Kind::kObject},
+    {key::top::kDetails, key::details::kInFlight, Kind::kArray},
 };
-constexpr Field kFrameFields[] = {{"/address", Kind::kInteger}, {"/function", Kind::kString},
-                                  {"/file", Kind::kString},     {"/line", Kind::kInteger},
-                                  {"/module", Kind::kString}};
-constexpr Field kBatchFields[] = {{"/epoch", Kind::kInteger}, {"/sequence", Kind::kInteger},
-                                  {"/indices", Kind::kArray}};
-const std::vector<std::string> kCauses = {"shm_full", "oom", "killed", "terminated", "segfault",
-                                          "bus_error", "fpe", "illegal_instruction", "abort",
-                                          "exit", "hang", "signal"};
+constexpr Field kFrameFields[] = {{nullptr, key::frame::kAddress, Kind::kInteger},
+                                  {nullptr, key::frame::kFunction, Kind::kString},
+                                  {nullptr, key::frame::kFile, Kind::kString},
+                                  {nullptr, key::frame::kLine, Kind::kInteger},
+                                  {nullptr, key::frame::kModule, Kind::kString}};
+constexpr Field kBatchFields[] = {{nullptr, key::batch::kEpoch, Kind::kInteger},
+                                  {nullptr, key::batch::kSequence, Kind::kInteger},
+                                  {nullptr, key::batch::kIndices, Kind::kArray}};
 
 // Whether `v` is of `kind`; `name` says what `kind` is, for the message when it is not.
 bool has_kind(const json& v, Kind kind, std::string& name) {
@@ -84,11 +100,11 @@ bool has_kind(const json& v, Kind kind, std::string& name) {
 template <size_t N>
 std::string check_fields(const json& j, const Field (&fields)[N], const std::string& prefix) {
   for (const Field& f : fields) {
-    const json::json_pointer pointer(f.pointer);
-    if (!j.contains(pointer)) return "missing field " + prefix + f.pointer;
+    const json::json_pointer pointer(f.pointer());
+    if (!j.contains(pointer)) return "missing field " + prefix + f.pointer();
     const json& v = j.at(pointer);
     if (std::string want; !has_kind(v, f.kind, want)) {
-      return "field " + prefix + f.pointer + " is " + v.type_name() + ", expected " + want;
+      return "field " + prefix + f.pointer() + " is " + v.type_name() + ", expected " + want;
     }
   }
   return "";
@@ -97,29 +113,36 @@ std::string check_fields(const json& j, const Field (&fields)[N], const std::str
 std::string check_report(const json& j) {
   if (!j.is_object()) return "not a crash report: the JSON is " + std::string(j.type_name()) +
                              ", not an object";
-  if (!j.contains("mploader_crash_report")) {
-    return "not an mploader crash report (no \"mploader_crash_report\" version field)";
+  if (!j.contains(key::top::kVersionKey)) {
+    return std::string("not an mploader crash report (no \"") + key::top::kVersionKey +
+           "\" version field)";
   }
-  const json& version = j["mploader_crash_report"];
-  if (!version.is_number_integer() || version.get<int64_t>() != kVersion) {
+  const json& version = j[key::top::kVersionKey];
+  if (!version.is_number_integer() || version.get<int64_t>() != key::kVersion) {
     return "unsupported report version " + version.dump() + " (this mploader-report reads " +
-           "version " + std::to_string(kVersion) + "; use the one of the mploader that wrote it)";
+           "version " + std::to_string(key::kVersion) +
+           "; use the one of the mploader that wrote it)";
   }
   if (std::string e = check_fields(j, kTopFields, ""); !e.empty()) return e;
-  const std::string cause = j["cause"];
-  if (std::find(kCauses.begin(), kCauses.end(), cause) == kCauses.end()) {
-    return "field /cause is '" + cause + "', not a known cause";
+  const std::string cause = j[key::top::kCause];
+  if (!key::is_cause_name(cause.c_str())) {
+    return "field /" + std::string(key::top::kCause) + " is '" + cause + "', not a known cause";
   }
-  for (size_t i = 0; i < j["frames"].size(); ++i) {
-    const std::string at = "/frames/" + std::to_string(i);
-    if (std::string e = check_fields(j["frames"][i], kFrameFields, at); !e.empty()) return e;
+  const json& frames = j[key::top::kFrames];
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const std::string at = "/" + std::string(key::top::kFrames) + "/" + std::to_string(i);
+    if (std::string e = check_fields(frames[i], kFrameFields, at); !e.empty()) return e;
   }
-  const json& in_flight = j["details"]["in_flight"];
+  const json& in_flight = j[key::top::kDetails][key::details::kInFlight];
+  const std::string in_flight_at =
+      "/" + std::string(key::top::kDetails) + "/" + key::details::kInFlight + "/";
   for (size_t i = 0; i < in_flight.size(); ++i) {
-    const std::string at = "/details/in_flight/" + std::to_string(i);
+    const std::string at = in_flight_at + std::to_string(i);
     if (std::string e = check_fields(in_flight[i], kBatchFields, at); !e.empty()) return e;
-    for (const json& index : in_flight[i]["indices"]) {
-      if (!index.is_number_integer()) return "field " + at + "/indices holds a non-integer";
+    for (const json& index : in_flight[i][key::batch::kIndices]) {
+      if (!index.is_number_integer()) {
+        return "field " + at + "/" + key::batch::kIndices + " holds a non-integer";
+      }
     }
   }
   return "";
@@ -170,36 +193,38 @@ std::string abbreviate(const json& indices, size_t max_runs = 6) {
 std::string describe_frame(size_t n, const json& f) {
   char address[32];
   std::snprintf(address, sizeof address, "0x%016llx",
-                static_cast<unsigned long long>(f["address"].get<uint64_t>()));
-  const std::string function = f["function"];
-  const std::string file = f["file"];
-  const std::string module = f["module"];
+                static_cast<unsigned long long>(f[key::frame::kAddress].get<uint64_t>()));
+  const std::string function = f[key::frame::kFunction];
+  const std::string file = f[key::frame::kFile];
+  const std::string module = f[key::frame::kModule];
   std::string s = "  #" + std::to_string(n) + " " + address + " in " +
                   (function.empty() ? "??" : function);
-  if (!file.empty()) s += " at " + file + ":" + std::to_string(f["line"].get<int64_t>());
+  if (!file.empty()) s += " at " + file + ":" + std::to_string(f[key::frame::kLine].get<int64_t>());
   if (!module.empty()) s += " (" + module.substr(module.find_last_of('/') + 1) + ")";
   return s;
 }
 
 void print_report(std::ostream& out, const Report& r) {
+  namespace top = key::top;
   const json& j = r.body;
-  out << "== " << j["time"].get<std::string>() << "  worker " << j["worker"]["id"] << " (pid "
-      << j["worker"]["pid"] << ")  " << j["cause"].get<std::string>() << " ==\n"
+  const json& worker = j[top::kWorker];
+  out << "== " << j[top::kTime].get<std::string>() << "  worker " << worker[key::worker::kId]
+      << " (pid " << worker[key::worker::kPid] << ")  " << j[top::kCause].get<std::string>()
+      << " ==\n"
       << "Report:        " << r.path << "\n"
-      << "What happened: " << j["what_happened"].get<std::string>() << "\n"
-      << "Evidence:      " << j["evidence"].get<std::string>() << "\n";
-  const json& in_flight = j["details"]["in_flight"];
+      << "What happened: " << j[top::kWhatHappened].get<std::string>() << "\n"
+      << "Evidence:      " << j[top::kEvidence].get<std::string>() << "\n";
+  const json& in_flight = j[top::kDetails][key::details::kInFlight];
   if (in_flight.empty()) out << "In flight:     no batch\n";
   for (const json& b : in_flight) {
-    out << "In flight:     batch " << b["sequence"] << " of epoch " << b["epoch"] << ", indices "
-        << abbreviate(b["indices"]) << "\n";
+    out << "In flight:     batch " << b[key::batch::kSequence] << " of epoch "
+        << b[key::batch::kEpoch] << ", indices " << abbreviate(b[key::batch::kIndices]) << "\n";
   }
-  if (j["frames"].empty()) out << "Frames:        none recorded\n";
+  const json& frames = j[top::kFrames];
+  if (frames.empty()) out << "Frames:        none recorded\n";
   else out << "Frames:\n";
-  for (size_t i = 0; i < j["frames"].size(); ++i) {
-    out << describe_frame(i, j["frames"][i]) << "\n";
-  }
-  out << "Remedy:        " << j["remedy"].get<std::string>() << "\n\n";
+  for (size_t i = 0; i < frames.size(); ++i) out << describe_frame(i, frames[i]) << "\n";
+  out << "Remedy:        " << j[top::kRemedy].get<std::string>() << "\n\n";
 }
 
 // ---- Finding the files ---------------------------------------------------------------------
@@ -264,7 +289,7 @@ int run(const std::vector<std::string>& args, bool json_mode) {
     }
   }
   std::stable_sort(reports.begin(), reports.end(), [](const Report& a, const Report& b) {
-    return a.body["unix_time"].get<int64_t>() > b.body["unix_time"].get<int64_t>();
+    return a.body[key::top::kUnixTime].get<int64_t>() > b.body[key::top::kUnixTime].get<int64_t>();
   });
   for (const Report& r : reports) {
     if (json_mode) std::cout << r.body.dump() << "\n";

@@ -107,7 +107,9 @@ class Worker {
           std::chrono::steady_clock::now() - started);
       header_.busy_ns.fetch_add(static_cast<uint64_t>(busy.count()), std::memory_order_relaxed);
       header_.tasks_done.fetch_add(1, std::memory_order_relaxed);
-      c_.region.done_ring().try_push(id);  // cannot be full: it holds every descriptor id
+      // Cannot be full: it holds every descriptor id (kMaxDescriptors == kRingCapacity), and
+      // the main process hands an id out again only after popping it.
+      (void)c_.region.done_ring().try_push(id);
       notify(c_.spec.done_event_fd);
     }
     return 0;
@@ -226,8 +228,8 @@ int run_worker(const WorkerContext& context) {
   at::set_num_threads(1);
   tune_malloc_for_batches();
   // Without handlers a crash still shows as a signal in the main process, only with less
-  // evidence, so a failure to install them is not fatal.
-  install_crash_handlers(context.region.header());
+  // evidence, so a failure to install them is not fatal (and a worker has nowhere to say it).
+  (void)install_crash_handlers(context.region.header());
   return Worker(context).run();
 }
 

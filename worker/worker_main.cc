@@ -20,7 +20,8 @@ void become_worker(const WorkerSpec& spec) {
   for (int fd : {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd}) {
     (void)ipc::set_cloexec(fd, true);  // best effort: the worker runs either way
   }
-  auto region = ipc::ShmRegion::adopt(spec.region_fd, spec.region_bytes);
+  // The region's descriptor is the region's; the others stay open for the worker's lifetime.
+  auto region = ipc::ShmRegion::adopt(ipc::UniqueFd(spec.region_fd), spec.region_bytes);
   if (!region.ok()) {
     std::fprintf(stderr, "mploader: spawned worker %d: %s\n", spec.worker_id,
                  region.error().describe().c_str());

@@ -45,7 +45,7 @@ bool operator==(const WorkerSpec& a, const WorkerSpec& b);
 
 // One line of text, and back; nullopt for text that is not a spec of this version.
 std::string encode_spec(const WorkerSpec& spec);
-std::optional<WorkerSpec> decode_spec(const std::string& text);
+[[nodiscard]] std::optional<WorkerSpec> decode_spec(const std::string& text);
 
 constexpr int kSpawnFailedExit = 72;  // exec or rebuilding in the new process failed
 constexpr const char* kSpawnEnv = "MPLOADER_SPAWNED_WORKER";

@@ -1,0 +1,146 @@
+// The crash report's format, defined once: its version, every JSON key and the cause names.
+// The writer (supervise/crash_report.cc) and the reader (tools/mploader_report.cc) both spell
+// the report with these, so they cannot drift apart. Renaming anything here changes the format
+// of reports already on disk: raise kVersion with it.
+//
+// Header-only, with no JSON library and no libtorch: mploader-report includes it without
+// linking the library.
+#pragma once
+
+#include <mploader/errors.h>
+
+#include <cstring>
+
+namespace mploader::crash_report {
+
+inline constexpr int kVersion = 1;
+
+// The top-level object.
+namespace top {
+inline constexpr const char* kVersionKey = "mploader_crash_report";  // its value is kVersion
+inline constexpr const char* kTime = "time";
+inline constexpr const char* kUnixTime = "unix_time";
+inline constexpr const char* kMainPid = "main_pid";
+inline constexpr const char* kWorker = "worker";  // object: worker::
+inline constexpr const char* kCause = "cause";    // a name from kCauses
+inline constexpr const char* kWhatHappened = "what_happened";
+inline constexpr const char* kEvidence = "evidence";
+inline constexpr const char* kRemedy = "remedy";
+inline constexpr const char* kExit = "exit";                 // object: exit_status::
+inline constexpr const char* kCrashRecord = "crash_record";  // object: record::, or null
+inline constexpr const char* kFrames = "frames";             // array of frame::
+inline constexpr const char* kDetails = "details";           // object: details::
+}  // namespace top
+
+namespace worker {
+inline constexpr const char* kId = "id";
+inline constexpr const char* kPid = "pid";
+}  // namespace worker
+
+namespace exit_status {
+inline constexpr const char* kSignal = "signal";
+inline constexpr const char* kSignalName = "signal_name";
+inline constexpr const char* kExitCode = "exit_code";
+inline constexpr const char* kCoreDumped = "core_dumped";
+}  // namespace exit_status
+
+// What the worker's signal handler recorded (ipc/crash_record.h).
+namespace record {
+inline constexpr const char* kSignal = "signal";
+inline constexpr const char* kSiCode = "si_code";
+inline constexpr const char* kSiCodeName = "si_code_name";
+inline constexpr const char* kFaultAddress = "fault_address";
+inline constexpr const char* kThread = "thread";
+inline constexpr const char* kPhase = "phase";
+inline constexpr const char* kSampleIndex = "sample_index";
+inline constexpr const char* kSequence = "sequence";
+inline constexpr const char* kMapping = "mapping";
+inline constexpr const char* kMappingFsFreeBytes = "mapping_fs_free_bytes";
+}  // namespace record
+
+namespace frame {
+inline constexpr const char* kAddress = "address";
+inline constexpr const char* kFunction = "function";
+inline constexpr const char* kFile = "file";
+inline constexpr const char* kLine = "line";
+inline constexpr const char* kModule = "module";
+}  // namespace frame
+
+namespace details {
+inline constexpr const char* kInFlight = "in_flight";  // array of batch::
+inline constexpr const char* kMemory = "memory";       // object: memory::, or null
+inline constexpr const char* kOom = "oom";             // object: oom::
+inline constexpr const char* kLoadingIndex = "loading_index";
+inline constexpr const char* kProcessState = "process_state";
+inline constexpr const char* kPhase = "phase";
+inline constexpr const char* kTasksDone = "tasks_done";
+inline constexpr const char* kShmDir = "shm_dir";
+inline constexpr const char* kOptions = "options";  // object: options::
+}  // namespace details
+
+// A batch the worker held when it died.
+namespace batch {
+inline constexpr const char* kEpoch = "epoch";
+inline constexpr const char* kSequence = "sequence";
+inline constexpr const char* kIndices = "indices";
+}  // namespace batch
+
+namespace memory {
+inline constexpr const char* kLastRssBytes = "last_rss_bytes";
+inline constexpr const char* kPeakRssBytes = "peak_rss_bytes";
+inline constexpr const char* kSampledMsBeforeDeath = "sampled_ms_before_death";
+inline constexpr const char* kRingBytes = "ring_bytes";
+}  // namespace memory
+
+namespace oom {
+inline constexpr const char* kSource = "source";
+inline constexpr const char* kCgroup = "cgroup";
+inline constexpr const char* kLimitBytes = "limit_bytes";
+inline constexpr const char* kOomKillsBefore = "oom_kills_before";
+inline constexpr const char* kOomKillsAfter = "oom_kills_after";
+}  // namespace oom
+
+namespace options {
+inline constexpr const char* kNumWorkers = "num_workers";
+inline constexpr const char* kBatchSize = "batch_size";
+inline constexpr const char* kPrefetchFactor = "prefetch_factor";
+inline constexpr const char* kTimeoutMs = "timeout_ms";
+}  // namespace options
+
+// The value of top::kCause for each DeathCause (also what mploader::to_string(DeathCause) says).
+struct CauseName {
+  DeathCause cause;
+  const char* name;
+};
+inline constexpr CauseName kCauses[] = {
+    {DeathCause::kShmFull, "shm_full"},
+    {DeathCause::kOutOfMemory, "oom"},
+    {DeathCause::kKilled, "killed"},
+    {DeathCause::kTerminated, "terminated"},
+    {DeathCause::kSegfault, "segfault"},
+    {DeathCause::kBusError, "bus_error"},
+    {DeathCause::kFloatingPoint, "fpe"},
+    {DeathCause::kIllegalInstruction, "illegal_instruction"},
+    {DeathCause::kAbort, "abort"},
+    {DeathCause::kExit, "exit"},
+    {DeathCause::kHang, "hang"},
+    {DeathCause::kOtherSignal, "signal"},
+};
+
+// The name of `cause` in a report.
+constexpr const char* cause_name(DeathCause cause) {
+  for (const CauseName& c : kCauses) {
+    if (c.cause == cause) return c.name;
+  }
+  return "signal";  // kOtherSignal's: an enum value outside the table is some other signal
+}
+
+// Whether `name` is a cause a report may name.
+inline bool is_cause_name(const char* name) {
+  for (const CauseName& c : kCauses) {
+    if (std::strcmp(c.name, name) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace mploader::crash_report
