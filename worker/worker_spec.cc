@@ -14,10 +14,21 @@ std::string hex(const std::string& bytes) {
   return out;
 }
 
-std::string unhex(const std::string& text) {
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// Hex of hex() followed by the '-' that keeps an empty field one word; nullopt for any other
+// text (a variable set by hand, a corrupt message), never an exception.
+std::optional<std::string> unhex_field(const std::string& text) {
+  if (text.empty() || text.back() != '-' || text.size() % 2 != 1) return std::nullopt;
   std::string out;
   for (size_t i = 0; i + 1 < text.size(); i += 2) {
-    out += static_cast<char>(std::stoi(text.substr(i, 2), nullptr, 16));
+    const int high = hex_digit(text[i]), low = hex_digit(text[i + 1]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out += static_cast<char>(high * 16 + low);
   }
   return out;
 }
@@ -65,11 +76,12 @@ std::optional<WorkerSpec> decode_spec(const std::string& text) {
       s.task_event_fd >> s.done_event_fd >> s.socket_fd >> w.num_workers >> w.seed >>
       w.first_epoch >> w.rank >> w.allow_overflow >> factory >> config >> collator;
   if (!in || version != "v2") return std::nullopt;
-  auto strip = [](std::string& t) { t.pop_back(); };  // the '-' that keeps empty fields
-  strip(factory), strip(config), strip(collator);
-  w.dataset_factory = unhex(factory);
-  w.dataset_config = unhex(config);
-  w.collator_recipe = unhex(collator);
+  std::optional<std::string> f = unhex_field(factory), d = unhex_field(config),
+                             c = unhex_field(collator);
+  if (!f || !d || !c) return std::nullopt;
+  w.dataset_factory = std::move(*f);
+  w.dataset_config = std::move(*d);
+  w.collator_recipe = std::move(*c);
   return s;
 }
 
