@@ -1,3 +1,5 @@
+// batch/: samples to batches (collation, planning, assembly, views), on either side of the fork.
+//
 // Batch assembly: a batch's indices in, one collated batch out, written into memory its sink
 // provides. The one path for workers (a ring slot or an overflow segment) and for
 // num_workers = 0 (pooled memory in the training process), so that code, results and error

@@ -1,3 +1,5 @@
+// device/: batches moved to a GPU ahead of the training loop.
+//
 // DevicePrefetcher and the DeviceCopier behind it: host batches copied to a device on a side
 // stream, one batch ahead of the training loop.
 #include <mploader/device_prefetcher.h>

@@ -1,3 +1,5 @@
+// formats/: datasets over file formats.
+//
 // Parsing .npy headers and mapping the data read-only.
 #include "ipc/unique_fd.h"
 

@@ -1,3 +1,5 @@
+// ipc/: shared memory, rings, eventfds and descriptors between the main process and workers.
+//
 // The layout of one worker's shared-memory region, shared by the main process and the worker:
 //
 //   RegionHeader | task ring (main -> worker) | done ring (worker -> main)

@@ -1,3 +1,5 @@
+// loader/: the Loader itself: options, epochs and resume, dispatching batches.
+//
 // WorkerRuntime: what produces a Loader's batches, and the counters of where its time went.
 // With workers: the pool, its supervisor and the dispatcher, the slots sized by a probe worker
 // and the machine checked before the first start; the workers stop after each epoch and start

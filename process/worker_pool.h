@@ -1,3 +1,5 @@
+// process/: the main process starting, tying and reaping its workers.
+//
 // WorkerPool: the worker processes of one Loader and everything each shares with the main
 // process: its shared-memory region, two eventfds, a socket for overflow segments, its pidfd,
 // and the pool of its free payload slots.

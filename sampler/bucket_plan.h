@@ -1,3 +1,5 @@
+// sampler/: which indices each batch, epoch and rank gets.
+//
 // The epoch plan behind BucketBatchSampler and DistributedBucketSampler: length buckets,
 // greedy batches under the budgets, padding or dropping to a multiple of the world size, and the
 // assignment of batches to (step, rank). Pure functions of their inputs, so every rank that

@@ -1,3 +1,5 @@
+// supervise/: watching workers, explaining their deaths, checking the machine.
+//
 // Supervisor: watches the workers from a thread of its own. Every 250 ms it samples each live
 // worker's resident memory and its memory cgroup's OOM-kill counter; when a worker's pidfd
 // becomes readable it gathers the evidence (exit status without reaping, the crash record the

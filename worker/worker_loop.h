@@ -1,3 +1,5 @@
+// worker/: what runs inside a worker process.
+//
 // The body of a worker process: take a task from the ring, load its samples, collate them
 // into shared memory, publish the result, repeat until told to stop or the parent is gone.
 #pragma once

@@ -19,6 +19,12 @@ for folder in $layers; do
     done
   done
 done
+# Each layer says what it is for in the first line of one of its files: "// <folder>/: ...".
+for folder in $layers; do
+  if ! head -qn1 "$folder"/*.h "$folder"/*.cc 2>/dev/null | grep -q "^// $folder/: "; then
+    echo "$folder/ has no file whose first line says its purpose (// $folder/: ...)"; bad=1
+  fi
+done
 # A new folder must be given its place in the order.
 for folder in */; do
   folder=${folder%/}
