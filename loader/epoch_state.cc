@@ -63,6 +63,9 @@ size_t EpochState::upcoming_batches() const {
 }
 
 EpochPlan EpochState::plan_upcoming() {
+  // Whatever ran is abandoned, even when this plan is refused: else the next batch would be
+  // one of the old epoch while epoch() named the new one.
+  running_ = false;
   epoch_ = upcoming_epoch();
   requested_epoch_.reset();
   started_any_ = true;

@@ -246,6 +246,40 @@ TEST_CASE("failures: an invalid batch plan under range-for raises once and then 
 
 namespace {
 
+// Epoch 1's plan is invalid; epochs 0 and 2 are fine.
+class BadSecondEpochSampler : public BatchSampler {
+ public:
+  std::vector<std::vector<int64_t>> batches(size_t, uint64_t epoch) override {
+    if (epoch == 1) return {{0, 1}, {2, 99}};
+    if (epoch == 2) return {{6, 7}};
+    return {{0, 1}, {2, 3}, {4, 5}};
+  }
+  size_t max_batch_size() const override { return 2; }
+};
+
+}  // namespace
+
+TEST_CASE("failures: an epoch refused in the middle of another abandons the old one",
+          "[failures][process]") {
+  for (int64_t workers : {0, 1}) {
+    CAPTURE(workers);
+    auto o = options(workers, 2);
+    o.batch_sampler = std::make_shared<BadSecondEpochSampler>();
+    Loader loader(std::make_shared<CountingDataset>(10), o);
+    REQUIRE(loader.next()->sequence() == 0);  // epoch 0 runs, two batches left
+    loader.set_epoch(1);
+    CHECK_THROWS_AS(loader.begin(), OptionError);
+    CHECK(loader.epoch() == 1);
+    CHECK_FALSE(loader.next());  // epoch 1 ended with its error; nothing of epoch 0 comes
+    auto b = loader.next();
+    REQUIRE(b);
+    CHECK(b->epoch() == 2);
+    CHECK(b->indices() == std::vector<int64_t>{6, 7});
+  }
+}
+
+namespace {
+
 using Kind = testing_datasets::MismatchDataset::Kind;
 
 // Runs one epoch of 16 samples in batches of 4 where sample 6 (row 2 of batch 1) cannot be
