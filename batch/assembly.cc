@@ -31,7 +31,7 @@ class Assembly {
       out = dataset_.get(index);
       return true;
     } catch (...) {
-      auto [type, message] = worker::describe_current_exception();
+      auto [type, message] = detail::describe_current_exception();
       failure = BatchFailure{ipc::TaskStatus::kDatasetError, index, type, message};
       return false;
     }
@@ -48,11 +48,11 @@ class Assembly {
       // The collator names rows; messages name samples by their dataset indices.
       const int64_t index = e.row() < count_ ? indices_[e.row()] : -1;
       failure = BatchFailure{ipc::TaskStatus::kCollateError, index,
-                             worker::describe_current_exception().first,
+                             detail::describe_current_exception().first,
                              e.message_for(indices_, count_)};
       return false;
     } catch (...) {
-      auto [type, message] = worker::describe_current_exception();
+      auto [type, message] = detail::describe_current_exception();
       failure = BatchFailure{ipc::TaskStatus::kCollateError, -1, type, message};
       return false;
     }

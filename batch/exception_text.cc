@@ -7,7 +7,7 @@
 #include <memory>
 #include <typeinfo>
 
-namespace mploader::worker {
+namespace mploader::detail {
 namespace {
 
 std::string demangled(const std::type_info& type) {
@@ -29,4 +29,4 @@ std::pair<std::string, std::string> describe_current_exception() {
   }
 }
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

@@ -6,10 +6,10 @@
 #include <string>
 #include <utility>
 
-namespace mploader::worker {
+namespace mploader::detail {
 
 // Call inside a catch block. ("std::runtime_error", what()); ("unknown", ...) for a throw that
 // is not a std::exception.
 std::pair<std::string, std::string> describe_current_exception();
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

@@ -9,11 +9,11 @@
 #include <memory>
 #include <string>
 
-namespace mploader::worker {
+namespace mploader::detail {
 
 // An empty function for a name no one registered.
 DatasetFactory find_dataset_factory(const std::string& name);
 // Throws std::invalid_argument for an unknown recipe.
 std::shared_ptr<Collator> collator_from_recipe(const std::string& recipe);
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

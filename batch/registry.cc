@@ -53,7 +53,7 @@ std::vector<std::string> registered_datasets() {
   return names;
 }
 
-namespace worker {
+namespace detail {
 
 DatasetFactory find_dataset_factory(const std::string& name) {
   std::lock_guard<std::mutex> lock(datasets().mutex);
@@ -86,5 +86,5 @@ std::shared_ptr<Collator> collator_from_recipe(const std::string& recipe) {
   return factory(config);
 }
 
-}  // namespace worker
+}  // namespace detail
 }  // namespace mploader

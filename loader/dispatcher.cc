@@ -198,9 +198,9 @@ void Dispatcher::wait_for_results(Clock::time_point deadline) {
   if (rc < 0 && errno != EINTR) throw Error(std::string("mploader: poll: ") + strerror(errno));
   for (size_t w = 0; w < pool_.size(); ++w) receive_from(w);
   for (size_t w = 0; w < pool_.size(); ++w) {
-    const worker::WorkerProcess& p = pool_.channel(w).process;
+    const detail::WorkerProcess& p = pool_.channel(w).process;
     const bool exited = p.pidfd ? (fds[2 * w + 1].revents & POLLIN) != 0
-                                : worker::peek_exit(p).has_value();
+                                : detail::peek_exit(p).has_value();
     if (exited) worker_died(w);
   }
   if (rc == 0 && Clock::now() >= deadline) timed_out();

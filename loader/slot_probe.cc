@@ -76,7 +76,7 @@ void await_probe(WorkerChannel& c, Supervisor& supervisor, const LoaderOptions& 
     c.done_event.drain();
     if (c.view.done_ring().try_pop(id)) return;
     const bool exited = c.process.pidfd ? (fds[1].revents & POLLIN) != 0
-                                        : worker::peek_exit(c.process).has_value();
+                                        : detail::peek_exit(c.process).has_value();
     if (exited) {
       auto record = supervisor.death_of(0);
       throw WorkerCrashed(kProbeDied + record->message, record->summary);

@@ -39,7 +39,7 @@ void check_fork_safety(int num_workers) {
                "usable CUDA context, so dataset and collate code must not use CUDA (use "
                "start_method spawn or forkserver if it must).");
   }
-  const int others = worker::foreign_thread_count();
+  const int others = detail::foreign_thread_count();
   // libtorch's OpenMP pool keeps its threads (intra-op threads - 1) parked in a barrier once an
   // op ran in parallel, so a training program that touched a tensor has them. They hold no lock
   // a worker needs: workers start a pool of their own (run_worker). Only threads beyond them

@@ -19,7 +19,7 @@
 #include <mutex>
 #include <sstream>
 
-namespace mploader::worker {
+namespace mploader::detail {
 namespace {
 
 // The main process's side: the socket to its server, started on first use.
@@ -30,14 +30,14 @@ class ForkserverClient {
     return socket_ && owner_ == getpid();
   }
 
-  ipc::Result<pid_t> request(const WorkerSpec& spec) {
+  ipc::Result<pid_t> request(const worker::WorkerSpec& spec) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!socket_ || owner_ != getpid()) {
       ipc::Status started = start();
       if (!started.ok()) return started.error();
     }
     ipc::Status sent = ipc::send_message(
-        socket_.get(), {encode_spec(spec), {spec.region_fd, spec.task_event_fd,
+        socket_.get(), {worker::encode_spec(spec), {spec.region_fd, spec.task_event_fd,
                                             spec.done_event_fd, spec.socket_fd}});
     if (!sent.ok()) return sent.error();
     auto reply = ipc::receive_message(socket_.get());
@@ -63,7 +63,7 @@ class ForkserverClient {
     const std::string value = std::to_string(child_end) + " " + std::to_string(getpid());
     auto server = fork_from_launcher([&] {
       exec_self(kForkserverEnv, value, {child_end});
-      return kSpawnFailedExit;
+      return worker::kSpawnFailedExit;
     });
     pair.value().child.reset();  // the server has its copy
     if (!server.ok()) return server.error();
@@ -128,7 +128,7 @@ class Forkserver {
   void handle_request() {
     auto message = ipc::receive_message(socket_.get());
     if (!message.ok()) _exit(0);  // the main process closed its end
-    std::optional<WorkerSpec> spec = decode_spec(message.value().text);
+    std::optional<worker::WorkerSpec> spec = worker::decode_spec(message.value().text);
     std::vector<ipc::UniqueFd>& fds = message.value().fds;
     if (!spec || fds.size() != 4) return reply(-EPROTO, fds);
     spec->region_fd = fds[0].get();
@@ -145,7 +145,7 @@ class Forkserver {
       sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the server, which dies with main
       spec->parent_pid = getppid();
-      become_worker(*spec);
+      worker::become_worker(*spec);
     }
     if (pid < 0) {
       munmap(mapping, spec->region_bytes);
@@ -180,7 +180,7 @@ ForkserverClient& forkserver_client() {
 
 bool forkserver_started() { return forkserver_client().started(); }
 
-ipc::Result<WorkerProcess> start_via_forkserver(const WorkerSpec& spec,
+ipc::Result<WorkerProcess> start_via_forkserver(const worker::WorkerSpec& spec,
                                                 const std::atomic<int64_t>* status) {
   auto pid = forkserver_client().request(spec);
   if (!pid.ok()) return pid.error();
@@ -201,9 +201,9 @@ void serve_if_forkserver() {
   pid_t main_pid = 0;
   in >> socket >> main_pid;
   unsetenv(kForkserverEnv);
-  if (!in || socket < 0) _exit(kSpawnFailedExit);
+  if (!in || socket < 0) _exit(worker::kSpawnFailedExit);
   fcntl(socket, F_SETFD, FD_CLOEXEC);  // inheritable for the exec that started us only
   Forkserver(socket, main_pid).serve();
 }
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

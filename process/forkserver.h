@@ -14,11 +14,11 @@
 
 #include <atomic>
 
-namespace mploader::worker {
+namespace mploader::detail {
 
 // A new worker forked by this process's forkserver; `status` is where the server writes its
 // wait status (the worker's RegionHeader::foreign_wait_status).
-ipc::Result<WorkerProcess> start_via_forkserver(const WorkerSpec& spec,
+ipc::Result<WorkerProcess> start_via_forkserver(const worker::WorkerSpec& spec,
                                                 const std::atomic<int64_t>* status);
 // Whether this process's forkserver has been started (its socket is then already open).
 bool forkserver_started();
@@ -27,4 +27,4 @@ void serve_if_forkserver();
 
 constexpr const char* kForkserverEnv = "MPLOADER_FORKSERVER";
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

@@ -9,7 +9,7 @@
 #include <optional>
 #include <thread>
 
-namespace mploader::worker {
+namespace mploader::detail {
 namespace {
 
 std::atomic<int> g_own_threads{0};
@@ -91,4 +91,4 @@ std::shared_mutex& fork_gate() {
   return *gate;
 }
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

@@ -12,7 +12,7 @@
 #include <functional>
 #include <shared_mutex>
 
-namespace mploader::worker {
+namespace mploader::detail {
 
 // fork_worker(body) run on the launcher thread; blocks the caller until the fork is done.
 ipc::Result<WorkerProcess> fork_from_launcher(const std::function<int()>& body);
@@ -29,4 +29,4 @@ void note_own_thread(int delta);
 // (seen with ASan's allocator, which, unlike glibc's malloc, is not locked across fork).
 std::shared_mutex& fork_gate();
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

@@ -22,12 +22,12 @@ void init(int argc, char** argv) {
   g_argv.assign(argv, argv + argc);
   g_initialized.store(true);
   worker::run_if_spawned();
-  worker::serve_if_forkserver();
+  detail::serve_if_forkserver();
 }
 
 bool initialized() { return g_initialized.load(); }
 
-namespace worker {
+namespace detail {
 
 void exec_self(const char* name, const std::string& value, const std::vector<int>& fds) {
   // In the new process only (this is the child of a fork): the parent's copies keep
@@ -42,10 +42,10 @@ void exec_self(const char* name, const std::string& value, const std::vector<int
   execv("/proc/self/exe", args.data());
 }
 
-void exec_worker(const WorkerSpec& spec) {
-  exec_self(kSpawnEnv, encode_spec(spec),
+void exec_worker(const worker::WorkerSpec& spec) {
+  exec_self(worker::kSpawnEnv, worker::encode_spec(spec),
             {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd});
 }
 
-}  // namespace worker
+}  // namespace detail
 }  // namespace mploader

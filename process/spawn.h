@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-namespace mploader::worker {
+namespace mploader::detail {
 
 // In a forked child: exec the program as a spawned worker. Returns only if exec failed.
-void exec_worker(const WorkerSpec& spec);
+void exec_worker(const worker::WorkerSpec& spec);
 // In a forked child: exec this program with `name`=`value` in its environment, keeping `fds`
 // open across this exec (the new process marks them close-on-exec again). Returns only if
 // exec failed.
 void exec_self(const char* name, const std::string& value, const std::vector<int>& fds);
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

@@ -158,16 +158,16 @@ void WorkerPool::start_worker(WorkerChannel& channel) {
 }
 
 // Starts the worker's process by the configured start method, from the same spec for each.
-ipc::Result<worker::WorkerProcess> WorkerPool::launch(WorkerChannel& channel) {
+ipc::Result<detail::WorkerProcess> WorkerPool::launch(WorkerChannel& channel) {
   const worker::WorkerSpec spec = worker_spec(channel);
   if (config_.start_method == StartMethod::kForkserver) {
-    return worker::start_via_forkserver(spec, &channel.view.header().foreign_wait_status);
+    return detail::start_via_forkserver(spec, &channel.view.header().foreign_wait_status);
   }
   const int keep = channel.id;
   if (config_.start_method == StartMethod::kSpawn) {
-    return worker::fork_from_launcher([this, keep, spec] {
+    return detail::fork_from_launcher([this, keep, spec] {
       drop_other_channels_in_child(keep);
-      worker::exec_worker(spec);
+      detail::exec_worker(spec);
       return worker::kSpawnFailedExit;  // exec failed
     });
   }
@@ -175,7 +175,7 @@ ipc::Result<worker::WorkerProcess> WorkerPool::launch(WorkerChannel& channel) {
   // worker_init, which no other start method can carry.
   const worker::WorkerContext context{spec, channel.view, &dataset_, &collator_,
                                       config_.worker_init};
-  return worker::fork_from_launcher([this, keep, context] {
+  return detail::fork_from_launcher([this, keep, context] {
     drop_other_channels_in_child(keep);
     return worker::run_worker(context);
   });
@@ -212,9 +212,9 @@ void WorkerPool::restart(size_t worker) {
   WorkerChannel& c = *channels_[worker];
   if (c.process.pid > 0 && !c.reaped) {
     kill(c.process.pid, SIGKILL);  // normally dead already; a hung one is not
-    worker::reap(c.process);
+    detail::reap(c.process);
   }
-  c.process = worker::WorkerProcess{};  // closes its pidfd
+  c.process = detail::WorkerProcess{};  // closes its pidfd
   c.sockets.parent.reset();
   // A fresh socket: descriptors the dead worker sent but never published must not be read as
   // the new worker's.
@@ -252,10 +252,10 @@ void WorkerPool::shutdown() {
     if (c->reaped || c->process.pid <= 0) continue;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (!worker::wait_exit(c->process, static_cast<int>(std::max<int64_t>(0, left.count())))) {
+    if (!detail::wait_exit(c->process, static_cast<int>(std::max<int64_t>(0, left.count())))) {
       kill(c->process.pid, SIGKILL);
     }
-    worker::reap(c->process);
+    detail::reap(c->process);
     c->reaped = true;
     c->process.pidfd.reset();
     c->sockets.parent.reset();

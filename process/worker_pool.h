@@ -58,7 +58,7 @@ struct WorkerChannel {
   ipc::EventFd task_event;
   ipc::EventFd done_event;
   ipc::SocketPair sockets;
-  worker::WorkerProcess process;
+  detail::WorkerProcess process;
   std::shared_ptr<SlotPool> slots;
   bool reaped = false;
 };
@@ -108,7 +108,7 @@ class WorkerPool {
   void set_pinned(WorkerChannel& channel, bool pinned);
   void drop_other_channels_in_child(int keep);
   worker::WorkerSpec worker_spec(const WorkerChannel& channel) const;
-  ipc::Result<worker::WorkerProcess> launch(WorkerChannel& channel);
+  ipc::Result<detail::WorkerProcess> launch(WorkerChannel& channel);
 
   Dataset& dataset_;
   Collator& collator_;

@@ -10,7 +10,7 @@
 
 #include <cstring>
 
-namespace mploader::worker {
+namespace mploader::detail {
 namespace {
 
 // The training program's handlers (checkpoint on SIGTERM, a test framework's crash reporter)
@@ -168,4 +168,4 @@ bool wait_exit(ProcessRef process, int timeout_ms) {
   }
 }
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

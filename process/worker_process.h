@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-namespace mploader::worker {
+namespace mploader::detail {
 
 // A worker process and the one owner of its pidfd (the pool's WorkerChannel). Move-only; code
 // that only watches the worker takes a ProcessRef.
@@ -64,4 +64,4 @@ ExitStatus reap(ProcessRef process);
 // go on either way (a SIGKILLed worker that is slow to go) may drop it.
 bool wait_exit(ProcessRef process, int timeout_ms);
 
-}  // namespace mploader::worker
+}  // namespace mploader::detail

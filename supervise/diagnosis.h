@@ -25,7 +25,7 @@ struct DeathEvidence {
   int worker_id = -1;
   int pid = 0;
   int main_pid = 0;
-  worker::ExitStatus status;
+  detail::ExitStatus status;
   std::optional<ipc::CrashSnapshot> crash;  // from the worker's fatal-signal handler
   std::optional<ipc::CrashSnapshot> stack;  // asked of a hung worker before it was killed
   bool hang = false;

@@ -166,7 +166,7 @@ void raise_fd_soft_limit(PreflightInput& in) {
 
 void measure_machine(PreflightInput& in) {
   in.open_fds = count_open_fds();
-  in.forkserver_started = worker::forkserver_started();
+  in.forkserver_started = detail::forkserver_started();
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
     in.fd_soft_limit = limit.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(limit.rlim_cur);

@@ -65,7 +65,7 @@ Supervisor::Supervisor(WorkerPool& pool, const InFlightTable& in_flight,
   wake_ = wake.take();
   // A throw here leaves the watches' pidfds to the members' destructors.
   for (size_t w = 0; w < pool.size(); ++w) watch(w);
-  worker::note_own_thread(+1);
+  detail::note_own_thread(+1);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -79,7 +79,7 @@ void Supervisor::stop() {
   wake_.notify();
   if (thread_.joinable()) {
     thread_.join();
-    worker::note_own_thread(-1);
+    detail::note_own_thread(-1);
   }
 }
 
@@ -88,7 +88,7 @@ void Supervisor::stop() {
 void Supervisor::watch(size_t worker) {
   Watch& w = watches_[worker];
   w = Watch{};
-  const worker::WorkerProcess& p = pool_.channel(worker).process;
+  const detail::WorkerProcess& p = pool_.channel(worker).process;
   if (p.pidfd) {
     w.pidfd.reset(fcntl(p.pidfd.get(), F_DUPFD_CLOEXEC, 0));
     if (!w.pidfd) {  // unwatched, a death would go unreported
@@ -129,7 +129,7 @@ void Supervisor::run() {
     }
     poll(fds.data(), fds.size(), kSampleEveryMs);
     // From here to the next poll this thread allocates: no fork may happen meanwhile.
-    std::shared_lock<std::shared_mutex> no_fork(worker::fork_gate());
+    std::shared_lock<std::shared_mutex> no_fork(detail::fork_gate());
     if (fds[0].revents != 0) wake_.drain();
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -197,12 +197,12 @@ std::shared_ptr<const DeathRecord> Supervisor::report(size_t worker, bool hang,
 // A worker that made no progress: notes whether it was stopped (job control, a debugger), asks
 // it for its stack unless it is (a stopped process cannot answer), and kills it. SIGKILL ends
 // a stopped or traced process too.
-void Supervisor::end_hung_worker(ipc::RegionHeader& h, worker::ProcessRef process,
+void Supervisor::end_hung_worker(ipc::RegionHeader& h, detail::ProcessRef process,
                                  DeathEvidence& e) {
   e.process_state = process_state(process.pid);
   if (e.process_state != 'T' && e.process_state != 't') e.stack = request_stack(h, process.pid);
   kill(process.pid, SIGKILL);
-  worker::wait_exit(process, kKillWaitMs);  // gone or not, the evidence is gathered next
+  detail::wait_exit(process, kKillWaitMs);  // gone or not, the evidence is gathered next
 }
 
 // Collects the evidence of one death, classifies it, writes the report and logs the summary.
@@ -220,9 +220,9 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.phase = h.phase.load();
   e.tasks_done = h.tasks_done.load();
   e.init_error.assign(h.init_error, strnlen(h.init_error, sizeof h.init_error));
-  const worker::ProcessRef process{w.pid, w.pidfd, w.foreign_status};
+  const detail::ProcessRef process{w.pid, w.pidfd, w.foreign_status};
   if (hang) end_hung_worker(h, process, e);
-  e.status = worker::peek_exit(process).value_or(worker::ExitStatus{SIGKILL, 0, false});
+  e.status = detail::peek_exit(process).value_or(detail::ExitStatus{SIGKILL, 0, false});
   if (!hang) e.crash = ipc::snapshot(h.crash);
   // The handlers copied the worker's own maps next to the record.
   e.maps.assign(h.maps_text, std::min<uint64_t>(h.maps_bytes, sizeof h.maps_text));

@@ -64,7 +64,7 @@ class Supervisor {
   struct Seen {
     int pid = 0;
     int pidfd = -1;  // Watch::pidfd's, not owned: open until the worker is watched anew
-    const std::atomic<int64_t>* foreign_status = nullptr;  // see worker::WorkerProcess
+    const std::atomic<int64_t>* foreign_status = nullptr;  // see detail::WorkerProcess
     std::optional<ProcessMemory> memory;
     std::chrono::steady_clock::time_point memory_time;
     OomCounter oom;                    // the "before" of a death: see sample_memory()
@@ -83,7 +83,7 @@ class Supervisor {
   std::shared_ptr<const DeathRecord> gather(size_t worker, bool hang, int64_t timeout_ms,
                                             const Seen& seen);
   void watch(size_t worker);
-  static void end_hung_worker(ipc::RegionHeader& header, worker::ProcessRef process,
+  static void end_hung_worker(ipc::RegionHeader& header, detail::ProcessRef process,
                               DeathEvidence& evidence);
 
   WorkerPool& pool_;

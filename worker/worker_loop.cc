@@ -143,7 +143,7 @@ class Worker {
       c_.init(*worker_info());
       return true;
     } catch (...) {
-      auto [type, message] = describe_current_exception();
+      auto [type, message] = detail::describe_current_exception();
       const std::string text = type + ": " + message;
       ipc::copy_text(header_.init_error, sizeof header_.init_error, text.c_str());
       return false;

@@ -32,12 +32,12 @@ void become_worker(const WorkerSpec& spec) {
   std::shared_ptr<Collator> collator;
   try {
     const WorkerSettings& settings = spec.settings;
-    DatasetFactory factory = find_dataset_factory(settings.dataset_factory);
+    DatasetFactory factory = detail::find_dataset_factory(settings.dataset_factory);
     if (!factory) {
       throw std::invalid_argument("no dataset factory '" + settings.dataset_factory + "'");
     }
     dataset = factory(settings.dataset_config);
-    collator = collator_from_recipe(settings.collator_recipe);
+    collator = detail::collator_from_recipe(settings.collator_recipe);
   } catch (const std::exception& e) {
     const std::string text = std::string("rebuilding the dataset in a spawned worker: ") + e.what();
     ipc::copy_text(view.header().init_error, sizeof view.header().init_error, text.c_str());
