@@ -20,10 +20,19 @@ class Assembly {
       : dataset_(dataset), collator_(collator), indices_(indices), count_(count), sink_(sink) {}
 
   Collator& collator() { return collator_; }
+  Dataset& dataset() { return dataset_; }
+  BatchSink& sink() { return sink_; }
+  const int64_t* indices() const { return indices_; }
+
+  // A dataset call outside get() failed: records it as kDatasetError from `call`.
+  void dataset_failed(DatasetCall call, int64_t index) {
+    auto [type, message] = detail::describe_current_exception();
+    failure = BatchFailure{ipc::TaskStatus::kDatasetError, index, type, message, call};
+  }
 
   bool load(size_t row, Sample& out) {
     const int64_t index = indices_[row];
-    if (!sink_.begin_sample(index)) {
+    if (!sink_.begin_sample(index, ipc::WorkerPhase::kDatasetGet)) {
       failure.status = ipc::TaskStatus::kCancelled;
       return false;
     }
@@ -105,6 +114,126 @@ BatchFailure assemble_streaming(Assembly& a, size_t count, PlannedBatch& plan) {
   return {};
 }
 
+// What a dataset's sample_layout() must be for its rows to be planned; empty when it is fine.
+std::string layout_problem(const SampleLayout& layout) {
+  if (layout.empty()) return "it declares no field; declare at least one, or return nullopt";
+  for (size_t k = 0; k < layout.size(); ++k) {
+    const FieldLayout& f = layout[k];
+    for (size_t j = 0; j < k; ++j) {
+      if (layout[j].name == f.name) return "it declares field '" + f.name + "' twice";
+    }
+    for (int64_t d : f.shape) {
+      if (d < 0) return "field '" + f.name + "' has a negative dimension";
+    }
+    const auto code = static_cast<int>(f.dtype);
+    if (f.dtype == at::ScalarType::Undefined || code < 0 ||
+        code >= static_cast<int>(at::ScalarType::NumOptions) ||
+        c10::isComplexType(f.dtype) || c10::isQIntType(f.dtype)) {
+      return "field '" + f.name + "' has dtype " + std::string(c10::toString(f.dtype)) +
+             ", which a batch cannot hold";
+    }
+  }
+  return {};
+}
+
+// The batch layout of the in-place path, or nullopt when it does not apply (no layout, or a
+// collator that needs samples). `failed` is set when a step failed (see a.failure).
+std::optional<SampleLayout> in_place_layout(Assembly& a, size_t batch_size,
+                                            PlannedBatch& plan, bool& failed) {
+  failed = false;
+  std::optional<SampleLayout> layout;
+  try {
+    layout = a.dataset().sample_layout();
+  } catch (...) {
+    a.dataset_failed(DatasetCall::kSampleLayout, -1);
+    failed = true;
+    return std::nullopt;
+  }
+  if (!layout) return std::nullopt;
+  if (std::string problem = layout_problem(*layout); !problem.empty()) {
+    a.failure = BatchFailure{ipc::TaskStatus::kDatasetError, -1, "invalid sample layout",
+                             problem, DatasetCall::kSampleLayout};
+    failed = true;
+    return std::nullopt;
+  }
+  std::optional<std::vector<TensorLayout>> rows;
+  if (!a.collate([&] { rows = a.collator().layout_for_rows(*layout, batch_size); }, -1)) {
+    failed = true;
+    return std::nullopt;
+  }
+  if (!rows) return std::nullopt;
+  if (!a.plan([&] { return std::move(*rows); }, plan, -1)) {
+    failed = true;
+    return std::nullopt;
+  }
+  return layout;
+}
+
+// Checks that a collator's layout_for_rows() kept its contract: tensor k is field k, stacked.
+std::string rows_contract_problem(const SampleLayout& layout, const PlannedBatch& plan,
+                                  size_t count) {
+  bool ok = plan.layout.size() == layout.size();
+  for (size_t k = 0; ok && k < layout.size(); ++k) {
+    const TensorLayout& t = plan.layout[k];
+    ok = t.name == layout[k].name && t.dtype == layout[k].dtype &&
+         plan.nbytes[k] == layout[k].nbytes() * count;
+  }
+  if (ok) return {};
+  return "the collator's layout_for_rows() does not stack the sample layout's fields in order "
+         "(tensor k must be field k, [batch, field shape...]); fix the collator, or return "
+         "nullopt from layout_for_rows() to collate from samples";
+}
+
+// Called by the default write_batch() before each row: the sink's progress and cancel check.
+struct RowContext {
+  BatchSink* sink;
+  const int64_t* indices;
+  bool cancelled = false;
+};
+
+bool begin_row(void* context, size_t row) {
+  auto* c = static_cast<RowContext*>(context);
+  c->cancelled = !c->sink->begin_sample(c->indices[row], ipc::WorkerPhase::kDatasetWrite);
+  return !c->cancelled;
+}
+
+// The in-place path: the dataset writes the batch's rows straight into the sink's memory.
+BatchFailure write_in_place(Assembly& a, const SampleLayout& layout, size_t count,
+                            const PlannedBatch& plan) {
+  if (std::string problem = rows_contract_problem(layout, plan, count); !problem.empty()) {
+    return BatchFailure{ipc::TaskStatus::kCollateError, -1, "layout", problem};
+  }
+  uint8_t* base = nullptr;
+  a.failure = a.sink().open(plan, base);
+  if (!a.failure.ok()) return a.failure;
+  std::vector<uint8_t*> bases(layout.size());
+  std::vector<size_t> field_bytes(layout.size());
+  for (size_t k = 0; k < layout.size(); ++k) {
+    bases[k] = base + plan.offsets[k];
+    field_bytes[k] = layout[k].nbytes();
+  }
+  BatchWriter writer(layout, bases.data(), field_bytes.data(), count);
+  RowContext context{&a.sink(), a.indices()};
+  writer.on_row(&begin_row, &context);
+  if (!a.sink().begin_sample(a.indices()[0], ipc::WorkerPhase::kDatasetWriteBatch)) {
+    return BatchFailure{ipc::TaskStatus::kCancelled, -1, "", ""};
+  }
+  try {
+    a.dataset().write_batch(a.indices(), count, writer);
+    if (context.cancelled) return BatchFailure{ipc::TaskStatus::kCancelled, -1, "", ""};
+    writer.check_complete();
+  } catch (...) {
+    const size_t row = writer.current_row();
+    if (row < count) {
+      a.dataset_failed(DatasetCall::kWrite, a.indices()[row]);
+    } else {
+      a.dataset_failed(DatasetCall::kWriteBatch, -1);
+    }
+    return a.failure;
+  }
+  return {};
+}
+
 }  // namespace
 
 BatchFailure assemble_batch(Dataset& dataset, Collator& collator, const int64_t* indices,
@@ -112,6 +241,12 @@ BatchFailure assemble_batch(Dataset& dataset, Collator& collator, const int64_t*
   Assembly a(dataset, collator, indices, count, sink);
   // An empty batch (the loader never sends one) takes the whole-batch path, whose layout()
   // refuses it; streaming would make a batch with no layout at all.
+  if (count > 0) {
+    bool failed = false;
+    std::optional<SampleLayout> layout = in_place_layout(a, count, plan, failed);
+    if (failed) return a.failure;
+    if (layout) return write_in_place(a, *layout, count, plan);
+  }
   if (collator.streams() && count > 0) return assemble_streaming(a, count, plan);
   std::vector<Sample> samples(count);
   for (size_t row = 0; row < count; ++row) {
@@ -132,6 +267,12 @@ BatchFailure probe_batch(Dataset& dataset, Collator& collator, const int64_t* in
     return BatchFailure{ipc::TaskStatus::kInternalError, -1, "probe", "no sample to read"};
   }
   Assembly a(dataset, collator, indices, count, sink);
+  bool failed = false;
+  if (in_place_layout(a, batch_size, plan, failed)) {
+    batch_bytes = plan.total_bytes;
+    return {};
+  }
+  if (failed) return a.failure;
   std::vector<Sample> samples(1);
   if (!a.load(0, samples[0])) return a.failure;
   std::optional<size_t> estimate;
@@ -152,6 +293,7 @@ BatchFailure probe_batch(Dataset& dataset, Collator& collator, const int64_t* in
 void write_failure(const BatchFailure& f, ipc::TaskDescriptor& d) {
   if (f.status != ipc::TaskStatus::kOk && f.status != ipc::TaskStatus::kCancelled) {
     d.failed_index = f.sample_index;
+    d.failed_call = static_cast<uint32_t>(f.call);
     ipc::copy_text(d.error_type, sizeof d.error_type, f.type.c_str());
     ipc::copy_text(d.error_message, sizeof d.error_message, f.message.c_str());
   }
@@ -162,7 +304,20 @@ BatchFailure read_failure(const ipc::TaskDescriptor& d) {
   return BatchFailure{static_cast<ipc::TaskStatus>(d.status), d.failed_index,
                       std::string(d.error_type, strnlen(d.error_type, sizeof d.error_type)),
                       std::string(d.error_message, strnlen(d.error_message,
-                                                           sizeof d.error_message))};
+                                                           sizeof d.error_message)),
+                      static_cast<DatasetCall>(d.failed_call)};
+}
+
+// "Dataset::get(6) threw ", "Dataset::write(6) failed: ", ...: what a kDatasetError names.
+static std::string dataset_call_text(const BatchFailure& f) {
+  const std::string index = std::to_string(f.sample_index);
+  switch (f.call) {
+    case DatasetCall::kWrite: return "Dataset::write(" + index + ") failed: ";
+    case DatasetCall::kWriteBatch: return "Dataset::write_batch failed: ";
+    case DatasetCall::kSampleLayout: return "Dataset::sample_layout() is not usable: ";
+    case DatasetCall::kGet: break;
+  }
+  return "Dataset::get(" + index + ") threw ";
 }
 
 std::string batch_place(uint64_t sequence, uint64_t epoch, const std::vector<int64_t>& indices) {
@@ -173,8 +328,8 @@ std::string batch_place(uint64_t sequence, uint64_t epoch, const std::vector<int
 WorkerError batch_error(const BatchFailure& f, const FailurePlace& place) {
   std::string text;
   if (f.status == ipc::TaskStatus::kDatasetError) {
-    text = place.who + ": Dataset::get(" + std::to_string(f.sample_index) + ") threw " + f.type +
-           ": " + f.message + " [" + place.batch + "]";
+    text = place.who + ": " + dataset_call_text(f) + f.type + ": " + f.message + " [" +
+           place.batch + "]";
   } else if (f.type == "layout") {
     text = place.who + ": " + place.batch +
            " cannot be described in a ring slot's tensor table: " + f.message;

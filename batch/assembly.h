@@ -7,8 +7,8 @@
 // its task descriptor, and the main process turns it into the one WorkerError text
 // (batch_error). The probe that sizes the ring slots runs here too.
 //
-// Where a dataset will one day write its samples straight into the batch, it is here: between
-// the sink's open() and the fill, with the views the sink's memory gives.
+// A dataset that declares its sample layout writes its samples straight into the sink's
+// memory, between open() and the end of the batch: each byte once.
 #pragma once
 
 #include "batch/batch_plan.h"
@@ -24,12 +24,21 @@
 
 namespace mploader::detail {
 
+// Which Dataset function a kDatasetError came from.
+enum class DatasetCall : uint32_t {
+  kGet = 0,
+  kWrite = 1,         // in place, one sample
+  kWriteBatch = 2,    // in place, the dataset's own write_batch (no one sample at fault)
+  kSampleLayout = 3,  // the layout it declares (or its call threw)
+};
+
 // Why a batch was not made, with the evidence. status kOk: it was.
 struct BatchFailure {
   ipc::TaskStatus status = ipc::TaskStatus::kOk;
   int64_t sample_index = -1;  // the dataset index at fault, -1 when none is
   std::string type;           // the exception's type; "layout" for a tensor-table limit
   std::string message;
+  DatasetCall call = DatasetCall::kGet;  // kDatasetError: which function
   bool ok() const { return status == ipc::TaskStatus::kOk; }
 };
 
@@ -42,8 +51,9 @@ BatchFailure read_failure(const ipc::TaskDescriptor& d);
 class BatchSink {
  public:
   virtual ~BatchSink() = default;
-  // Before Dataset::get(index). False: the batch is no longer wanted (kCancelled).
-  virtual bool begin_sample(int64_t index) = 0;
+  // Before Dataset::get(index) (or write(index), or write_batch of a batch beginning with
+  // index, as `phase` says). False: the batch is no longer wanted (kCancelled).
+  virtual bool begin_sample(int64_t index, ipc::WorkerPhase phase) = 0;
   // Before a collator step runs on the sample of dataset index `index` (-1: the whole batch).
   virtual void begin_collate(int64_t index) = 0;
   // The layout is planned: memory for plan.total_bytes (at least one byte) to write into,
@@ -53,14 +63,17 @@ class BatchSink {
 };
 
 // Loads the samples of `indices` and collates them into the sink's memory; `plan` then says
-// where each tensor lies. A collator that streams gets each sample as it is loaded (one sample
-// held, not a batch).
+// where each tensor lies. A dataset with a sample_layout() whose collator stacks
+// (Collator::layout_for_rows) writes the samples straight into that memory
+// (Dataset::write_batch); otherwise a collator that streams gets each sample as it is loaded
+// (one sample held, not a batch), and any other the whole batch of samples.
 [[nodiscard]] BatchFailure assemble_batch(Dataset& dataset, Collator& collator,
                                           const int64_t* indices, size_t count, BatchSink& sink,
                                           PlannedBatch& plan);
 
-// The slot probe: the bytes a batch of `batch_size` needs, from sample indices[0] when the
-// collator can estimate, else from the whole of `indices` scaled up; `plan` is the layout of
+// The slot probe: the bytes a batch of `batch_size` needs: from the dataset's sample_layout()
+// when it writes in place (no sample is read), else from sample indices[0] when the collator
+// can estimate, else from the whole of `indices` scaled up; `plan` is the layout of
 // the samples read (its limits are checked). Writes no payload: open() is not called.
 [[nodiscard]] BatchFailure probe_batch(Dataset& dataset, Collator& collator,
                                        const int64_t* indices, size_t count, size_t batch_size,

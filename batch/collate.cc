@@ -217,6 +217,19 @@ class StackCollator : public Collator {
     return bytes;
   }
 
+  std::optional<std::vector<TensorLayout>> layout_for_rows(const SampleLayout& sample,
+                                                           size_t batch_size) override {
+    if (batch_size == 0) throw std::invalid_argument("cannot collate an empty batch");
+    std::vector<TensorLayout> out;
+    out.reserve(sample.size());
+    for (const FieldLayout& f : sample) {
+      std::vector<int64_t> shape{static_cast<int64_t>(batch_size)};
+      shape.insert(shape.end(), f.shape.begin(), f.shape.end());
+      out.push_back({f.name, f.dtype, std::move(shape)});
+    }
+    return out;
+  }
+
   std::optional<std::string> recipe() const override { return "stack"; }
 };
 
@@ -337,6 +350,10 @@ std::string SampleError::message_for(const int64_t* indices, size_t count) const
 }
 
 std::optional<size_t> Collator::estimate_batch_bytes(const Sample&, size_t) {
+  return std::nullopt;
+}
+
+std::optional<std::vector<TensorLayout>> Collator::layout_for_rows(const SampleLayout&, size_t) {
   return std::nullopt;
 }
 

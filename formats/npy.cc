@@ -124,6 +124,14 @@ at::Tensor NpyArray::row(int64_t i) const {
                        [keep](void*) {}, at::TensorOptions().dtype(dtype_));
 }
 
+void NpyArray::copy_row(int64_t i, void* out) const {
+  if (i < 0 || i >= rows()) {
+    throw std::out_of_range("mploader: row " + std::to_string(i) + " of " + path_ + ", which has " +
+                            std::to_string(rows()));
+  }
+  std::memcpy(out, data_ + row_bytes_ * static_cast<uint64_t>(i), row_bytes_);
+}
+
 at::Tensor NpyArray::tensor() const {
   auto keep = mapping_;
   return at::from_blob(const_cast<uint8_t*>(data_), shape_, [keep](void*) {},
@@ -147,6 +155,32 @@ Sample NpyDataset::get(int64_t index) {
   Sample s;
   for (const auto& [name, array] : arrays_) s.set(name, array.row(index));
   return s;
+}
+
+}  // namespace mploader
+
+namespace mploader {
+
+std::optional<SampleLayout> NpyDataset::sample_layout() const {
+  SampleLayout layout;
+  for (const auto& [name, array] : arrays_) {
+    const auto& shape = array.shape();
+    layout.push_back({name, array.dtype(),
+                      std::vector<int64_t>(shape.begin() + (shape.empty() ? 0 : 1), shape.end())});
+  }
+  return layout;
+}
+
+void NpyDataset::write(int64_t index, SampleWriter& out) {
+  for (size_t k = 0; k < arrays_.size(); ++k) arrays_[k].second.copy_row(index, out.bytes(k));
+}
+
+void NpyDataset::write_batch(const int64_t* indices, size_t count, BatchWriter& out) {
+  for (size_t k = 0; k < arrays_.size(); ++k) {
+    const NpyArray& array = arrays_[k].second;
+    auto* dst = static_cast<uint8_t*>(out.bytes(k));
+    for (size_t r = 0; r < count; ++r) array.copy_row(indices[r], dst + r * array.row_bytes());
+  }
 }
 
 }  // namespace mploader

@@ -43,6 +43,8 @@ const char* phase_name(uint32_t phase) {
     case WorkerPhase::kDatasetGet: return "Dataset::get";
     case WorkerPhase::kCollate: return "collate";
     case WorkerPhase::kPublish: return "publishing a batch";
+    case WorkerPhase::kDatasetWrite: return "Dataset::write";
+    case WorkerPhase::kDatasetWriteBatch: return "Dataset::write_batch";
   }
   return "unknown";
 }

@@ -21,6 +21,8 @@ enum class WorkerPhase : uint32_t {
   kDatasetGet = 2,  // inside Dataset::get
   kCollate = 3,     // inside the collator
   kPublish = 4,     // handing the batch over
+  kDatasetWrite = 5,       // inside Dataset::write (in place, into the slot)
+  kDatasetWriteBatch = 6,  // inside a dataset's own Dataset::write_batch
 };
 
 const char* phase_name(uint32_t phase);

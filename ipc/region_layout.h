@@ -25,7 +25,7 @@
 namespace mploader::ipc {
 
 constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
-constexpr uint32_t kLayoutVersion = 3;
+constexpr uint32_t kLayoutVersion = 4;
 constexpr uint32_t kRingCapacity = 64;
 // Each ring can hold every descriptor id at once, so a push of one can never find it full.
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
@@ -59,7 +59,7 @@ enum class TaskKind : uint32_t {
 enum class TaskStatus : uint32_t {
   kPending = 0,
   kOk = 1,
-  kDatasetError = 2,   // Dataset::get threw; failed_index names the sample
+  kDatasetError = 2,   // the dataset threw (failed_call says where); failed_index: the sample
   kCollateError = 3,   // the collator threw
   kTooLarge = 4,       // did not fit the slot and overflow is off; batch_bytes says how big
   kCancelled = 5,      // the epoch was abandoned before the task ran
@@ -78,6 +78,8 @@ struct TaskDescriptor {
   uint32_t probe_batch_size;  // kProbe: the batch size to estimate for
   uint64_t batch_bytes; // payload bytes the batch needed (kProbe: the estimate)
   int64_t failed_index;
+  uint32_t failed_call;  // detail::DatasetCall: which Dataset function failed (kDatasetError)
+  uint32_t reserved_call;
   char error_type[128];
   char error_message[1024];
   TensorMeta tensors[kMaxTensors];

@@ -29,7 +29,7 @@ constexpr size_t kPooledBuffers = 2;
 class PooledSink : public BatchSink {
  public:
   explicit PooledSink(BatchBufferPool& buffers) : buffers_(buffers) {}
-  bool begin_sample(int64_t) override { return true; }
+  bool begin_sample(int64_t, ipc::WorkerPhase) override { return true; }
   void begin_collate(int64_t) override {}
   BatchFailure open(const PlannedBatch& plan, uint8_t*& base) override {
     memory = buffers_.take(std::max<uint64_t>(plan.total_bytes, 1), base);

@@ -24,8 +24,15 @@ std::string where(const DeathEvidence& e) {
   const int64_t index = e.crash ? e.crash->sample_index : e.loading_index;
   const uint32_t phase = e.crash ? e.crash->phase : e.phase;
   std::string s = std::string("in ") + ipc::phase_name(phase);
-  if (index >= 0 && phase == static_cast<uint32_t>(ipc::WorkerPhase::kDatasetGet)) {
-    s = "in Dataset::get(" + std::to_string(index) + ")";
+  if (index < 0) return s;
+  switch (static_cast<ipc::WorkerPhase>(phase)) {
+    case ipc::WorkerPhase::kDatasetGet: return "in Dataset::get(" + std::to_string(index) + ")";
+    case ipc::WorkerPhase::kDatasetWrite:
+      return "in Dataset::write(" + std::to_string(index) + ")";
+    case ipc::WorkerPhase::kDatasetWriteBatch:
+      return "in Dataset::write_batch, on the batch that begins with sample " +
+             std::to_string(index);
+    default: return s;
   }
   return s;
 }

@@ -109,6 +109,34 @@ TEST_CASE("npy: a loader over NpyDataset delivers the rows", "[npy][process]") {
   CHECK(label_sum == 70);
 }
 
+TEST_CASE("npy: rows written in place equal the rows get() returns", "[npy][process]") {
+  auto data = std::make_shared<NpyDataset>(std::vector<std::pair<std::string, std::string>>{
+      {"image", kData + "images_f32.npy"}, {"label", kData + "labels_i64.npy"}});
+  struct GetOnly : Dataset {  // the same rows, through get() and a collating copy
+    explicit GetOnly(std::shared_ptr<NpyDataset> d) : d(std::move(d)) {}
+    size_t size() const override { return d->size(); }
+    Sample get(int64_t i) override { return d->get(i); }
+    std::shared_ptr<NpyDataset> d;
+  };
+  REQUIRE(data->sample_layout().has_value());
+  for (int64_t workers : {0, 2}) {
+    LoaderOptions o;
+    o.num_workers = workers;
+    o.batch_size = 3;
+    o.shuffle = true;
+    Loader in_place(data, o), copied(std::make_shared<GetOnly>(data), o);
+    size_t batches = 0;
+    for (auto a = in_place.next(), b = copied.next(); a || b; a = in_place.next(), b = copied.next()) {
+      REQUIRE((a && b));
+      CHECK(a->indices() == b->indices());
+      CHECK((*a)["image"].equal((*b)["image"]));
+      CHECK((*a)["label"].equal((*b)["label"]));
+      ++batches;
+    }
+    CHECK(batches > 0);
+  }
+}
+
 TEST_CASE("npy: workers share the mapped array, and their private memory stays flat",
           "[npy][process]") {
   const std::string path = crash_testing::fresh_dir() + "/big.npy";

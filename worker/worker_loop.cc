@@ -17,9 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
-#include <optional>
 #include <string>
-#include <typeinfo>
 
 namespace mploader::worker {
 namespace {
@@ -39,11 +37,11 @@ class TaskSink : public detail::BatchSink {
   TaskSink(const WorkerContext& c, ipc::TaskDescriptor& d)
       : c_(c), header_(c.region.header()), d_(d) {}
 
-  bool begin_sample(int64_t index) override {
+  bool begin_sample(int64_t index, ipc::WorkerPhase phase) override {
     if (header_.stop.load(std::memory_order_relaxed) != 0) _exit(0);
     if (d_.generation < header_.cancel_generation.load(std::memory_order_acquire)) return false;
     header_.current_index.store(index, std::memory_order_relaxed);
-    set_worker_phase(header_, ipc::WorkerPhase::kDatasetGet);
+    set_worker_phase(header_, phase);
     return true;
   }
 

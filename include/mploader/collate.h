@@ -4,6 +4,7 @@
 /// into that slot with no intermediate copy.
 #pragma once
 
+#include <mploader/sample_writer.h>
 #include <mploader/tensor_dict.h>
 
 #include <c10/core/ScalarType.h>
@@ -76,6 +77,16 @@ class Collator {
   /// throws std::logic_error.
   virtual void fill_row(size_t row, const Sample& sample, const std::vector<TensorLayout>& layout,
                         std::vector<at::Tensor>& outputs);
+
+  // In place (optional): for collators whose batch tensor k is field k of every sample, stacked
+  // ([batch, field shape...], C-contiguous), so that a dataset with a sample_layout() can
+  // write each sample straight into its row (Dataset::write).
+
+  /// The batch's layout for `batch_size` samples of `sample`, when this collator stacks each
+  /// field into its own tensor in field order; nullopt (the default): it needs the samples
+  /// (Dataset::get). stack_collate() stacks.
+  virtual std::optional<std::vector<TensorLayout>> layout_for_rows(const SampleLayout& sample,
+                                                                   size_t batch_size);
 
   /// How a spawned worker rebuilds this collator: `stack`, `pad <value> <suffix>`, or
   /// `<factory>` and `<config>` on two lines for one registered with MPLOADER_REGISTER_COLLATOR. nullopt: it

@@ -35,6 +35,11 @@ class NpyArray {
   at::Tensor row(int64_t i) const;
   /// The whole array as a view of the mapping.
   at::Tensor tensor() const;
+  /// Bytes of one row (shape()[1:]).
+  uint64_t row_bytes() const { return row_bytes_; }
+  /// Copies row `i` into `out` (row_bytes() bytes): the one read of an in-place write. Throws
+  /// std::out_of_range for a row outside the array.
+  void copy_row(int64_t i, void* out) const;
 
  private:
   std::string path_;
@@ -51,7 +56,14 @@ class NpyDataset : public Dataset {
   /// (name, path) pairs, e.g. {{"image", "train_images.npy"}, {"label", "train_labels.npy"}}.
   explicit NpyDataset(const std::vector<std::pair<std::string, std::string>>& arrays);
   size_t size() const override { return rows_; }
+  /// Views of the mapping (no copy); the batch then copies them once.
   Sample get(int64_t index) override;
+  /// One field per array, in the order given: each array's dtype and row shape.
+  std::optional<SampleLayout> sample_layout() const override;
+  /// Copies each array's row straight from the mapping into the batch: one copy in all.
+  void write(int64_t index, SampleWriter& out) override;
+  /// Gathers every array's rows for the batch at once.
+  void write_batch(const int64_t* indices, size_t count, BatchWriter& out) override;
 
  private:
   std::vector<std::pair<std::string, NpyArray>> arrays_;

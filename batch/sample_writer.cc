@@ -1,0 +1,234 @@
+// SampleWriter and BatchWriter (mploader/sample_writer.h), and the defaults that let a dataset
+// implement get(), write(), or both (mploader/dataset.h).
+#include <mploader/dataset.h>
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace mploader {
+namespace {
+
+std::string shape_text(at::IntArrayRef shape) {
+  std::ostringstream s;
+  s << shape;
+  return s.str();
+}
+
+std::string describe(const FieldLayout& f) {
+  return "'" + f.name + "' (" + std::string(c10::toString(f.dtype)) + " " + shape_text(f.shape) +
+         ")";
+}
+
+size_t find_field(const SampleLayout& layout, std::string_view name) {
+  for (size_t k = 0; k < layout.size(); ++k) {
+    if (layout[k].name == name) return k;
+  }
+  std::string names;
+  for (const FieldLayout& f : layout) names += (names.empty() ? "'" : ", '") + f.name + "'";
+  throw std::invalid_argument("no field '" + std::string(name) +
+                              "' in the sample layout; sample_layout() declares " +
+                              (names.empty() ? "none" : names));
+}
+
+void check_dtype_of(const FieldLayout& f, at::ScalarType wanted) {
+  if (f.dtype == wanted) return;
+  throw std::invalid_argument("field " + describe(f) + " was asked for as " +
+                              std::string(c10::toString(wanted)) + "; ask for data<T>() with T " +
+                              "of its dtype, or change the dtype in sample_layout()");
+}
+
+void throw_unwritten(const SampleLayout& layout, uint64_t written, const char* unit) {
+  std::string missing;
+  for (size_t k = 0; k < layout.size(); ++k) {
+    if ((written >> k & 1u) == 0) missing += (missing.empty() ? "" : ", ") + describe(layout[k]);
+  }
+  throw std::invalid_argument(std::string("it returned without writing ") + unit + " " +
+                              missing + ", whose memory would keep an earlier batch's bytes; " +
+                              "write every field that sample_layout() declares (bytes(), "
+                              "data<T>(), tensor() or copy()), or leave the field out of it");
+}
+
+void check_field_index(const SampleLayout& layout, size_t k) {
+  if (k >= layout.size()) {
+    throw std::out_of_range("field " + std::to_string(k) + " asked for, but sample_layout() " +
+                            "declares " + std::to_string(layout.size()) + " (0 to " +
+                            std::to_string(layout.size()) + " - 1)");
+  }
+}
+
+std::string quoted_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out.empty() ? "none" : out;
+}
+
+uint64_t all_fields(size_t n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
+
+// Copies `value` into the memory of `field` (`base`, contiguous), after checking dtype and shape.
+void copy_checked(const FieldLayout& field, uint8_t* base, const at::Tensor& value,
+                  at::IntArrayRef shape) {
+  if (!value.defined() || value.scalar_type() != field.dtype || value.sizes() != shape) {
+    throw std::invalid_argument(
+        "cannot write " +
+        (value.defined() ? std::string(c10::toString(value.scalar_type())) + " " +
+                               shape_text(value.sizes())
+                         : std::string("an undefined tensor")) +
+        " into field " + describe(field) + (shape.size() != field.shape.size() ? " x rows" : "") +
+        "; give it the dtype and shape sample_layout() declares, or declare what get() returns");
+  }
+  if (value.is_contiguous() && value.device().is_cpu() && value.layout() == at::kStrided) {
+    std::memcpy(base, value.data_ptr(), value.nbytes());
+    return;
+  }
+  at::from_blob(base, shape, at::TensorOptions().dtype(field.dtype)).copy_(value);
+}
+
+}  // namespace
+
+size_t FieldLayout::nbytes() const {
+  size_t n = c10::elementSize(dtype);
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+SampleLayout layout_of(const Sample& sample) {
+  SampleLayout out;
+  for (const auto& [name, t] : sample) {
+    out.push_back({name, t.scalar_type(), std::vector<int64_t>(t.sizes().begin(), t.sizes().end())});
+  }
+  return out;
+}
+
+SampleWriter::SampleWriter(const SampleLayout& layout, uint8_t* const* bases,
+                           const size_t* field_bytes, size_t row)
+    : layout_(&layout), bases_(bases), field_bytes_(field_bytes), row_(row) {}
+
+size_t SampleWriter::index_of(std::string_view name) const { return find_field(*layout_, name); }
+
+void SampleWriter::check_field(size_t k) const { check_field_index(*layout_, k); }
+
+void SampleWriter::check_dtype(size_t k, at::ScalarType wanted) const {
+  check_field(k);
+  check_dtype_of((*layout_)[k], wanted);
+}
+
+void* SampleWriter::bytes(size_t k) {
+  check_field(k);
+  written_ |= uint64_t{1} << k;
+  return bases_[k] + row_ * field_bytes_[k];
+}
+
+at::Tensor SampleWriter::tensor(size_t k) {
+  void* base = bytes(k);
+  return at::from_blob(base, field(k).shape, at::TensorOptions().dtype(field(k).dtype));
+}
+
+void SampleWriter::copy(size_t k, const at::Tensor& value) {
+  check_field(k);
+  copy_checked(field(k), static_cast<uint8_t*>(bytes(k)), value, field(k).shape);
+}
+
+void SampleWriter::check_complete() const {
+  if (written_ != all_fields(layout_->size())) throw_unwritten(*layout_, written_, "field");
+}
+
+BatchWriter::BatchWriter(const SampleLayout& layout, uint8_t* const* bases,
+                         const size_t* field_bytes, size_t rows)
+    : layout_(&layout), bases_(bases), field_bytes_(field_bytes), rows_(rows), current_row_(rows) {}
+
+size_t BatchWriter::index_of(std::string_view name) const { return find_field(*layout_, name); }
+
+void BatchWriter::check_dtype(size_t k, at::ScalarType wanted) const {
+  check_field_index(*layout_, k);
+  check_dtype_of((*layout_)[k], wanted);
+}
+
+void* BatchWriter::bytes(size_t k) {
+  check_field_index(*layout_, k);
+  written_ |= uint64_t{1} << k;
+  return bases_[k];
+}
+
+at::Tensor BatchWriter::tensor(size_t k) {
+  void* base = bytes(k);
+  std::vector<int64_t> shape{static_cast<int64_t>(rows_)};
+  shape.insert(shape.end(), field(k).shape.begin(), field(k).shape.end());
+  return at::from_blob(base, shape, at::TensorOptions().dtype(field(k).dtype));
+}
+
+void BatchWriter::check_complete() const {
+  if (written_ != all_fields(layout_->size())) throw_unwritten(*layout_, written_, "batch field");
+}
+
+namespace {
+// A dataset that declares a layout but implements neither get() nor write() would have the
+// two defaults call each other; this notices the second call on the same thread.
+thread_local bool in_default_get = false;
+}  // namespace
+
+Sample Dataset::get(int64_t index) {
+  std::optional<SampleLayout> layout = sample_layout();
+  if (!layout || in_default_get) {
+    throw std::logic_error(
+        "mploader::Dataset: this dataset implements neither get() nor write(); implement "
+        "get(), or sample_layout() and write()");
+  }
+  std::vector<at::Tensor> tensors;
+  std::vector<uint8_t*> bases;
+  std::vector<size_t> field_bytes;
+  for (const FieldLayout& f : *layout) {
+    tensors.push_back(at::empty(f.shape, at::TensorOptions().dtype(f.dtype)));
+    bases.push_back(static_cast<uint8_t*>(tensors.back().data_ptr()));
+    field_bytes.push_back(f.nbytes());
+  }
+  SampleWriter writer(*layout, bases.data(), field_bytes.data(), 0);
+  in_default_get = true;
+  try {
+    write(index, writer);
+  } catch (...) {
+    in_default_get = false;
+    throw;
+  }
+  in_default_get = false;
+  writer.check_complete();
+  Sample sample;
+  for (size_t k = 0; k < layout->size(); ++k) sample.set((*layout)[k].name, tensors[k]);
+  return sample;
+}
+
+void Dataset::write(int64_t index, SampleWriter& out) {
+  const Sample sample = get(index);
+  if (sample.size() != out.num_fields()) {
+    throw std::invalid_argument("get(" + std::to_string(index) + ") returned " +
+                                std::to_string(sample.size()) + " tensors but sample_layout() " +
+                                "declares " + std::to_string(out.num_fields()) +
+                                "; declare exactly the tensors get() returns");
+  }
+  for (size_t k = 0; k < out.num_fields(); ++k) {
+    const at::Tensor* value = sample.find(out.field(k).name);
+    if (value == nullptr) {
+      throw std::invalid_argument("get(" + std::to_string(index) + ") returned no tensor '" +
+                                  out.field(k).name + "', which sample_layout() declares; it " +
+                                  "returned " + quoted_names(sample.names()) +
+                                  ". Declare exactly the tensors get() returns");
+    }
+    out.copy(k, *value);
+  }
+}
+
+void Dataset::write_batch(const int64_t* indices, size_t count, BatchWriter& out) {
+  for (size_t r = 0; r < count; ++r) {
+    out.current_row_ = r;
+    if (out.hook_ != nullptr && !out.hook_(out.hook_context_, r)) return;
+    SampleWriter row = out.row(r);
+    write(indices[r], row);
+    row.check_complete();
+  }
+  out.current_row_ = count;
+  out.written_ = all_fields(out.num_fields());
+}
+
+}  // namespace mploader

@@ -1,0 +1,150 @@
+/// @file
+/// Writing samples in place: a dataset that declares the layout of its samples up front writes
+/// each one straight into its row of the batch (a ring slot in shared memory under workers, the
+/// batch's own memory with num_workers = 0), so every byte of a batch is written once, with no
+/// sample tensor to allocate and no copy to collate it. See Dataset::sample_layout().
+#pragma once
+
+#include <mploader/tensor_dict.h>
+
+#include <c10/core/ScalarType.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mploader {
+
+/// One named tensor of every sample: its element type and its shape in one sample (no batch
+/// dimension).
+struct FieldLayout {
+  std::string name;            ///< The tensor's name in the sample and in the batch.
+  at::ScalarType dtype;        ///< Its element type.
+  std::vector<int64_t> shape;  ///< Its shape in one sample; {} for a scalar.
+  /// Bytes of one sample's tensor: the product of shape times the element size.
+  size_t nbytes() const;
+};
+
+/// The tensors of every sample, in the order they appear in the batch.
+using SampleLayout = std::vector<FieldLayout>;
+
+/// The layout of `sample` (names, dtypes and shapes, in order): for a dataset that declares its
+/// layout from its first sample, `return layout_of(get(0));` once, then keeps it.
+SampleLayout layout_of(const Sample& sample);
+
+/// Where Dataset::write puts one sample: for each field of the dataset's sample_layout(),
+/// exactly field(k).nbytes() writable bytes, C-contiguous, in that field's dtype.
+///
+/// Every field must be written: a field that write() never asks for (through bytes(), data(),
+/// tensor() or copy()) would leave an earlier batch's bytes in the row, so it fails the batch
+/// with a WorkerError naming the field instead. Asking for a field counts as writing all of it;
+/// a dataset that writes only part of the memory it asked for is not caught. The memory is valid
+/// only during the call. Not thread-safe; mploader makes one per sample.
+class SampleWriter {
+ public:
+  /// The fields, in the order sample_layout() declared them.
+  size_t num_fields() const { return layout_->size(); }
+  const FieldLayout& field(size_t k) const { return (*layout_)[k]; }  ///< Field `k`.
+  /// The position of field `name`; throws std::invalid_argument naming the declared fields.
+  size_t index_of(std::string_view name) const;
+
+  /// Field k's memory: field(k).nbytes() bytes to fill.
+  void* bytes(size_t k);
+  /// Field k's memory as T; throws std::invalid_argument when T is not the field's dtype.
+  template <typename T>
+  T* data(size_t k) {
+    check_dtype(k, c10::CppTypeToScalarType<T>::value);
+    return static_cast<T*>(bytes(k));
+  }
+  /// data<T>(index_of(name)).
+  template <typename T>
+  T* data(std::string_view name) {
+    return data<T>(index_of(name));
+  }
+  /// Field k as a tensor over its memory, for libtorch ops that write into a given tensor
+  /// (copy_, the *_out ops). Costs one tensor; bytes() and data() cost none.
+  at::Tensor tensor(size_t k);
+  at::Tensor tensor(std::string_view name) { return tensor(index_of(name)); }  ///< By name.
+  /// Copies `value` into field k. Throws std::invalid_argument, with both shapes and dtypes,
+  /// unless `value` has exactly the field's dtype and shape (any strides).
+  void copy(size_t k, const at::Tensor& value);
+  void copy(std::string_view name, const at::Tensor& value) { copy(index_of(name), value); }
+
+  /// For mploader: a writer of row `row` of a batch whose field k starts at bases[k] (each
+  /// pointer array outlives the writer).
+  SampleWriter(const SampleLayout& layout, uint8_t* const* bases, const size_t* field_bytes,
+               size_t row);
+  /// For mploader: throws std::invalid_argument naming the fields not written, if any.
+  void check_complete() const;
+
+ private:
+  void check_dtype(size_t k, at::ScalarType wanted) const;
+  void check_field(size_t k) const;
+
+  const SampleLayout* layout_;
+  uint8_t* const* bases_;
+  const size_t* field_bytes_;
+  size_t row_;
+  uint64_t written_ = 0;  // bit k: field k was handed out (at most 64 fields: the tensor table's)
+};
+
+/// Where Dataset::write_batch puts a whole batch: field k is one C-contiguous block of
+/// rows() x field(k).nbytes() bytes, shape [rows(), field(k).shape...], rows in the order of
+/// the indices. The same rules as SampleWriter: every field must be asked for.
+class BatchWriter {
+ public:
+  size_t rows() const { return rows_; }  ///< The samples in the batch.
+  size_t num_fields() const { return layout_->size(); }  ///< As in sample_layout().
+  const FieldLayout& field(size_t k) const { return (*layout_)[k]; }  ///< Field `k`.
+  /// The position of field `name`; throws std::invalid_argument naming the declared fields.
+  size_t index_of(std::string_view name) const;
+
+  /// Field k's memory for all rows: rows() * field(k).nbytes() bytes.
+  void* bytes(size_t k);
+  /// As bytes(), as T; throws std::invalid_argument when T is not the field's dtype.
+  template <typename T>
+  T* data(size_t k) {
+    check_dtype(k, c10::CppTypeToScalarType<T>::value);
+    return static_cast<T*>(bytes(k));
+  }
+  /// Field k as a [rows(), shape...] tensor over its memory (for index_select_out and the like).
+  at::Tensor tensor(size_t k);
+  at::Tensor tensor(std::string_view name) { return tensor(index_of(name)); }  ///< By name.
+
+  /// For mploader: a writer of a batch of `rows` samples whose field k starts at bases[k].
+  BatchWriter(const SampleLayout& layout, uint8_t* const* bases, const size_t* field_bytes,
+              size_t rows);
+  /// For mploader: throws std::invalid_argument naming the fields not written, if any.
+  void check_complete() const;
+
+ private:
+  friend class Dataset;  // its default write_batch() writes row by row
+  // Before row r is written: false when the batch is no longer wanted.
+  using RowHook = bool (*)(void* context, size_t row);
+
+ public:
+  /// For mploader: called before each row the default write_batch() writes, and with the row
+  /// that failed when it throws (rows() while none is being written).
+  void on_row(RowHook hook, void* context) {
+    hook_ = hook;
+    hook_context_ = context;
+  }
+  size_t current_row() const { return current_row_; }  ///< For mploader: see on_row().
+
+ private:
+  void check_dtype(size_t k, at::ScalarType wanted) const;
+  SampleWriter row(size_t r) const { return SampleWriter(*layout_, bases_, field_bytes_, r); }
+
+  const SampleLayout* layout_;
+  uint8_t* const* bases_;
+  const size_t* field_bytes_;
+  size_t rows_;
+  uint64_t written_ = 0;
+  RowHook hook_ = nullptr;
+  void* hook_context_ = nullptr;
+  size_t current_row_;
+};
+
+}  // namespace mploader
