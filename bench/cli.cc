@@ -112,7 +112,7 @@ struct RawOptions {
   // The [sweep] section of a --config file (or `sweep --workers ...`): used where the option
   // itself is not given.
   std::string sweep_workers, sweep_prefetch, sweep_batch_size;
-  std::string loader = "mploader,libtorch,inprocess";
+  std::string loader = "mploader,libtorch,inprocess,limit";
   std::string shm_dir;
   std::string start = "fork";
   bool checksum = false;
@@ -164,7 +164,8 @@ void add_options(CLI::App& app, RawOptions& raw) {
                  "counts only for first_batch_s)")->capture_default_str();
   app.add_option("--prefetch", raw.prefetch, "batches in flight per worker; a comma list sweeps")
       ->capture_default_str();
-  app.add_option("--loader", raw.loader, "comma list of mploader, libtorch, inprocess, pytorch")
+  app.add_option("--loader", raw.loader,
+                 "comma list of mploader, libtorch, inprocess, inprocess-copy, limit, pytorch")
       ->capture_default_str();
   app.add_flag("--json", raw.json, "one JSON object per configuration per line on stdout");
   app.add_option("--shm-dir", raw.shm_dir, "tmpfs folder for mploader's rings (default: memfd)");
@@ -329,8 +330,9 @@ void validate(const RawOptions& raw, Plan& plan) {
   }
   plan.workloads =
       parse_name_list("--workload", raw.workload, {"synthetic", "fmnist", "jpeg"});
-  plan.loaders =
-      parse_name_list("--loader", raw.loader, {"mploader", "libtorch", "inprocess", "pytorch"});
+  plan.loaders = parse_name_list(
+      "--loader", raw.loader,
+      {"mploader", "libtorch", "inprocess", "inprocess-copy", "limit", "pytorch"});
   plan.workers = parse_count_list("--workers", raw.workers, 0, "0,1,2,4");
   plan.base.sample_shape = parse_shape(raw.sample_shape);
   plan.batch_sizes = parse_count_list("--batch-size", raw.batch_size, 1, "64,256");

@@ -7,10 +7,9 @@
 #include <mploader/registry.h>
 #include <mploader/worker_info.h>
 
-#include <ATen/ops/empty.h>
-#include <ATen/ops/scalar_tensor.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -77,27 +76,33 @@ JpegDataset::JpegDataset(const std::string& dir) : dir_(dir) {
   }
 }
 
-mploader::Sample JpegDataset::get(int64_t index) {
+std::optional<mploader::SampleLayout> JpegDataset::sample_layout() const {
+  return mploader::SampleLayout{{"image", at::kFloat, {3, kCropSize, kCropSize}},
+                                {"label", at::kLong, {}}};
+}
+
+void JpegDataset::write(int64_t index, mploader::SampleWriter& out) {
   if (index < 0 || static_cast<size_t>(index) >= paths_.size()) {
     throw std::out_of_range("jpeg: index " + std::to_string(index) + " out of range [0, " +
                             std::to_string(paths_.size()) + ")");
   }
-  at::Tensor image = at::empty({3, kCropSize, kCropSize}, at::kFloat);
+  float* image = out.data<float>(0);
+  int64_t* label = out.data<int64_t>(1);
   thread_local std::vector<uint8_t> bytes, rgb;
   int width = 0, height = 0;
   std::string error;
   const bool ok = read_file(paths_[static_cast<size_t>(index)], bytes) &&
                   thread_decoder().decode(bytes, rgb, width, height, error);
   if (!ok) {
-    image.zero_();
-    return {{"image", image}, {"label", at::scalar_tensor(-1 - index, at::kLong)}};
+    std::memset(image, 0, out.field(0).nbytes());
+    *label = -1 - index;
+    return;
   }
   const std::optional<mploader::WorkerInfo> info = mploader::worker_info();
   const uint64_t epoch = info ? info->epoch : epoch_.load(std::memory_order_relaxed);
   const CropBox box = random_resized_crop(height, width, sample_seed(kAugmentSeed, epoch, index));
-  crop_resize_normalize(rgb.data(), width, box, kCropSize, image.data_ptr<float>());
-  const int64_t label = labels_[static_cast<size_t>(index)];
-  return {{"image", image}, {"label", at::scalar_tensor(label, at::kLong)}};
+  crop_resize_normalize(rgb.data(), width, box, kCropSize, image);
+  *label = labels_[static_cast<size_t>(index)];
 }
 
 void set_loading_epoch(mploader::Dataset& data, uint64_t epoch) {

@@ -29,7 +29,9 @@ class JpegDataset : public mploader::Dataset {
   // Lists the files; throws UsageError when `dir` is no folder or holds no .jpg file.
   explicit JpegDataset(const std::string& dir);
   size_t size() const override { return paths_.size(); }
-  mploader::Sample get(int64_t index) override;
+  // In place: decodes and crops straight into the batch (write()); get() comes from it.
+  std::optional<mploader::SampleLayout> sample_layout() const override;
+  void write(int64_t index, mploader::SampleWriter& out) override;
   std::optional<mploader::DatasetRecipe> recipe() const override {
     return mploader::DatasetRecipe{"bench-jpeg", dir_};
   }

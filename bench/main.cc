@@ -48,7 +48,10 @@ std::vector<RunResult> run_one(const RunConfig& config,
                                const std::shared_ptr<mploader::Dataset>& data) {
   if (config.loader == "mploader") return {run_mploader(config, data)};
   if (config.loader == "libtorch") return {run_libtorch(config, data)};
-  if (config.loader == "inprocess") return {run_inprocess(config, data)};
+  if (config.loader == "inprocess" || config.loader == "inprocess-copy") {
+    return {run_inprocess(config, data)};
+  }
+  if (config.loader == "limit") return {run_limit(config, data)};
   return run_pytorch(config);
 }
 

@@ -22,7 +22,7 @@ class UsageError : public std::runtime_error {
 
 // One configuration: one loader on one workload with one worker count.
 struct RunConfig {
-  std::string loader;    // mploader | libtorch | inprocess | pytorch
+  std::string loader;    // mploader | libtorch | inprocess | inprocess-copy | limit | pytorch
   std::string workload;  // synthetic | fmnist | jpeg
   std::string data_dir;  // fmnist IDX folder
   std::string jpeg_dir;  // jpeg: folder of .jpg files (--data-dir, or the generated set)
@@ -76,6 +76,7 @@ struct RunResult {
 RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data);
 RunResult run_libtorch(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data);
 RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data);
+RunResult run_limit(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data);
 // Runs pytorch_dataloader.py under the project's Python and parses its JSON lines: rows for
 // loader "pytorch" and, where the workload has a batched fetch, "pytorch-getitems".
 std::vector<RunResult> run_pytorch(const RunConfig& config);

@@ -1,6 +1,9 @@
-// The in-process ideal: the same per-sample work (Dataset::get) done by the same number of
-// threads straight into preallocated batch memory, with no processes, no IPC and no queue:
-// the reference point for what the loading work itself costs. `workers` threads do the work
+// The in-process ideal: the same per-sample work done by the same number of threads straight
+// into preallocated batch memory, with no processes, no IPC and no queue. A workload that
+// writes in place (sample_layout()) writes its rows there, as mploader's workers do; any other
+// is read with get() and copied, as mploader's collation does; loader "inprocess-copy" always
+// does that (the ideal as it was before in-place writes). The reference point for what the
+// loading work itself costs. `workers` threads do the work
 // (the calling thread and workers - 1 helpers, so no thread sits waiting); workers == 0 and
 // workers == 1 both load in the calling thread alone.
 #include "fill_pool.h"
@@ -60,6 +63,38 @@ void copy_sample(const mploader::Sample& sample, std::vector<Column>& columns, i
   }
 }
 
+// Rows per work item of the in-place fill: each item is one write_batch() over a run of rows
+// (one gather for in-memory data), small enough that threads stay balanced.
+constexpr int64_t kRowsPerItem = 8;
+
+std::vector<Column> columns_of(const mploader::SampleLayout& fields, int64_t batch_size) {
+  std::vector<Column> columns;
+  for (const mploader::FieldLayout& f : fields) {
+    std::vector<int64_t> shape{batch_size};
+    shape.insert(shape.end(), f.shape.begin(), f.shape.end());
+    columns.push_back({f.name, at::empty(shape, f.dtype), static_cast<int64_t>(f.nbytes())});
+  }
+  return columns;
+}
+
+// Writes rows [first_row, first_row + rows) of the batch in place: the same path as mploader's
+// workers take when the workload declares its layout, into the batch's own memory.
+void write_rows(mploader::Dataset& data, const mploader::SampleLayout& fields,
+                std::vector<Column>& columns, int64_t first_index, int64_t first_row,
+                int64_t rows) {
+  std::vector<int64_t> indices(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) indices[static_cast<size_t>(r)] = first_index + first_row + r;
+  std::vector<uint8_t*> bases;
+  std::vector<size_t> bytes;
+  for (Column& c : columns) {
+    bases.push_back(static_cast<uint8_t*>(c.batch.data_ptr()) + first_row * c.sample_bytes);
+    bytes.push_back(static_cast<size_t>(c.sample_bytes));
+  }
+  mploader::BatchWriter writer(fields, bases.data(), bytes.data(), indices.size());
+  data.write_batch(indices.data(), indices.size(), writer);
+  writer.check_complete();
+}
+
 }  // namespace
 
 RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data) {
@@ -67,17 +102,27 @@ RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader:
   if (per_epoch == 0) throw std::runtime_error("inprocess: the dataset is smaller than a batch");
   RunTimer timer;
   {
-    std::vector<Column> columns = make_columns(data->get(0), config.batch_size);
+    const std::optional<mploader::SampleLayout> fields =
+        config.loader == "inprocess-copy" ? std::nullopt : data->sample_layout();
+    std::vector<Column> columns = fields ? columns_of(*fields, config.batch_size)
+                                         : make_columns(data->get(0), config.batch_size);
     FillPool pool(std::max<int64_t>(config.workers - 1, 0));
     int64_t first_index = 0;
-    const std::function<void(int64_t)> fill = [&](int64_t row) {
+    const std::function<void(int64_t)> copy_row = [&](int64_t row) {
       copy_sample(data->get(first_index + row), columns, row);
     };
+    const std::function<void(int64_t)> write_item = [&](int64_t item) {
+      const int64_t first_row = item * kRowsPerItem;
+      write_rows(*data, *fields, columns, first_index, first_row,
+                 std::min(kRowsPerItem, config.batch_size - first_row));
+    };
+    const int64_t items = fields ? (config.batch_size + kRowsPerItem - 1) / kRowsPerItem
+                                 : config.batch_size;
     for (int64_t b = 0; b < config.batches; ++b) {
       first_index = (b % per_epoch) * config.batch_size;
       if (first_index == 0) set_loading_epoch(*data, static_cast<uint64_t>(b / per_epoch));
       timer.waiting();
-      pool.run(config.batch_size, fill);
+      pool.run(items, fields ? write_item : copy_row);
       int64_t bytes = 0;
       for (const Column& c : columns) bytes += tensor_bytes(c.batch);
       timer.batch(image_rows(columns), bytes);

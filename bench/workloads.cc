@@ -8,6 +8,7 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <mploader/registry.h>
 
+#include <cstring>
 #include <sstream>
 
 #include <stdexcept>
@@ -32,6 +33,16 @@ mploader::Sample SyntheticDataset::get(int64_t index) {
       {"image", at::full(shape_, index % 256, at::kByte)},
       {"label", at::scalar_tensor(index % 10, at::kLong)},
   };
+}
+
+std::optional<mploader::SampleLayout> SyntheticDataset::sample_layout() const {
+  return mploader::SampleLayout{{"image", at::kByte, shape_}, {"label", at::kLong, {}}};
+}
+
+void SyntheticDataset::write(int64_t index, mploader::SampleWriter& out) {
+  check_index(index, size_, "synthetic");
+  std::memset(out.bytes(0), static_cast<int>(index % 256), out.field(0).nbytes());
+  *out.data<int64_t>(1) = index % 10;
 }
 
 std::optional<mploader::DatasetRecipe> SyntheticDataset::recipe() const {
@@ -60,8 +71,37 @@ FmnistDataset::FmnistDataset(const std::string& data_dir) : data_dir_(data_dir) 
   // Converted once here, as an in-memory dataset would be: per sample, get() then only indexes,
   // so the run measures the loaders rather than libtorch's per-op cost of a uint8-to-float
   // conversion (about 30k instructions per 784-pixel image, identical on every side).
-  images_ = split.images.unsqueeze(1).to(at::kFloat).div_(255);  // [N, 1, 28, 28]
-  labels_ = split.labels;
+  images_ = split.images.unsqueeze(1).to(at::kFloat).div_(255).contiguous();  // [N, 1, 28, 28]
+  labels_ = split.labels.contiguous();
+  image_data_ = images_.data_ptr<float>();
+  label_data_ = labels_.data_ptr<int64_t>();
+}
+
+namespace {
+constexpr size_t kFmnistPixels = 28 * 28;
+}  // namespace
+
+std::optional<mploader::SampleLayout> FmnistDataset::sample_layout() const {
+  return mploader::SampleLayout{{"image", at::kFloat, {1, 28, 28}}, {"label", at::kLong, {}}};
+}
+
+void FmnistDataset::write(int64_t index, mploader::SampleWriter& out) {
+  check_index(index, size(), "fmnist");
+  std::memcpy(out.data<float>(0), image_data_ + static_cast<size_t>(index) * kFmnistPixels,
+              kFmnistPixels * sizeof(float));
+  *out.data<int64_t>(1) = label_data_[index];
+}
+
+void FmnistDataset::write_batch(const int64_t* indices, size_t count, mploader::BatchWriter& out) {
+  float* images = out.data<float>(0);
+  int64_t* labels = out.data<int64_t>(1);
+  for (size_t r = 0; r < count; ++r) {
+    check_index(indices[r], size(), "fmnist");
+    const auto i = static_cast<size_t>(indices[r]);
+    std::memcpy(images + r * kFmnistPixels, image_data_ + i * kFmnistPixels,
+                kFmnistPixels * sizeof(float));
+    labels[r] = label_data_[i];
+  }
 }
 
 mploader::Sample FmnistDataset::get(int64_t index) {

@@ -23,6 +23,9 @@ class SyntheticDataset : public mploader::Dataset {
   SyntheticDataset(std::vector<int64_t> shape, size_t size);
   size_t size() const override { return size_; }
   mploader::Sample get(int64_t index) override;
+  // In place: the same bytes, each written once (a memset of the row).
+  std::optional<mploader::SampleLayout> sample_layout() const override;
+  void write(int64_t index, mploader::SampleWriter& out) override;
   // "bench-synthetic": "<size> <d0,d1,...>", for --start spawn and forkserver.
   std::optional<mploader::DatasetRecipe> recipe() const override;
 
@@ -38,6 +41,11 @@ class FmnistDataset : public mploader::Dataset {
   explicit FmnistDataset(const std::string& data_dir);
   size_t size() const override { return static_cast<size_t>(labels_.size(0)); }
   mploader::Sample get(int64_t index) override;
+  // In place: one memcpy per row and field, and a whole batch as one gather (PyTorch's
+  // __getitems__ on the same data is the peer).
+  std::optional<mploader::SampleLayout> sample_layout() const override;
+  void write(int64_t index, mploader::SampleWriter& out) override;
+  void write_batch(const int64_t* indices, size_t count, mploader::BatchWriter& out) override;
   // "bench-fmnist": the data directory.
   std::optional<mploader::DatasetRecipe> recipe() const override {
     return mploader::DatasetRecipe{"bench-fmnist", data_dir_};
@@ -45,8 +53,10 @@ class FmnistDataset : public mploader::Dataset {
 
  private:
   std::string data_dir_;
-  at::Tensor images_;  // uint8 [N, 1, 28, 28]
+  at::Tensor images_;  // float32 [N, 1, 28, 28]
   at::Tensor labels_;  // int64 [N]
+  const float* image_data_ = nullptr;  // images_'s, for the in-place copies
+  const int64_t* label_data_ = nullptr;
 };
 
 // The dataset of `config.workload`. Synthetic holds exactly batches * batch_size samples;
