@@ -165,7 +165,8 @@ void add_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--prefetch", raw.prefetch, "batches in flight per worker; a comma list sweeps")
       ->capture_default_str();
   app.add_option("--loader", raw.loader,
-                 "comma list of mploader, libtorch, inprocess, inprocess-copy, limit, pytorch")
+                 "comma list of mploader, mploader-get, libtorch, inprocess, inprocess-copy, "
+                 "limit, pytorch")
       ->capture_default_str();
   app.add_flag("--json", raw.json, "one JSON object per configuration per line on stdout");
   app.add_option("--shm-dir", raw.shm_dir, "tmpfs folder for mploader's rings (default: memfd)");
@@ -332,7 +333,8 @@ void validate(const RawOptions& raw, Plan& plan) {
       parse_name_list("--workload", raw.workload, {"synthetic", "fmnist", "jpeg"});
   plan.loaders = parse_name_list(
       "--loader", raw.loader,
-      {"mploader", "libtorch", "inprocess", "inprocess-copy", "limit", "pytorch"});
+      {"mploader", "mploader-get", "libtorch", "inprocess", "inprocess-copy", "limit",
+       "pytorch"});
   plan.workers = parse_count_list("--workers", raw.workers, 0, "0,1,2,4");
   plan.base.sample_shape = parse_shape(raw.sample_shape);
   plan.batch_sizes = parse_count_list("--batch-size", raw.batch_size, 1, "64,256");

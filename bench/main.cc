@@ -46,7 +46,9 @@ void check_pytorch(Plan& plan) {
 
 std::vector<RunResult> run_one(const RunConfig& config,
                                const std::shared_ptr<mploader::Dataset>& data) {
-  if (config.loader == "mploader") return {run_mploader(config, data)};
+  if (config.loader == "mploader" || config.loader == "mploader-get") {
+    return {run_mploader(config, data)};
+  }
   if (config.loader == "libtorch") return {run_libtorch(config, data)};
   if (config.loader == "inprocess" || config.loader == "inprocess-copy") {
     return {run_inprocess(config, data)};

@@ -79,12 +79,32 @@ void add_stats(const mploader::LoaderStats& stats, double loop_s, RunResult& res
   if (batches > 0) result.busy_ms_per_batch = static_cast<double>(busy_ns) / 1e6 / batches;
 }
 
+// The workload as it was before in-place writes: get() alone, each sample then copied into the
+// slot by collation (loader "mploader-get", to compare the two paths in one run). It has no
+// recipe, so it runs with --start fork only.
+class GetOnly : public mploader::Dataset {
+ public:
+  explicit GetOnly(std::shared_ptr<mploader::Dataset> data) : data_(std::move(data)) {}
+  size_t size() const override { return data_->size(); }
+  mploader::Sample get(int64_t index) override { return data_->get(index); }
+
+ private:
+  std::shared_ptr<mploader::Dataset> data_;
+};
+
+std::shared_ptr<mploader::Dataset> dataset_for(const RunConfig& config,
+                                               const std::shared_ptr<mploader::Dataset>& data) {
+  std::shared_ptr<mploader::Dataset> d = data;
+  if (config.loader == "mploader-get") d = std::make_shared<GetOnly>(data);
+  return config.fault.empty() ? d : inject_fault(d, fault_spec(config));
+}
+
 }  // namespace
 
 RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data) {
   RunTimer timer;
-  auto loader = std::make_unique<mploader::Loader>(
-      config.fault.empty() ? data : inject_fault(data, fault_spec(config)), loader_options(config));
+  auto loader = std::make_unique<mploader::Loader>(dataset_for(config, data),
+                                                   loader_options(config));
   int empty_in_a_row = 0;  // nullopt ends an epoch; the next call starts the next one
   uint64_t checksum = 14695981039346656037ULL;
   // With num_workers = 0 the dataset loads here and learns its epoch only from us.

@@ -5,6 +5,7 @@
 
 #include <mploader/registry.h>
 
+#include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
 #include <zlib.h>
 
@@ -141,16 +142,26 @@ at::Tensor normalized_images(const FashionMnistSplit& split) {
 }
 
 FashionMnist::FashionMnist(const std::string& dir, const std::string& split)
-    : dir_(dir), split_(split), data_(read_fashion_mnist(dir, split)) {}
+    : dir_(dir), split_(split), data_(read_fashion_mnist(dir, split)) {
+  // The ops of normalized_images(), once per possible pixel value.
+  const at::Tensor table =
+      at::arange(256, at::kByte).to(at::kFloat).div_(255.0).sub_(kMean).div_(kStd).contiguous();
+  std::copy_n(table.data_ptr<float>(), 256, normalized_.begin());
+}
 
-mploader::Sample FashionMnist::get(int64_t index) {
-  at::Tensor image = data_.images[index]
-                         .reshape({kSide * kSide})
-                         .to(at::kFloat)
-                         .div_(255.0)
-                         .sub_(kMean)
-                         .div_(kStd);
-  return {{"image", image}, {"label", data_.labels[index]}};
+std::optional<mploader::SampleLayout> FashionMnist::sample_layout() const {
+  return mploader::SampleLayout{{"image", at::kFloat, {kSide * kSide}}, {"label", at::kLong, {}}};
+}
+
+void FashionMnist::write(int64_t index, mploader::SampleWriter& out) {
+  if (index < 0 || index >= data_.labels.size(0)) {
+    throw std::out_of_range("fashion-mnist: index " + std::to_string(index) + " of " +
+                            std::to_string(data_.labels.size(0)));
+  }
+  const uint8_t* pixels = data_.images.data_ptr<uint8_t>() + index * kSide * kSide;
+  float* image = out.data<float>("image");
+  for (int64_t p = 0; p < kSide * kSide; ++p) image[p] = normalized_[pixels[p]];
+  *out.data<int64_t>("label") = data_.labels.data_ptr<int64_t>()[index];
 }
 
 std::optional<mploader::DatasetRecipe> FashionMnist::recipe() const {

@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <string>
 
 namespace examples {
@@ -30,11 +31,13 @@ FashionMnistSplit read_fashion_mnist(const std::string& dir, const std::string& 
 
 // Samples: "image" float [784] (pixels scaled to [0, 1], then normalized by the training set's
 // mean 0.2860 and deviation 0.3530) and "label" int64 [] (0-dimensional; batches stack it to [B]).
+// Written in place: each normalized pixel goes straight into the batch (get() comes from it).
 class FashionMnist : public mploader::Dataset {
  public:
   FashionMnist(const std::string& dir, const std::string& split);
   size_t size() const override { return static_cast<size_t>(data_.labels.size(0)); }
-  mploader::Sample get(int64_t index) override;
+  std::optional<mploader::SampleLayout> sample_layout() const override;
+  void write(int64_t index, mploader::SampleWriter& out) override;
   // Rebuilt by the factory "fashion-mnist" from "<split>:<dir>" (start_method spawn).
   std::optional<mploader::DatasetRecipe> recipe() const override;
   const FashionMnistSplit& data() const { return data_; }
@@ -43,6 +46,7 @@ class FashionMnist : public mploader::Dataset {
   std::string dir_;
   std::string split_;
   FashionMnistSplit data_;
+  std::array<float, 256> normalized_;  // each pixel value normalized as normalized_images() does
 };
 
 // The whole split as a batch like the Loader's: images float [N, 784] normalized as above.

@@ -70,6 +70,7 @@ class SampleWriter {
   /// Copies `value` into field k. Throws std::invalid_argument, with both shapes and dtypes,
   /// unless `value` has exactly the field's dtype and shape (any strides).
   void copy(size_t k, const at::Tensor& value);
+  /// copy(index_of(name), value).
   void copy(std::string_view name, const at::Tensor& value) { copy(index_of(name), value); }
 
   /// For mploader: a writer of row `row` of a batch whose field k starts at bases[k] (each
