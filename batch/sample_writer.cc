@@ -22,15 +22,21 @@ std::string describe(const FieldLayout& f) {
          ")";
 }
 
+std::string quoted_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out.empty() ? "none" : out;
+}
+
 size_t find_field(const SampleLayout& layout, std::string_view name) {
   for (size_t k = 0; k < layout.size(); ++k) {
     if (layout[k].name == name) return k;
   }
-  std::string names;
-  for (const FieldLayout& f : layout) names += (names.empty() ? "'" : ", '") + f.name + "'";
+  std::vector<std::string> names;
+  for (const FieldLayout& f : layout) names.push_back(f.name);
   throw std::invalid_argument("no field '" + std::string(name) +
                               "' in the sample layout; sample_layout() declares " +
-                              (names.empty() ? "none" : names));
+                              quoted_names(names));
 }
 
 void check_dtype_of(const FieldLayout& f, at::ScalarType wanted) {
@@ -59,11 +65,6 @@ void check_field_index(const SampleLayout& layout, size_t k) {
   }
 }
 
-std::string quoted_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
-  return out.empty() ? "none" : out;
-}
 
 uint64_t all_fields(size_t n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
 
@@ -97,7 +98,8 @@ size_t FieldLayout::nbytes() const {
 SampleLayout layout_of(const Sample& sample) {
   SampleLayout out;
   for (const auto& [name, t] : sample) {
-    out.push_back({name, t.scalar_type(), std::vector<int64_t>(t.sizes().begin(), t.sizes().end())});
+    const at::IntArrayRef sizes = t.sizes();
+    out.push_back({name, t.scalar_type(), std::vector<int64_t>(sizes.begin(), sizes.end())});
   }
   return out;
 }

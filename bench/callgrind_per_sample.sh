@@ -5,8 +5,12 @@
 # ("mploader-get": Dataset::get, then collation copies into the slot), and splits each sample's
 # instructions into
 #   dataset   Dataset::get / write / write_batch, inclusive (the workload's own work),
-#   worker    the rest of the worker's task (mploader's assembly, planning, copies, publishing),
+#   worker    the rest of the worker process's life after the fork (mploader's assembly,
+#             planning, copies, publishing, waiting for tasks),
 #   main      the training process's Loader::next (receiving, the Batch views, the loop).
+# Under valgrind, memcpy and memset are its own simple loops (about one instruction per byte or
+# word), so moving bytes shows as many instructions here and costs far less natively: compare
+# the shares that move no bytes, or count the bytes.
 # Usage: bench/callgrind_per_sample.sh [build-dir] [workload...]   (default: build, all three)
 set -euo pipefail
 build=${1:-build}
@@ -18,11 +22,12 @@ bench="$build/bench/mploader-bench"
 [[ -x $bench ]] || { echo "no $bench: build the bench first (cmake --build $build)" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
 
-# Inclusive instructions of the functions whose names match `pattern` in callgrind file $1,
-# counting each function once (callgrind_annotate --inclusive lists every function).
+# Inclusive instructions of the functions whose names match `pattern` in callgrind file $1: the
+# sum over the matching functions' own entries (those naming their object file; the others
+# split a function by the files its inlined code came from).
 inclusive() {
   callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
-    awk -v pat="$2" '$0 ~ pat { gsub(",", "", $1); if (!seen[$0]++) sum += $1 } END { print sum + 0 }'
+    awk -v pat="$2" '$0 ~ pat && $0 ~ / \[\// { gsub(",", "", $1); sum += $1 } END { printf "%.0f\n", sum }'
 }
 
 declare -A batch=([synthetic]=64 [fmnist]=256 [jpeg]=64)
@@ -37,13 +42,13 @@ for w in "${workloads[@]}"; do
       { echo "valgrind run failed; see $dir/log" >&2; exit 1; }
     samples=$(( ${batch[$w]} * ${batches[$w]} ))
     worker_total=0 dataset=0 main=0
-    for f in "$dir"/cg.*; do
-      task=$(inclusive "$f" 'Worker::run_task')
-      if (( task > 0 )); then
+    for f in "$dir"/cg.*; do  # the bench, its run process, the slot probe, the worker
+      task=$(inclusive "$f" 'mploader::worker::run_worker\(')
+      if (( task > worker_total )); then
         worker_total=$task
         dataset=$(inclusive "$f" 'bench::[A-Za-z]+Dataset::(get|write|write_batch)\(')
       fi
-      next=$(inclusive "$f" 'mploader::Loader::next\(')
+      next=$(inclusive "$f" 'mploader::Loader::next\(\)')
       (( next > main )) && main=$next
     done
     printf '%-10s %-13s %10d %10d %10d %10d\n' "$w" "$loader" $(( dataset / samples )) \

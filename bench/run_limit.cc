@@ -132,7 +132,7 @@ RunResult run_limit(const RunConfig& config, const std::shared_ptr<mploader::Dat
         for (int64_t b = t; b < config.batches; b += threads) {
           if (!handoff.wait_free(b, threads * ring)) return;
           const int64_t first = (b % per_epoch) * config.batch_size;
-          for (int64_t r = 0; r < config.batch_size; ++r) indices[static_cast<size_t>(r)] = first + r;
+          for (size_t r = 0; r < indices.size(); ++r) indices[r] = first + static_cast<int64_t>(r);
           for (size_t k = 0; k < bases.size(); ++k) bases[k] = slot_of(b) + layout.offsets[k];
           mploader::BatchWriter writer(layout.fields, bases.data(), layout.field_bytes.data(),
                                        indices.size());
