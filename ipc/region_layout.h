@@ -16,6 +16,7 @@
 #pragma once
 
 #include "ipc/crash_record.h"
+#include "ipc/slot_stack.h"
 #include "ipc/spsc_ring.h"
 
 #include <atomic>
@@ -25,10 +26,12 @@
 namespace mploader::ipc {
 
 constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
-constexpr uint32_t kLayoutVersion = 3;
+constexpr uint32_t kLayoutVersion = 4;  // 4: the free-slot stack
 constexpr uint32_t kRingCapacity = 64;
 // Each ring can hold every descriptor id at once, so a push of one can never find it full.
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
+// num_slots is prefetch_factor + 1 and prefetch_factor < kMaxDescriptors: the stack holds them.
+static_assert(kMaxSlots >= kMaxDescriptors);
 // The tensor table's limits (README, "Limits"). Each is checked against sample 0's batch at
 // Loader construction. A descriptor's table costs kMaxTensors * ~280 bytes, per descriptor.
 constexpr uint32_t kMaxTensors = 64;
@@ -104,6 +107,8 @@ struct alignas(64) RegionHeader {
   std::atomic<uint64_t> current_sequence;           // worker: batch being built
   std::atomic<uint32_t> phase;                      // worker: WorkerPhase
   std::atomic<uint64_t> busy_ns;                    // worker: time spent on tasks
+  // Every payload slot, free; not used yet.
+  SharedSlotStack free_slots;
   // Written by the worker's signal handlers (worker/crash_handler.h), read by the main process.
   alignas(64) CrashRecord crash;
   alignas(64) CrashRecord stack_dump;
