@@ -52,7 +52,7 @@ void RegionView::initialize(void* base, const RegionGeometry& g, int worker_id) 
   h->init_error[0] = '\0';
   h->foreign_wait_status.store(-1);
   h->maps_bytes = 0;
-  // Slot 0 on top: a worker that is never starved writes slot 0 only.
+  // Slot 0 on top: a fresh region hands out slots 0, 1, 2, ... in that order.
   h->free_slots.reset();
   for (uint32_t s = g.num_slots; s > 0; --s) h->free_slots.push(s - 1);
   auto* bytes = static_cast<uint8_t*>(base);

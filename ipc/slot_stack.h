@@ -7,9 +7,9 @@
 // still in cache, instead of cycling through every slot of the ring.
 //
 // The head word packs (top slot, ABA tag) and changes only by compare-and-swap; next[] links
-// each free slot to the one below it. With one popper, a head that went A -> ... -> A again
-// can only come from pops by that popper, so the tag is belt and braces; it costs nothing and
-// keeps the stack correct should a killed worker's replacement ever race a stale pop.
+// each free slot to the one below it. With one popper ABA cannot happen (only the popper takes
+// a slot off, so the top it read stays on the stack until its own CAS); the tag, bumped by
+// every change, makes that hold without leaning on the one-popper rule, at no cost.
 // No pointers, no mutex: a process that dies mid-operation leaves the stack either as it was or
 // with its one operation done. A worker that dies holding a popped slot loses it until the main
 // process rebuilds the stack (reset() and push(), only while no worker runs).

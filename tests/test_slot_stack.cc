@@ -1,8 +1,9 @@
 // The shared free-slot stack (ipc/slot_stack.h) on its own, across threads and across a real
-// fork.
+// fork, and the main process's SlotPool over it: promises, adoption, release, rebuild.
 #include "ipc/region_layout.h"
 #include "ipc/shm_region.h"
 #include "ipc/slot_stack.h"
+#include "process/slot_pool.h"
 
 #include <catch2/catch.hpp>
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 using namespace mploader::ipc;
+using mploader::detail::SlotPool;
 
 namespace {
 
@@ -101,7 +103,7 @@ void check_every_id_once(Shared& s) {
 
 }  // namespace
 
-TEST_CASE("slot stack: last in, first out; empty is reported", "[slot]") {
+TEST_CASE("slot stack: last in, first out, and an empty stack says so", "[slot]") {
   SharedSlotStack stack;
   stack.reset();
   uint32_t slot = 99;
@@ -164,4 +166,49 @@ TEST_CASE("slot stack: a child process pops 300000 slots the parent pushes, none
   REQUIRE(waitpid(child, &status, 0) == child);
   CHECK(WIFEXITED(status));
   check_every_id_once(s);
+}
+
+TEST_CASE("slot pool: promises, adoption, release and rebuild keep every slot accounted for",
+          "[slot]") {
+  const auto g = RegionGeometry::compute(4, 5, 8, 4096);
+  auto created = ShmRegion::create(g.total_bytes, "", "test-slot-pool");
+  REQUIRE(created.ok());
+  auto region = std::make_shared<ShmRegion>(created.take());
+  RegionView::initialize(region->base(), g, 0);
+  SharedSlotStack& stack = RegionView(region->base()).header().free_slots;
+  SlotPool pool(region, &stack, 5);
+  for (int i = 0; i < 5; ++i) REQUIRE(pool.reserve());
+  CHECK_FALSE(pool.reserve());  // every slot promised
+  uint32_t slot;
+  REQUIRE(stack.try_pop(slot));  // the worker's side
+  CHECK(slot == 0);
+  REQUIRE(pool.adopt(slot));
+  CHECK_FALSE(pool.adopt(slot));  // leased already: a corrupt id
+  CHECK_FALSE(pool.adopt(5));     // out of range
+  pool.unreserve();               // a task that overflowed
+  CHECK(pool.unpromised() == 1);
+  pool.release(0);
+  CHECK(pool.unpromised() == 2);
+  CHECK(pool.leased() == 0);
+  REQUIRE(pool.reserve());
+  REQUIRE(stack.try_pop(slot));
+  CHECK(slot == 0);  // the slot released last comes first
+  REQUIRE(pool.adopt(slot));
+  REQUIRE(pool.reserve());
+  REQUIRE(stack.try_pop(slot));  // a worker that dies holding slot 1, never published
+  CHECK(slot == 1);
+  pool.rebuild();  // slot 0 stays leased; 1 to 4 are free again, promises dropped
+  CHECK(pool.unpromised() == 4);
+  CHECK(pool.leased() == 1);
+  std::vector<uint32_t> free;
+  while (stack.try_pop(slot)) free.push_back(slot);
+  CHECK(free == std::vector<uint32_t>{1, 2, 3, 4});
+  for (uint32_t s : free) {
+    REQUIRE(pool.reserve());
+    REQUIRE(pool.adopt(s));
+    pool.release(s);
+  }
+  pool.release(0);
+  CHECK(pool.unpromised() == 5);
+  CHECK(pool.leased() == 0);
 }
