@@ -2,7 +2,8 @@
 //
 // The layout of one worker's shared-memory region, shared by the main process and the worker:
 //
-//   RegionHeader | task ring (main -> worker) | done ring (worker -> main)
+//   RegionHeader (with the free-slot stack) | task ring (main -> worker)
+//   | done ring (worker -> main)
 //   | TaskDescriptor + indices, x num_descriptors | payload slots, x num_slots (page-aligned)
 //
 // The main process picks a free descriptor, promises the task a payload slot (it counts the free
