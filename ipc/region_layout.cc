@@ -8,6 +8,7 @@ namespace mploader::ipc {
 static_assert(std::is_standard_layout_v<TaskDescriptor>);
 static_assert(std::is_standard_layout_v<RegionHeader>);
 static_assert(std::is_standard_layout_v<TaskRing>);
+static_assert(std::is_standard_layout_v<SharedSlotStack>);
 
 RegionGeometry RegionGeometry::compute(uint32_t num_descriptors, uint32_t num_slots,
                                        uint32_t max_indices, uint64_t slot_bytes) {
@@ -51,6 +52,9 @@ void RegionView::initialize(void* base, const RegionGeometry& g, int worker_id) 
   h->init_error[0] = '\0';
   h->foreign_wait_status.store(-1);
   h->maps_bytes = 0;
+  // Slot 0 on top: a fresh region hands out slots 0, 1, 2, ... in that order.
+  h->free_slots.reset();
+  for (uint32_t s = g.num_slots; s > 0; --s) h->free_slots.push(s - 1);
   auto* bytes = static_cast<uint8_t*>(base);
   new (bytes + g.task_ring_offset) TaskRing();
   new (bytes + g.done_ring_offset) TaskRing();

@@ -2,20 +2,25 @@
 //
 // The layout of one worker's shared-memory region, shared by the main process and the worker:
 //
-//   RegionHeader | task ring (main -> worker) | done ring (worker -> main)
+//   RegionHeader (with the free-slot stack) | task ring (main -> worker)
+//   | done ring (worker -> main)
 //   | TaskDescriptor + indices, x num_descriptors | payload slots, x num_slots (page-aligned)
 //
-// The main process owns allocation: it picks a free descriptor and a free payload slot, writes
-// the sample indices into the descriptor and pushes its id on the task ring. The worker loads
-// the samples, collates into the payload slot (or a one-off overflow segment when the slot is
-// -1 or too small), fills the descriptor's status and tensor table and pushes the id on the
-// done ring. Descriptors come back as soon as the main process has read them; payload slots
-// only when the last tensor viewing them is destroyed.
+// The main process picks a free descriptor, promises the task a payload slot (it counts the free
+// slots; it does not pick one), writes the sample indices into the descriptor and pushes its id
+// on the task ring. The worker loads the samples and, once the batch's size is known, pops the
+// most recently freed slot from the header's free-slot stack (ipc/slot_stack.h) and writes its
+// number into the descriptor (or writes into a one-off overflow segment when the task has no
+// promise or the batch is too big). It fills the descriptor's status and tensor table and
+// pushes the id on the done ring. Descriptors come back as soon as the main process has read
+// them; payload slots are pushed back on the stack when the last tensor viewing them is
+// destroyed, so the next batch goes into the slot the training loop released last.
 //
 // Everything here is standard-layout and offset-based: it means the same in every process.
 #pragma once
 
 #include "ipc/crash_record.h"
+#include "ipc/slot_stack.h"
 #include "ipc/spsc_ring.h"
 
 #include <atomic>
@@ -25,10 +30,12 @@
 namespace mploader::ipc {
 
 constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
-constexpr uint32_t kLayoutVersion = 4;
+constexpr uint32_t kLayoutVersion = 5;  // 4: the free-slot stack; 5: failed_call
 constexpr uint32_t kRingCapacity = 64;
 // Each ring can hold every descriptor id at once, so a push of one can never find it full.
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
+// num_slots is prefetch_factor + 1 and prefetch_factor < kMaxDescriptors: the stack holds them.
+static_assert(kMaxSlots >= kMaxDescriptors);
 // The tensor table's limits (README, "Limits"). Each is checked against sample 0's batch at
 // Loader construction. A descriptor's table costs kMaxTensors * ~280 bytes, per descriptor.
 constexpr uint32_t kMaxTensors = 64;
@@ -70,7 +77,9 @@ struct TaskDescriptor {
   uint64_t sequence;    // position of the batch in its epoch
   uint64_t epoch;
   uint64_t generation;  // the main process's epoch run; stale runs are cancelled
-  int32_t payload_slot; // -1: write into a one-off overflow segment
+  // Main -> worker: kSlotAtStart (pop a free slot if the batch fits) or kNoSlot (overflow).
+  // Worker -> main: the slot it popped and wrote into, or kNoSlot (none popped).
+  int32_t payload_slot;
   uint32_t num_indices;
   uint32_t status;      // TaskStatus
   uint32_t num_tensors;
@@ -106,6 +115,8 @@ struct alignas(64) RegionHeader {
   std::atomic<uint64_t> current_sequence;           // worker: batch being built
   std::atomic<uint32_t> phase;                      // worker: WorkerPhase
   std::atomic<uint64_t> busy_ns;                    // worker: time spent on tasks
+  // Main pushes the slots the training loop releases; the worker pops one per batch it writes.
+  SharedSlotStack free_slots;
   // Written by the worker's signal handlers (worker/crash_handler.h), read by the main process.
   alignas(64) CrashRecord crash;
   alignas(64) CrashRecord stack_dump;

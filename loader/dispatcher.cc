@@ -21,7 +21,8 @@ int64_t nanos(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
 }
 
-// Returns a payload slot to its worker when the last tensor viewing it is destroyed.
+// Returns a payload slot to its worker's free-slot stack when the last tensor viewing it is
+// destroyed (any thread): the worker's next batch goes into it while it is still in cache.
 class SlotLease {
  public:
   SlotLease(std::shared_ptr<ipc::ShmRegion> region, std::shared_ptr<SlotPool> pool, uint32_t slot)
@@ -141,20 +142,21 @@ bool Dispatcher::issue_one(uint64_t sequence, bool require_slot) {
   for (size_t w : order) {
     WorkerState& state = workers_[w];
     if (in_flight_.count(w) >= prefetch || state.free_descriptors.empty()) continue;
-    std::optional<uint32_t> slot = pool_.channel(w).slots->acquire();
-    if (!slot && require_slot) continue;
-    if (!slot && !state.warned_overflow) {
+    // A promise, not a slot: the worker pops the slot freed last when it starts the batch.
+    const bool promised = pool_.channel(w).slots->reserve();
+    if (!promised && require_slot) continue;
+    if (!promised && !state.warned_overflow) {
       state.warned_overflow = true;
       log().warn(messages::overflow_warning(static_cast<int>(w), plan_sequence(sequence)));
     }
-    send_task(w, slot ? static_cast<int64_t>(*slot) : -1, sequence);
+    send_task(w, promised, sequence);
     next_worker_hint_ = (w + 1) % workers_.size();
     return true;
   }
   return false;
 }
 
-void Dispatcher::send_task(size_t w, int64_t slot, uint64_t sequence) {
+void Dispatcher::send_task(size_t w, bool slot_promised, uint64_t sequence) {
   WorkerState& state = workers_[w];
   WorkerChannel& channel = pool_.channel(w);
   const std::vector<int64_t>& indices = batches_[sequence];
@@ -164,12 +166,12 @@ void Dispatcher::send_task(size_t w, int64_t slot, uint64_t sequence) {
   d.sequence = plan_sequence(sequence);
   d.epoch = epoch_;
   d.generation = generation_;
-  d.payload_slot = static_cast<int32_t>(slot);
+  d.payload_slot = slot_promised ? ipc::kSlotAtStart : ipc::kNoSlot;
   d.num_indices = static_cast<uint32_t>(indices.size());
   d.status = static_cast<uint32_t>(ipc::TaskStatus::kPending);
   d.kind = static_cast<uint32_t>(ipc::TaskKind::kBatch);
   std::memcpy(channel.view.indices(id), indices.data(), indices.size() * sizeof(int64_t));
-  in_flight_.add(w, id, InFlightTask{generation_, sequence, slot,
+  in_flight_.add(w, id, InFlightTask{generation_, sequence, slot_promised,
                                      InFlightBatch{epoch_, plan_sequence(sequence), indices}});
   push_task(channel, id);
   if (!reissue_.empty() && reissue_.front() == sequence) {
@@ -227,7 +229,7 @@ void Dispatcher::handle_result(size_t w, uint32_t id) {
   if (d.status == static_cast<uint32_t>(ipc::TaskStatus::kOk)) {
     ready.batch = build_batch(w, f, id);  // builds even when stale, to consume an overflow fd
   } else {
-    if (f.slot >= 0) pool_.channel(w).slots->release(static_cast<uint32_t>(f.slot));
+    settle_unused_slot(w, f, id);
     ready.error = error_for(w, id, f);
   }
   if (!current) return;  // an abandoned epoch: dropping it returns its slot
@@ -243,21 +245,45 @@ std::optional<Batch> Dispatcher::build_batch(size_t w, const InFlightTask& f, ui
   const ipc::TaskDescriptor& d = c.view.descriptor(id);
   std::vector<int64_t> indices(c.view.indices(id), c.view.indices(id) + d.num_indices);
   if (d.payload_slot >= 0) {
-    if (d.payload_slot != f.slot) throw Error(messages::corrupt_ring(static_cast<int>(w), id));
-    auto lease = std::make_shared<SlotLease>(c.region, c.slots, static_cast<uint32_t>(f.slot));
-    return BatchBuilder::from_table(d, c.view.slot(static_cast<uint32_t>(f.slot)),
+    const uint32_t slot = adopt_popped_slot(w, f, id);
+    auto lease = std::make_shared<SlotLease>(c.region, c.slots, slot);
+    return BatchBuilder::from_table(d, c.view.slot(slot),
                                     c.view.header().slot_bytes, lease, std::move(indices),
                                     static_cast<int>(w));
   }
   return build_overflow_batch(w, f, id, std::move(indices));
 }
 
+// The slot the worker popped for task `id`, now leased to its batch. A slot it cannot have
+// popped means the shared memory is corrupt: the loader is broken, not the process.
+uint32_t Dispatcher::adopt_popped_slot(size_t w, const InFlightTask& f, uint32_t id) {
+  SlotPool& slots = *pool_.channel(w).slots;
+  const int32_t slot = pool_.channel(w).view.descriptor(id).payload_slot;
+  if (slot < 0 || !f.slot_promised || !slots.adopt(static_cast<uint32_t>(slot))) {
+    broken_ = std::make_exception_ptr(
+        Error(messages::corrupt_slot(static_cast<int>(w), id, slot, slots.num_slots())));
+    std::rethrow_exception(broken_);
+  }
+  return static_cast<uint32_t>(slot);
+}
+
+// A task that made no batch: a slot its worker popped goes back on the stack, a promise it did
+// not use is given back.
+void Dispatcher::settle_unused_slot(size_t w, const InFlightTask& f, uint32_t id) {
+  SlotPool& slots = *pool_.channel(w).slots;
+  if (pool_.channel(w).view.descriptor(id).payload_slot >= 0) {
+    slots.release(adopt_popped_slot(w, f, id));
+  } else if (f.slot_promised) {
+    slots.unreserve();
+  }
+}
+
 Batch Dispatcher::build_overflow_batch(size_t w, const InFlightTask& f, uint32_t id,
                                        std::vector<int64_t> indices) {
   WorkerChannel& c = pool_.channel(w);
   const ipc::TaskDescriptor& d = c.view.descriptor(id);
-  if (f.slot >= 0) {  // it had a slot and did not fit
-    c.slots->release(static_cast<uint32_t>(f.slot));
+  if (f.slot_promised) {  // it was promised a slot and did not fit
+    c.slots->unreserve();
     if (!notices_.batch_too_large) {
       notices_.batch_too_large = true;
       log().warn(messages::batch_larger_than_slot(static_cast<int>(w), d.sequence, d.batch_bytes,

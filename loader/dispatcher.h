@@ -64,12 +64,14 @@ class Dispatcher : public BatchSource {
   void issue_tasks();
   std::optional<uint64_t> next_to_issue() const;
   bool issue_one(uint64_t sequence, bool require_slot);
-  void send_task(size_t worker, int64_t slot, uint64_t sequence);
+  void send_task(size_t worker, bool slot_promised, uint64_t sequence);
   std::optional<Ready> take_ready();
   void wait_for_results(std::chrono::steady_clock::time_point deadline);
   void receive_from(size_t worker);
   void handle_result(size_t worker, uint32_t id);
   std::optional<Batch> build_batch(size_t worker, const InFlightTask& f, uint32_t id);
+  uint32_t adopt_popped_slot(size_t worker, const InFlightTask& f, uint32_t id);
+  void settle_unused_slot(size_t worker, const InFlightTask& f, uint32_t id);
   // A batch that arrived in a one-off segment (too big for its slot, or sent without one).
   Batch build_overflow_batch(size_t worker, const InFlightTask& f, uint32_t id,
                              std::vector<int64_t> indices);

@@ -98,8 +98,9 @@ void Dispatcher::restart_worker(size_t w) {
   receive_from(w);
   WorkerState& state = workers_[w];
   std::vector<uint64_t> again;
+  // Their slot promises are dropped with them: pool_.restart rebuilds the free-slot stack
+  // once the dead worker is reaped, slots it popped and never published included.
   for (const InFlightTask& f : in_flight_.take_all(w)) {
-    if (f.slot >= 0) pool_.channel(w).slots->release(static_cast<uint32_t>(f.slot));
     if (f.generation == generation_) again.push_back(f.position);
   }
   std::sort(again.begin(), again.end());

@@ -57,6 +57,16 @@ std::string corrupt_ring(int worker, uint32_t descriptor) {
          "code writing out of bounds). The loader cannot go on; recreate it.";
 }
 
+std::string corrupt_slot(int worker, uint32_t descriptor, int64_t slot, uint32_t num_slots) {
+  return "mploader: worker " + std::to_string(worker) + " says task " +
+         std::to_string(descriptor) + " wrote its batch into payload slot " +
+         std::to_string(slot) + ", which it cannot have taken from its " +
+         std::to_string(num_slots) + " slots (out of range, held by a batch the training loop "
+         "still has, or no slot was promised to the task): the shared memory is corrupt (a bug in "
+         "mploader, or dataset code writing out of bounds). The loader cannot go on; recreate "
+         "it.";
+}
+
 std::string overflow_receive_failed(int worker, const std::string& why) {
   return "mploader: could not receive an oversized batch from worker " + std::to_string(worker) +
          ": " + why + ". Raise max_batch_bytes so batches fit the ring slots, or raise the "

@@ -10,6 +10,9 @@ namespace mploader::detail::messages {
 
 std::string overflow_warning(int worker, uint64_t sequence);
 std::string corrupt_ring(int worker, uint32_t descriptor);
+// The worker named a payload slot it cannot have taken (out of range, already held by a batch,
+// or taken by a task that was promised none).
+std::string corrupt_slot(int worker, uint32_t descriptor, int64_t slot, uint32_t num_slots);
 std::string overflow_receive_failed(int worker, const std::string& why);
 // Past the threshold of live overflow mappings: batches are copied from now on.
 std::string overflow_copying(uint64_t live, uint64_t live_bytes, int64_t mappings,

@@ -37,7 +37,7 @@ void send_probe(WorkerChannel& c, InFlightTable& in_flight, uint32_t probe_count
   d.sequence = 0;
   d.epoch = epoch;
   d.generation = 0;
-  d.payload_slot = -1;
+  d.payload_slot = ipc::kNoSlot;  // a probe writes no payload and never pops a slot
   d.num_indices = probe_count;
   d.status = static_cast<uint32_t>(ipc::TaskStatus::kPending);
   d.kind = static_cast<uint32_t>(ipc::TaskKind::kProbe);
@@ -46,7 +46,7 @@ void send_probe(WorkerChannel& c, InFlightTable& in_flight, uint32_t probe_count
   for (uint32_t i = 0; i < probe_count; ++i) indices[i] = i;
   std::memcpy(c.view.indices(kProbeDescriptor), indices.data(), probe_count * sizeof(int64_t));
   in_flight.add(0, kProbeDescriptor,
-                InFlightTask{0, 0, -1, InFlightBatch{epoch, 0, std::move(indices)}});
+                InFlightTask{0, 0, false, InFlightBatch{epoch, 0, std::move(indices)}});
   push_task(c, kProbeDescriptor);
 }
 

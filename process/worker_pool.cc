@@ -47,23 +47,6 @@ T checked(ipc::Result<T> r, const std::string& what) {
 
 }  // namespace
 
-SlotPool::SlotPool(uint32_t num_slots) {
-  for (uint32_t i = num_slots; i > 0; --i) free_.push_back(i - 1);
-}
-
-std::optional<uint32_t> SlotPool::acquire() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (free_.empty()) return std::nullopt;
-  uint32_t slot = free_.back();
-  free_.pop_back();
-  return slot;
-}
-
-void SlotPool::release(uint32_t slot) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  free_.push_back(slot);
-}
-
 void push_task(WorkerChannel& c, uint32_t id) {
   if (!c.view.task_ring().try_push(id)) {
     throw Error("mploader: worker " + std::to_string(c.id) + "'s task ring is full, which its "
@@ -75,6 +58,11 @@ void push_task(WorkerChannel& c, uint32_t id) {
 
 WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& config)
     : dataset_(dataset), collator_(collator), config_(config) {
+  if (config.num_slots > ipc::kMaxSlots) {  // options_check bounds prefetch_factor below this
+    throw Error("mploader: " + std::to_string(config.num_slots) + " payload slots per worker "
+                "is more than the region's free-slot stack holds (" +
+                std::to_string(ipc::kMaxSlots) + "): a bug in mploader. Lower prefetch_factor.");
+  }
   const auto geometry = ipc::RegionGeometry::compute(config.num_descriptors, config.num_slots,
                                                      config.max_indices, config.slot_bytes);
   const uint64_t total = geometry.total_bytes * static_cast<uint64_t>(config.num_workers);
@@ -139,7 +127,8 @@ void WorkerPool::create_channel(int id, const ipc::RegionGeometry& geometry) {
   channel->task_event = checked(ipc::EventFd::create(), "creating an eventfd" + whose);
   channel->done_event = checked(ipc::EventFd::create(), "creating an eventfd" + whose);
   channel->sockets = checked(ipc::make_socket_pair(), "creating a socket pair" + whose);
-  channel->slots = std::make_shared<SlotPool>(config_.num_slots);
+  channel->slots = std::make_shared<SlotPool>(channel->region, &channel->view.header().free_slots,
+                                              config_.num_slots);
   channels_.push_back(std::move(channel));
 }
 
@@ -232,6 +221,9 @@ void WorkerPool::restart(size_t worker) {
   h.maps_bytes = 0;
   c.view.task_ring().init();
   c.view.done_ring().init();
+  // The dead worker may have popped slots it never published: every slot no batch holds goes
+  // back on the stack before the new worker can pop.
+  c.slots->rebuild();
   c.reaped = false;
   set_pinned(c, false);
   start_worker(c);

@@ -4,14 +4,15 @@
 // process: its shared-memory region, two eventfds, a socket for overflow segments, its pidfd,
 // and the pool of its free payload slots.
 //
-// Owned and used by one thread (the Loader's). SlotPool alone is thread-safe, because a Batch
-// may be destroyed on any thread.
+// Owned and used by one thread (the Loader's). SlotPool (process/slot_pool.h) alone is
+// thread-safe, because a Batch may be destroyed on any thread.
 #pragma once
 
 #include "ipc/event_fd.h"
 #include "ipc/fd_passing.h"
 #include "ipc/region_layout.h"
 #include "ipc/shm_region.h"
+#include "process/slot_pool.h"
 #include "process/spawn.h"
 #include "worker/worker_loop.h"
 #include "worker/worker_spec.h"
@@ -24,23 +25,10 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
 namespace mploader::detail {
-
-class SlotPool {
- public:
-  explicit SlotPool(uint32_t num_slots);
-  [[nodiscard]] std::optional<uint32_t> acquire();  // nullopt when every slot is in use
-  void release(uint32_t slot);
-
- private:
-  std::mutex mutex_;
-  std::vector<uint32_t> free_;
-};
 
 // Whether a region is page-locked for CUDA, and by which process: only that one unpins it.
 struct RegionPin {
@@ -98,8 +86,9 @@ class WorkerPool {
   const PoolConfig& config() const { return config_; }
   // Asks every worker to stop, waits briefly, kills stragglers, reaps all. Idempotent.
   void shutdown();
-  // Replaces a dead worker: reaps it, resets its rings, and forks a new process for the same
-  // region. Payload slots still viewed by batches stay valid and keep their owners.
+  // Replaces a dead worker: reaps it, resets its rings, rebuilds its free-slot stack (the
+  // caller has dropped the dead worker's tasks), and forks a new process for the same region.
+  // Payload slots still viewed by batches stay valid and keep their owners.
   void restart(size_t worker);
 
  private:

@@ -1,6 +1,6 @@
 // InFlightTable: the one record of the work handed to workers and not yet received back. Per
 // worker, by task descriptor id: the epoch run (generation), where the batch stands in the
-// run's list and in the epoch's plan, its payload slot and its indices.
+// run's list and in the epoch's plan, whether it holds a payload-slot promise, and its indices.
 //
 // Owned and changed by the dispatcher, on the training thread; the supervisor's watch thread
 // reads a worker's entries when that worker dies, for its report. The writer reads without
@@ -21,7 +21,9 @@ namespace mploader::detail {
 struct InFlightTask {
   uint64_t generation = 0;  // the dispatcher's epoch run; an older one is abandoned
   uint64_t position = 0;    // in the run's list of batches (a resumed run skips some)
-  int64_t slot = -1;        // the payload slot it was given; -1: an overflow segment
+  // A free payload slot was promised (SlotPool::reserve); the worker pops the slot itself.
+  // false: it was sent to write an overflow segment.
+  bool slot_promised = false;
   InFlightBatch batch;      // epoch, sequence in the epoch's plan, indices: what reports name
 };
 

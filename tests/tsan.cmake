@@ -1,9 +1,11 @@
 # The ThreadSanitizer build (-DMPLOADER_TSAN=ON, scripts/test): the tests that exercise the main
 # process's own threads, which is where a data race would be ours. The dispatcher and the
 # receiving of batches (loader, failures, overflow, resume), the supervisor (crashes, hangs,
-# restarts), the launcher and reaping (spawn, lifecycle, the slot-size probe) and the device
-# prefetcher's copy thread (device). Worker processes are single-threaded and run the same
-# instrumented code, so they are checked along the way.
+# restarts), the launcher and reaping (spawn, lifecycle, the slot-size probe), the device
+# prefetcher's copy thread (device), and the free-slot stack across threads and its pool,
+# whose release runs on whichever thread drops a batch (slot stack, slot reuse). Worker
+# processes are single-threaded and run the same instrumented code, so they are checked along
+# the way.
 #
 # tsan.supp holds the suppressions, one reason each: reports from inside libtorch, which is not
 # instrumented, are not ours to fix. halt_on_error: a race fails the test it happened in.
@@ -19,6 +21,8 @@ add_executable(mploader_tsan_tests
   test_device.cc
   test_slot_probe.cc
   test_overflow.cc
+  test_slot_stack.cc
+  test_slot_reuse.cc
   faulty_dataset.cc
   memory_cgroup.cc
 )

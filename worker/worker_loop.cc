@@ -34,8 +34,9 @@ void set_worker_phase(ipc::RegionHeader& header, ipc::WorkerPhase phase) {
 // and phase the worker is in, for the crash and hang reports.
 class TaskSink : public detail::BatchSink {
  public:
-  TaskSink(const WorkerContext& c, ipc::TaskDescriptor& d)
-      : c_(c), header_(c.region.header()), d_(d) {}
+  // `slot_promised`: the main process counted a free slot for this task (kSlotAtStart).
+  TaskSink(const WorkerContext& c, ipc::TaskDescriptor& d, bool slot_promised)
+      : c_(c), header_(c.region.header()), d_(d), slot_promised_(slot_promised) {}
 
   bool begin_sample(int64_t index, ipc::WorkerPhase phase) override {
     if (header_.stop.load(std::memory_order_relaxed) != 0) _exit(0);
@@ -52,12 +53,9 @@ class TaskSink : public detail::BatchSink {
 
   detail::BatchFailure open(const detail::PlannedBatch& plan, uint8_t*& base) override {
     detail::write_tensor_table(plan, d_);
-    fits_ = d_.payload_slot >= 0 && plan.total_bytes <= header_.slot_bytes;
-    if (fits_) {
-      base = c_.region.slot(static_cast<uint32_t>(d_.payload_slot));
-      return {};
-    }
-    if (!c_.spec.settings.allow_overflow && d_.payload_slot >= 0) {
+    fits_ = slot_promised_ && plan.total_bytes <= header_.slot_bytes;
+    if (fits_) return pop_slot(base);
+    if (!c_.spec.settings.allow_overflow && slot_promised_) {
       return detail::BatchFailure{ipc::TaskStatus::kTooLarge, -1, "", ""};
     }
     auto segment = ipc::ShmRegion::create(std::max<uint64_t>(plan.total_bytes, 1), "",
@@ -76,7 +74,7 @@ class TaskSink : public detail::BatchSink {
   detail::BatchFailure publish(uint32_t id) {
     set_worker_phase(header_, ipc::WorkerPhase::kPublish);
     if (fits_) return {};
-    d_.payload_slot = -1;  // tells the main process to receive the segment
+    d_.payload_slot = ipc::kNoSlot;  // tells the main process to receive the segment
     ipc::Status sent = ipc::send_fd(c_.spec.socket_fd, overflow_.fd(), id);
     if (sent.ok()) return {};
     return detail::BatchFailure{ipc::TaskStatus::kInternalError, -1, "fd passing",
@@ -84,9 +82,30 @@ class TaskSink : public detail::BatchSink {
   }
 
  private:
+  // Takes the slot freed last, so the batch goes into memory the training loop used moments
+  // ago (still in cache), and names it in the descriptor: from here on, whatever the task's
+  // outcome, the main process gets the slot back through the descriptor.
+  detail::BatchFailure pop_slot(uint8_t*& base) {
+    uint32_t slot = 0;
+    if (!header_.free_slots.try_pop(slot) || slot >= header_.num_slots) {
+      fits_ = false;
+      return detail::BatchFailure{
+          ipc::TaskStatus::kInternalError, -1, "shared memory",
+          "the shared free-slot stack is corrupt: the main process promised this task one of " +
+              std::to_string(header_.num_slots) + " slots, but the stack " +
+              (slot >= header_.num_slots ? "gave slot " + std::to_string(slot)
+                                         : std::string("is empty")) +
+              " (a bug in mploader, or dataset code writing out of bounds); recreate the loader"};
+    }
+    d_.payload_slot = static_cast<int32_t>(slot);
+    base = c_.region.slot(slot);
+    return {};
+  }
+
   const WorkerContext& c_;
   ipc::RegionHeader& header_;
   ipc::TaskDescriptor& d_;
+  const bool slot_promised_;
   bool fits_ = false;
   ipc::ShmRegion overflow_;
 };
@@ -180,7 +199,9 @@ class Worker {
     d.num_tensors = 0;
     d.batch_bytes = 0;
     d.failed_index = -1;
-    TaskSink sink(c_, d);
+    const bool slot_promised = d.payload_slot == ipc::kSlotAtStart;
+    d.payload_slot = ipc::kNoSlot;  // until a slot is popped: the main process reads it back
+    TaskSink sink(c_, d, slot_promised);
     const int64_t* indices = c_.region.indices(id);
     detail::PlannedBatch plan;
     detail::BatchFailure failure;
