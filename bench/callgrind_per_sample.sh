@@ -43,12 +43,12 @@ for w in "${workloads[@]}"; do
     samples=$(( ${batch[$w]} * ${batches[$w]} ))
     worker_total=0 dataset=0 main=0
     for f in "$dir"/cg.*; do  # the bench, its run process, the slot probe, the worker
-      task=$(inclusive "$f" 'mploader::worker::run_worker\(')
+      task=$(inclusive "$f" 'mploader::worker::run_worker\\(')
       if (( task > worker_total )); then
         worker_total=$task
-        dataset=$(inclusive "$f" 'bench::[A-Za-z]+Dataset::(get|write|write_batch)\(')
+        dataset=$(inclusive "$f" 'bench::[A-Za-z]+Dataset::(get|write|write_batch)\\(')
       fi
-      next=$(inclusive "$f" 'mploader::Loader::next\(\)')
+      next=$(inclusive "$f" 'mploader::Loader::next\\(\\)')
       (( next > main )) && main=$next
     done
     printf '%-10s %-13s %10d %10d %10d %10d\n' "$w" "$loader" $(( dataset / samples )) \

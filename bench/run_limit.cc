@@ -1,8 +1,8 @@
 // The physical limit: the same number of threads as workers, each writing every byte of its
 // batches once (the workload's own in-place fill, Dataset::write_batch: no get(), no copy)
 // into preallocated shared-memory slots with the footprint of mploader's rings (prefetch + 1
-// slots per worker), handed to the calling thread in order as mploader hands batches to the
-// training loop. No processes, no descriptors, no collation: what is left is the work itself
+// slots per worker, the one released last reused first), handed to the calling thread in order
+// as mploader hands batches to the training loop. No processes, no descriptors, no collation: what is left is the work itself
 // and its memory traffic. Only for workloads that declare a sample layout.
 #include "run_config.h"
 #include "run_timer.h"
@@ -64,31 +64,42 @@ class SlotMemory {
 };
 
 // Batches written by the producers and taken by the consumer, in order. Producer t writes
-// batches t, t + T, ...; its k-th batch goes to its slot k % slots_per_thread, once the
-// consumer has taken the batch that slot held.
+// batches t, t + T, ...; each into the free slot of its own that the consumer released last
+// (still in cache), as mploader's workers take theirs.
 class Handoff {
  public:
-  explicit Handoff(int64_t batches) : ready_(static_cast<size_t>(batches), false) {}
-  void publish(int64_t b) {
+  Handoff(int64_t batches, int64_t threads, int64_t ring)
+      : slot_of_(static_cast<size_t>(batches), -1), free_(static_cast<size_t>(threads)) {
+    for (int64_t t = 0; t < threads; ++t) {
+      for (int64_t k = ring - 1; k >= 0; --k) free_[static_cast<size_t>(t)].push_back(t * ring + k);
+    }
+  }
+  // Producer t: a free slot to write into, or -1 once the run failed.
+  int64_t acquire(int64_t t) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto& mine = free_[static_cast<size_t>(t)];
+    cv_.wait(lock, [&] { return !mine.empty() || error_; });
+    if (error_) return -1;
+    const int64_t slot = mine.back();
+    mine.pop_back();
+    return slot;
+  }
+  void publish(int64_t b, int64_t slot) {
     std::lock_guard<std::mutex> lock(mu_);
-    ready_[static_cast<size_t>(b)] = true;
+    slot_of_[static_cast<size_t>(b)] = slot;
     cv_.notify_all();
   }
-  void take(int64_t b) {
+  // The consumer: the slot batch `b` was written into, once it is.
+  int64_t take(int64_t b) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return ready_[static_cast<size_t>(b)] || error_; });
+    cv_.wait(lock, [&] { return slot_of_[static_cast<size_t>(b)] >= 0 || error_; });
     if (error_) std::rethrow_exception(error_);
+    return slot_of_[static_cast<size_t>(b)];
   }
-  void release(int64_t b) {
+  void release(int64_t t, int64_t slot) {
     std::lock_guard<std::mutex> lock(mu_);
-    taken_ = b + 1;
+    free_[static_cast<size_t>(t)].push_back(slot);
     cv_.notify_all();
-  }
-  // Blocks until batch `b` (of this producer) may overwrite batch `b - ring` in its slot.
-  bool wait_free(int64_t b, int64_t ring) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return b - ring < taken_ || error_; });
-    return !error_;
   }
   void fail(std::exception_ptr e) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -99,8 +110,8 @@ class Handoff {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<bool> ready_;
-  int64_t taken_ = 0;
+  std::vector<int64_t> slot_of_;           // batch -> its slot, -1 until written
+  std::vector<std::vector<int64_t>> free_;  // per producer, most recently released last
   std::exception_ptr error_;
 };
 
@@ -120,24 +131,24 @@ RunResult run_limit(const RunConfig& config, const std::shared_ptr<mploader::Dat
   {
     const SlotLayout layout = slot_layout(*fields, config.batch_size);
     SlotMemory memory(layout.slot_bytes * static_cast<size_t>(threads * ring));
-    const auto slot_of = [&](int64_t b) {
-      const int64_t t = b % threads, k = b / threads;
-      return memory.base() + layout.slot_bytes * static_cast<size_t>(t * ring + k % ring);
+    const auto slot_memory = [&](int64_t slot) {
+      return memory.base() + layout.slot_bytes * static_cast<size_t>(slot);
     };
-    Handoff handoff(config.batches);
+    Handoff handoff(config.batches, threads, ring);
     const auto produce = [&](int64_t t) {
       std::vector<int64_t> indices(static_cast<size_t>(config.batch_size));
       std::vector<uint8_t*> bases(layout.fields.size());
       try {
         for (int64_t b = t; b < config.batches; b += threads) {
-          if (!handoff.wait_free(b, threads * ring)) return;
+          const int64_t slot = handoff.acquire(t);
+          if (slot < 0) return;
           const int64_t first = (b % per_epoch) * config.batch_size;
           for (size_t r = 0; r < indices.size(); ++r) indices[r] = first + static_cast<int64_t>(r);
-          for (size_t k = 0; k < bases.size(); ++k) bases[k] = slot_of(b) + layout.offsets[k];
+          for (size_t k = 0; k < bases.size(); ++k) bases[k] = slot_memory(slot) + layout.offsets[k];
           mploader::BatchWriter writer(layout.fields, bases.data(), layout.field_bytes.data(),
                                        indices.size());
           data->write_batch(indices.data(), indices.size(), writer);
-          handoff.publish(b);
+          handoff.publish(b, slot);
         }
       } catch (...) {
         handoff.fail(std::current_exception());
@@ -148,17 +159,17 @@ RunResult run_limit(const RunConfig& config, const std::shared_ptr<mploader::Dat
     try {
       for (int64_t b = 0; b < config.batches; ++b) {
         timer.waiting();
-        handoff.take(b);
+        const int64_t slot = handoff.take(b);
         int64_t bytes = 0;
         for (size_t k = 0; k < layout.fields.size(); ++k) {
           bytes += static_cast<int64_t>(layout.field_bytes[k]) * config.batch_size;
           if (layout.fields[k].name == "label") {
-            timer.labels(at::from_blob(slot_of(b) + layout.offsets[k], {config.batch_size},
-                                       at::kLong));
+            timer.labels(at::from_blob(slot_memory(slot) + layout.offsets[k],
+                                       {config.batch_size}, at::kLong));
           }
         }
         timer.batch(config.batch_size, bytes);
-        handoff.release(b);
+        handoff.release(b % threads, slot);
       }
     } catch (...) {
       handoff.fail(std::current_exception());
