@@ -25,8 +25,10 @@ command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get ins
 # Inclusive instructions of the functions whose names match `pattern` in callgrind file $1: the
 # sum over the matching functions' own entries (those naming their object file; the others
 # split a function by the files its inlined code came from).
+# Run from / with an absolute path: from inside the source tree, callgrind_annotate names files
+# relatively and splits a function's entry differently (a smaller inclusive count).
 inclusive() {
-  callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
+  (cd / && callgrind_annotate --inclusive=yes --threshold=100 "$(realpath "$1")" 2>/dev/null) |
     awk -v pat="$2" '$0 ~ pat && $0 ~ / \[\// { gsub(",", "", $1); sum += $1 } END { printf "%.0f\n", sum }'
 }
 
