@@ -1,6 +1,8 @@
 // Built-in collators: stack, pad (with lengths), and a user function.
 #include <mploader/collate.h>
 
+#include "batch/exception_text.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -11,11 +13,8 @@
 namespace mploader {
 namespace {
 
-std::string shape_text(at::IntArrayRef shape) {
-  std::ostringstream s;
-  s << shape;
-  return s.str();
-}
+using detail::quoted_names;
+using detail::shape_text;
 
 // True when `a` and `b` name the same tensors in the same order. Compares in place: this runs
 // for every sample of every batch, and names() would allocate.
@@ -25,13 +24,6 @@ bool same_names(const Sample& a, const Sample& b) {
     if (x->first != y->first) return false;
   }
   return true;
-}
-
-std::string quoted(const std::vector<std::string>& names) {
-  if (names.empty()) return "none";
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
-  return out;
 }
 
 // The names in `a` that `b` lacks.
@@ -52,11 +44,11 @@ std::vector<std::string> missing_from(const std::vector<std::string>& a,
   throw SampleError(row, [=](const SampleError::NameOf& name) {
     const std::string a = name(row), b = name(first);
     if (only_here.empty() && only_first.empty()) {
-      return a + " has the tensors of " + b + " in another order (" + quoted(names) + " vs " +
-             quoted(first_names) + "); Dataset::get must set them in one order for every sample";
+      return a + " has the tensors of " + b + " in another order (" + quoted_names(names) + " vs " +
+             quoted_names(first_names) + "); Dataset::get must set them in one order for every sample";
     }
-    return a + " and " + b + " name different tensors: only in " + a + ": " + quoted(only_here) +
-           "; only in " + b + ": " + quoted(only_first) +
+    return a + " and " + b + " name different tensors: only in " + a + ": " + quoted_names(only_here) +
+           "; only in " + b + ": " + quoted_names(only_first) +
            ". Dataset::get must return the same names for every sample";
   });
 }

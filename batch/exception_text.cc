@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <sstream>
 #include <typeinfo>
 
 namespace mploader::detail {
@@ -27,6 +28,19 @@ std::pair<std::string, std::string> describe_current_exception() {
   } catch (...) {
     return {"unknown", "a non-std::exception was thrown"};
   }
+}
+
+std::string shape_text(c10::IntArrayRef shape) {
+  std::ostringstream s;
+  s << shape;
+  return s.str();
+}
+
+std::string quoted_names(const std::vector<std::string>& names) {
+  if (names.empty()) return "none";
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
 }
 
 }  // namespace mploader::detail

@@ -2,30 +2,22 @@
 // implement get(), write(), or both (mploader/dataset.h).
 #include <mploader/dataset.h>
 
+#include "batch/exception_text.h"
+
 #include <ATen/ATen.h>
 
 #include <cstring>
-#include <sstream>
 #include <stdexcept>
 
 namespace mploader {
 namespace {
 
-std::string shape_text(at::IntArrayRef shape) {
-  std::ostringstream s;
-  s << shape;
-  return s.str();
-}
+using detail::quoted_names;
+using detail::shape_text;
 
 std::string describe(const FieldLayout& f) {
   return "'" + f.name + "' (" + std::string(c10::toString(f.dtype)) + " " + shape_text(f.shape) +
          ")";
-}
-
-std::string quoted_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
-  return out.empty() ? "none" : out;
 }
 
 size_t find_field(const SampleLayout& layout, std::string_view name) {
