@@ -61,22 +61,22 @@ void check_field_index(const SampleLayout& layout, size_t k) {
 uint64_t all_fields(size_t n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
 
 // Copies `value` into the memory of `field` (`base`, contiguous), after checking dtype and shape.
-void copy_checked(const FieldLayout& field, uint8_t* base, const at::Tensor& value,
-                  at::IntArrayRef shape) {
-  if (!value.defined() || value.scalar_type() != field.dtype || value.sizes() != shape) {
+void copy_checked(const FieldLayout& field, uint8_t* base, const at::Tensor& value) {
+  if (!value.defined() || value.scalar_type() != field.dtype ||
+      value.sizes() != at::IntArrayRef(field.shape)) {
     throw std::invalid_argument(
         "cannot write " +
         (value.defined() ? std::string(c10::toString(value.scalar_type())) + " " +
                                shape_text(value.sizes())
                          : std::string("an undefined tensor")) +
-        " into field " + describe(field) + (shape.size() != field.shape.size() ? " x rows" : "") +
+        " into field " + describe(field) +
         "; give it the dtype and shape sample_layout() declares, or declare what get() returns");
   }
   if (value.is_contiguous() && value.device().is_cpu() && value.layout() == at::kStrided) {
     std::memcpy(base, value.data_ptr(), value.nbytes());
     return;
   }
-  at::from_blob(base, shape, at::TensorOptions().dtype(field.dtype)).copy_(value);
+  at::from_blob(base, field.shape, at::TensorOptions().dtype(field.dtype)).copy_(value);
 }
 
 }  // namespace
@@ -122,7 +122,7 @@ at::Tensor SampleWriter::tensor(size_t k) {
 
 void SampleWriter::copy(size_t k, const at::Tensor& value) {
   check_field(k);
-  copy_checked(field(k), static_cast<uint8_t*>(bytes(k)), value, field(k).shape);
+  copy_checked(field(k), static_cast<uint8_t*>(bytes(k)), value);
 }
 
 void SampleWriter::check_complete() const {
