@@ -52,6 +52,9 @@ void RegionView::initialize(void* base, const RegionGeometry& g, int worker_id) 
   h->init_error[0] = '\0';
   h->foreign_wait_status.store(-1);
   h->maps_bytes = 0;
+  h->skips_total.store(0);
+  h->skips_written.store(0);
+  h->skips_read.store(0);
   // Slot 0 on top: a fresh region hands out slots 0, 1, 2, ... in that order.
   h->free_slots.reset();
   for (uint32_t s = g.num_slots; s > 0; --s) h->free_slots.push(s - 1);

@@ -30,7 +30,7 @@
 namespace mploader::ipc {
 
 constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
-constexpr uint32_t kLayoutVersion = 5;  // 4: the free-slot stack; 5: failed_call
+constexpr uint32_t kLayoutVersion = 6;  // 4: the free-slot stack; 5: failed_call; 6: skip log
 constexpr uint32_t kRingCapacity = 64;
 // Each ring can hold every descriptor id at once, so a push of one can never find it full.
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
@@ -95,6 +95,19 @@ struct TaskDescriptor {
   // Followed by int64_t indices[max_indices] (see RegionGeometry::descriptor_stride).
 };
 
+// A sample the dataset replaced with another (mploader::report_skipped_sample), on its way from
+// the worker to the main process.
+struct SkipRecord {
+  int64_t index;
+  int64_t substitute;
+  uint64_t epoch;
+  char source[512];
+  char reason[512];
+};
+// Records a worker can report before the main process drains them (it does so after every batch
+// it receives); more are counted in skips_total but not listed.
+constexpr uint32_t kSkipLogCapacity = 32;
+
 struct alignas(64) RegionHeader {
   uint64_t magic;
   uint32_t version;
@@ -128,6 +141,14 @@ struct alignas(64) RegionHeader {
   // to symbolize its frames in its own layout (a spawned worker's differs from ours).
   uint64_t maps_bytes;
   char maps_text[kMapsBytes];
+  // Skipped samples, worker to main, single producer and single consumer. The worker fills
+  // skip_log[written % capacity] and then publishes written (release); the main process reads
+  // the records below written (acquire), then publishes read (release), which frees them for
+  // the worker (acquire). Both counters only grow.
+  alignas(64) std::atomic<uint64_t> skips_total;    // worker: every skip, listed or not
+  std::atomic<uint64_t> skips_written;              // worker: records filled
+  alignas(64) std::atomic<uint64_t> skips_read;     // main: records taken
+  SkipRecord skip_log[kSkipLogCapacity];
 };
 
 struct RegionGeometry {

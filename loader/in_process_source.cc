@@ -75,6 +75,7 @@ std::optional<Batch> InProcessSource::next() {
   std::vector<int64_t>& indices = batches_[position];
   PooledSink sink(*buffers_);
   PlannedBatch plan;
+  const ScopedLoadingScope scope(skips_.get(), LoadingContext{seed_, epoch_});
   const BatchFailure failure =
       assemble_batch(dataset_, collator_, indices.data(), indices.size(), sink, plan);
   if (!failure.ok()) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "loader/batch_source.h"
+#include "loader/skip_ledger.h"
 
 #include <mploader/collate.h>
 #include <mploader/dataset.h>
@@ -35,7 +36,11 @@ class BatchBufferPool : public std::enable_shared_from_this<BatchBufferPool> {
 
 class InProcessSource : public BatchSource {
  public:
-  InProcessSource(Dataset& dataset, Collator& collator) : dataset_(dataset), collator_(collator) {}
+  // `skips` receives what the dataset reports skipped; `seed` is LoaderOptions::seed, for the
+  // loading context the dataset sees (mploader::loading_context()).
+  InProcessSource(Dataset& dataset, Collator& collator, std::shared_ptr<SkipLedger> skips,
+                  uint64_t seed)
+      : dataset_(dataset), collator_(collator), skips_(std::move(skips)), seed_(seed) {}
   void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
                    uint64_t epoch) override;
   std::optional<Batch> next() override;
@@ -43,6 +48,8 @@ class InProcessSource : public BatchSource {
  private:
   Dataset& dataset_;
   Collator& collator_;
+  std::shared_ptr<SkipLedger> skips_;
+  uint64_t seed_;
   std::shared_ptr<BatchBufferPool> buffers_ = std::make_shared<BatchBufferPool>();
   std::vector<std::vector<int64_t>> batches_;
   std::vector<uint64_t> sequences_;  // as in BatchSource::start_epoch

@@ -19,7 +19,7 @@ WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options)
       collator_(options.collate),
       persistent_workers_(options.persistent_workers) {
   if (options.num_workers == 0) {
-    source_ = std::make_unique<InProcessSource>(dataset_, *collator_);
+    source_ = std::make_unique<InProcessSource>(dataset_, *collator_, skips_, options.seed);
     return;
   }
   config_ = pool_config(options, dataset_);
@@ -103,6 +103,7 @@ std::optional<Batch> WorkerRuntime::next() {
                                         std::chrono::steady_clock::now() - wait_start)
                                         .count());
   batches_taken_ += batch ? 1 : 0;
+  drain_skips();
   if (!batch && !persistent_workers_) stop_workers();
   return batch;
 }
@@ -114,10 +115,17 @@ std::vector<int> WorkerRuntime::worker_pids() const {
   return pids;
 }
 
+void WorkerRuntime::drain_skips() const {
+  if (!pool_) return;
+  for (size_t w = 0; w < pool_->size(); ++w) skips_->drain(pool_->channel(w).view.header());
+}
+
 LoaderStats WorkerRuntime::stats() const {
   LoaderStats s = stopped_stats_;
   s.batches = batches_taken_;
   s.wait_ns = wait_ns_;
+  drain_skips();
+  skips_->fill(s);
   if (!pool_) return s;
   s.workers.resize(std::max(s.workers.size(), pool_->size()));
   for (size_t w = 0; w < pool_->size(); ++w) {

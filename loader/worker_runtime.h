@@ -17,6 +17,8 @@
 
 #include <mploader/batch.h>
 #include <mploader/dataset.h>
+#include "loader/skip_ledger.h"
+
 #include <mploader/options.h>
 #include <mploader/stats.h>
 
@@ -67,6 +69,10 @@ class WorkerRuntime {
   uint64_t batches_taken_ = 0;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<BatchSource> source_;
+  // Skipped samples of every pool and of the in-process path; the in-process source holds it.
+  std::shared_ptr<SkipLedger> skips_ = std::make_shared<SkipLedger>();
+
+  void drain_skips() const;
 };
 
 }  // namespace mploader::detail

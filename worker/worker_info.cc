@@ -9,15 +9,26 @@ std::optional<WorkerInfo> g_worker_info;  // set once in each worker, right afte
 
 std::optional<WorkerInfo> worker_info() { return g_worker_info; }
 
-uint64_t worker_seed(uint64_t seed, uint64_t epoch, int worker_id) {
-  // splitmix64 steps: nearby inputs give unrelated seeds.
+namespace {
+// splitmix64 steps over (seed, epoch, n): nearby inputs give unrelated seeds.
+uint64_t mix_three(uint64_t seed, uint64_t epoch, uint64_t n) {
   auto mix = [](uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
   };
-  return mix(mix(mix(seed) ^ epoch) ^ static_cast<uint64_t>(worker_id));
+  return mix(mix(mix(seed) ^ epoch) ^ n);
+}
+}  // namespace
+
+uint64_t worker_seed(uint64_t seed, uint64_t epoch, int worker_id) {
+  return mix_three(seed, epoch, static_cast<uint64_t>(worker_id));
+}
+
+// The same steps over the complemented seed, so that sample 3's seed is not worker 3's.
+uint64_t sample_seed(uint64_t seed, uint64_t epoch, int64_t index) {
+  return mix_three(~seed, epoch, static_cast<uint64_t>(index));
 }
 
 namespace worker {

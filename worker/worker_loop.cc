@@ -4,7 +4,9 @@
 #include "batch/exception_text.h"
 #include "ipc/fd_passing.h"
 #include "ipc/shm_region.h"
+#include "batch/loading_scope.h"
 #include "worker/crash_handler.h"
+#include "worker/skip_log.h"
 #include "worker/worker_info_setter.h"
 
 #include <ATen/Context.h>
@@ -148,10 +150,12 @@ class Worker {
     at::manual_seed(seed);
     std::srand(static_cast<unsigned>(seed));
     set_worker_epoch(epoch, seed);
+    detail::set_process_loading_context(LoadingContext{c_.spec.settings.seed, epoch});
     epoch_ = epoch;
   }
 
   bool run_init() {
+    detail::set_process_skip_sink(&skip_log_);
     set_worker_info(WorkerInfo{c_.spec.worker_id, c_.spec.settings.num_workers,
                                static_cast<int>(getpid()), 0, 0, c_.spec.settings.rank});
     enter_epoch(c_.spec.settings.first_epoch);
@@ -226,6 +230,7 @@ class Worker {
   const WorkerContext& c_;
   ipc::RegionHeader& header_;
   uint64_t epoch_ = 0;
+  RegionSkipLog skip_log_{header_};  // where report_skipped_sample() goes in this process
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace mploader {
@@ -19,6 +20,18 @@ struct WorkerStats {
   uint64_t batches = 0;  ///< Tasks finished, cancelled ones included.
 };
 
+/// A sample a dataset could not load and replaced with another (report_skipped_sample()).
+struct SkippedSample {
+  int64_t index = -1;       ///< The sample the batch asked for.
+  int64_t substitute = -1;  ///< The sample loaded in its place; -1 when none was.
+  uint64_t epoch = 0;       ///< The epoch of the batch.
+  std::string source;       ///< Where the dataset read it from (a file's path).
+  std::string reason;       ///< Why it could not be loaded (the decoder's message).
+};
+
+/// How many skipped samples LoaderStats::skipped lists; skipped_samples counts them all.
+inline constexpr size_t kMaxListedSkips = 1000;
+
 /// Where a Loader's time went: a snapshot from Loader::stats(); subtract two for an interval.
 struct LoaderStats {
   /// One entry per worker slot (empty with num_workers == 0). A replaced worker's counters
@@ -30,6 +43,12 @@ struct LoaderStats {
   /// The part of wait_ns spent waiting for the batch due next (in_order) while batches that
   /// come later were already done: head-of-line blocking behind a slow worker.
   uint64_t head_of_line_ns = 0;
+  /// Samples the dataset reported skipped (report_skipped_sample()), in every epoch so far.
+  uint64_t skipped_samples = 0;
+  /// The first kMaxListedSkips of them, in the order the Loader received them; a worker that
+  /// skips more than 32 samples between two batches the Loader receives has the rest counted
+  /// in skipped_samples but not listed.
+  std::vector<SkippedSample> skipped;
 };
 
 }  // namespace mploader

@@ -1,0 +1,39 @@
+// What the dataset's code can ask of the Loader that calls it: the loading context (seed and
+// epoch) and where report_skipped_sample() sends its records. A worker process sets both for
+// the whole process; the training process, with num_workers = 0, only for the calling thread
+// while it builds a batch (a Scoped* object), since several Loaders may share the process.
+#pragma once
+
+#include <mploader/worker_info.h>
+
+#include <cstdint>
+#include <string>
+
+namespace mploader::detail {
+
+// Receives the skips a dataset reports.
+class SkipSink {
+ public:
+  virtual ~SkipSink() = default;
+  virtual void add(int64_t index, int64_t substitute, uint64_t epoch, const std::string& source,
+                   const std::string& reason) = 0;
+};
+
+// A worker process, once: its sink and its context for good. `sink` must outlive every call.
+void set_process_skip_sink(SkipSink* sink);
+void set_process_loading_context(const LoadingContext& context);
+
+// The calling thread's sink and context while alive; they take precedence over the process's.
+class ScopedLoadingScope {
+ public:
+  ScopedLoadingScope(SkipSink* sink, const LoadingContext& context);
+  ~ScopedLoadingScope();
+  ScopedLoadingScope(const ScopedLoadingScope&) = delete;
+  ScopedLoadingScope& operator=(const ScopedLoadingScope&) = delete;
+
+ private:
+  SkipSink* previous_sink_;
+  std::optional<LoadingContext> previous_context_;
+};
+
+}  // namespace mploader::detail

@@ -1,0 +1,44 @@
+#include "loader/skip_ledger.h"
+
+#include <cstring>
+
+namespace mploader::detail {
+
+void SkipLedger::add(int64_t index, int64_t substitute, uint64_t epoch, const std::string& source,
+                     const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++total_;
+  list(SkippedSample{index, substitute, epoch, source, reason});
+}
+
+void SkipLedger::list(SkippedSample skipped) {
+  if (listed_.size() < kMaxListedSkips) listed_.push_back(std::move(skipped));
+}
+
+void SkipLedger::drain(ipc::RegionHeader& header) {
+  // Acquire: the records below `written` are complete (worker/skip_log.cc).
+  const uint64_t written = header.skips_written.load(std::memory_order_acquire);
+  uint64_t read = header.skips_read.load(std::memory_order_relaxed);  // only we store it
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (; read < written; ++read) {
+    const ipc::SkipRecord& r = header.skip_log[read % ipc::kSkipLogCapacity];
+    list(SkippedSample{r.index, r.substitute, r.epoch,
+                       std::string(r.source, strnlen(r.source, sizeof r.source)),
+                       std::string(r.reason, strnlen(r.reason, sizeof r.reason))});
+  }
+  // Release: our reads of the records happen before the worker reuses them.
+  header.skips_read.store(read, std::memory_order_release);
+  const uint64_t total = header.skips_total.load(std::memory_order_relaxed);
+  uint64_t& seen = seen_totals_[&header];
+  if (total < seen) seen = 0;
+  total_ += total - seen;
+  seen = total;
+}
+
+void SkipLedger::fill(LoaderStats& stats) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats.skipped_samples = total_;
+  stats.skipped = listed_;
+}
+
+}  // namespace mploader::detail
