@@ -214,7 +214,7 @@ ImageList scan_class_folders_cached(const std::string& root,
   ScanState state{extensions, {}};
   ImageList list = scan(root, state);
   if (has_newline(list) || !write_cache(cache_file, root, extensions, list, state)) {
-    log().warn("mploader: ImageFolder could not write its scan cache {} ({}); the folder "
+    mploader::detail::log().warn("mploader: ImageFolder could not write its scan cache {} ({}); the folder "
                "will be scanned again next time",
                cache_file, has_newline(list) ? "a path holds a newline" : std::strerror(errno));
   }

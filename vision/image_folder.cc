@@ -75,6 +75,8 @@ ReturnOnExit(GiveBack) -> ReturnOnExit<GiveBack>;
 ImageFolder::ImageFolder(std::string root, Compose transform, ImageFolderOptions options)
     : ImageFolder(Source{std::move(root), ""}, std::move(transform), std::move(options)) {}
 
+ImageFolder::~ImageFolder() = default;
+
 std::shared_ptr<ImageFolder> ImageFolder::from_list(const std::string& list_file,
                                                     Compose transform,
                                                     ImageFolderOptions options) {
@@ -126,7 +128,7 @@ bool ImageFolder::load(int64_t index, uint64_t seed, Decoding& d, std::string& e
   try {
     const ImageInfo info = d.decoder.info(d.file.data(), d.file.size());
     d.plan = transform_.plan(info.width, info.height, seed);
-    d.decoder.decode(d.file.data(), d.file.size(), transform_.needed_region(d.plan),
+    d.decoder.decode(d.file.data(), d.file.size(), transform_.needed_region(d.plan, info.width, info.height),
                      transform_.min_scale(d.plan), d.image);
     return true;
   } catch (const DecodeError& e) {

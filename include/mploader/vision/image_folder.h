@@ -68,6 +68,7 @@ class ImageFolder : public Dataset {
   /// the root is missing or not a folder, when it holds no class folder, and when a class
   /// folder holds no image.
   ImageFolder(std::string root, Compose transform, ImageFolderOptions options = {});
+  ~ImageFolder() override;
 
   /// A dataset from a list file: one image per line, "<path> <label>" (the label, a
   /// non-negative integer, is the line's last field; a relative path is relative to the list

@@ -1,0 +1,157 @@
+// JPEG through libjpeg-turbo's libjpeg API, which (unlike TurboJPEG 2.1's) can skip rows and
+// crop columns: with DCT scaling, a 224-pixel crop of a 4000-pixel photo decodes a few hundred
+// thousand pixels, not twelve million.
+//
+// libjpeg reports errors by longjmp. The functions that call setjmp hold no C++ object with a
+// destructor in their frame, so the jump skips none; what must outlive the jump (the message,
+// the output buffer) lives in the caller's frame.
+#include "vision/decoders.h"
+
+#include <cstdio>
+#include <csetjmp>
+#include <cstring>
+
+#include <jerror.h>
+#include <jpeglib.h>
+
+namespace mploader::vision::detail {
+namespace {
+
+struct ErrorTrap {
+  jpeg_error_mgr manager;  // first: libjpeg sees a jpeg_error_mgr*
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+[[noreturn]] void jump_on_error(j_common_ptr cinfo) {
+  auto* trap = reinterpret_cast<ErrorTrap*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, trap->message);
+  std::longjmp(trap->jump, 1);
+}
+
+// A file that ends early is an error (PIL: "image file is truncated"), not a grey lower half.
+// Other warnings (extraneous bytes before a marker, say) decode as PIL decodes them.
+void jump_on_truncation(j_common_ptr cinfo, int level) {
+  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) jump_on_error(cinfo);
+}
+
+void install_trap(jpeg_decompress_struct& cinfo, ErrorTrap& trap) {
+  cinfo.err = jpeg_std_error(&trap.manager);
+  trap.manager.error_exit = jump_on_error;
+  trap.manager.emit_message = jump_on_truncation;
+  trap.message[0] = '\0';
+}
+
+// Pillow's cmyk2rgb: each channel times (255 - K), with Pillow's rounding. Adobe's files store
+// the channels inverted.
+void cmyk_to_rgb(const uint8_t* cmyk, int width, bool inverted, uint8_t* rgb) {
+  auto muldiv255 = [](int a, int b) {
+    const int t = a * b + 128;
+    return ((t >> 8) + t) >> 8;
+  };
+  for (int x = 0; x < width; ++x, cmyk += 4, rgb += 3) {
+    const int k = inverted ? cmyk[3] : 255 - cmyk[3];  // 255 - K
+    for (int c = 0; c < 3; ++c) {
+      const int ink = inverted ? 255 - cmyk[c] : cmyk[c];
+      rgb[c] = static_cast<uint8_t>(k - muldiv255(ink, k));
+    }
+  }
+}
+
+int scale_eighths(double min_scale) {
+  for (int n = 1; n < 8; ++n) {
+    if (n / 8.0 >= min_scale) return n;
+  }
+  return 8;
+}
+
+// Reads rows [first_row, end_row) of the (scaled, column-cropped) image into out. Returns false
+// with trap.message set on a libjpeg error.
+bool read_region(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
+                 std::vector<uint8_t>& row, ErrorTrap& trap) {
+  jpeg_decompress_struct cinfo;
+  install_trap(cinfo, trap);
+  if (setjmp(trap.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+  cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+  cinfo.scale_num = static_cast<unsigned>(scale_eighths(request.min_scale));
+  cinfo.scale_denom = 8;
+  jpeg_start_decompress(&cinfo);
+  out.source_width = static_cast<int>(cinfo.image_width);
+  out.source_height = static_cast<int>(cinfo.image_height);
+  out.scaled_width = static_cast<int>(cinfo.output_width);
+  out.scaled_height = static_cast<int>(cinfo.output_height);
+  int x0, x1, y0, y1;
+  covering_range(request.needed.left, request.needed.width, out.source_width, out.scaled_width,
+                 x0, x1);
+  covering_range(request.needed.top, request.needed.height, out.source_height,
+                 out.scaled_height, y0, y1);
+  JDIMENSION crop_x = static_cast<JDIMENSION>(x0), crop_width = static_cast<JDIMENSION>(x1 - x0);
+  if (crop_width < cinfo.output_width) jpeg_crop_scanline(&cinfo, &crop_x, &crop_width);
+  out.offset_x = static_cast<int>(crop_x);  // widened to an iMCU boundary
+  out.offset_y = y0;
+  out.width = static_cast<int>(crop_width);
+  out.height = y1 - y0;
+  out.pixels.resize(static_cast<size_t>(out.width) * static_cast<size_t>(out.height) * 3);
+  if (cmyk) row.resize(static_cast<size_t>(out.width) * 4);
+  if (y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(y0));
+  for (int y = 0; y < out.height; ++y) {
+    uint8_t* dst = out.pixels.data() + static_cast<size_t>(y) * static_cast<size_t>(out.width) * 3;
+    JSAMPROW line = cmyk ? row.data() : dst;
+    jpeg_read_scanlines(&cinfo, &line, 1);
+    if (cmyk) cmyk_to_rgb(row.data(), out.width, cinfo.saw_Adobe_marker, dst);
+  }
+  // The rows below the region are never decoded.
+  if (cinfo.output_scanline < cinfo.output_height) {
+    jpeg_abort_decompress(&cinfo);
+  } else {
+    jpeg_finish_decompress(&cinfo);
+  }
+  jpeg_destroy_decompress(&cinfo);
+  return true;
+}
+
+bool read_header(const uint8_t* data, size_t size, ImageInfo& info, ErrorTrap& trap) {
+  jpeg_decompress_struct cinfo;
+  install_trap(cinfo, trap);
+  if (setjmp(trap.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  info = ImageInfo{ImageFormat::kJpeg, static_cast<int>(cinfo.image_width),
+                   static_cast<int>(cinfo.image_height)};
+  jpeg_destroy_decompress(&cinfo);
+  return true;
+}
+
+}  // namespace
+
+ImageInfo jpeg_info(const uint8_t* data, size_t size, int64_t max_pixels) {
+  ErrorTrap trap;
+  ImageInfo info;
+  if (!read_header(data, size, info, trap)) {
+    throw DecodeError(std::string("corrupt JPEG header: ") + trap.message);
+  }
+  check_image_size(info.width, info.height, max_pixels);
+  return info;
+}
+
+void jpeg_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
+                 std::vector<uint8_t>& row) {
+  jpeg_info(data, size, request.max_pixels);  // the size check, before any pixel is allocated
+  ErrorTrap trap;
+  if (!read_region(data, size, request, out, row, trap)) {
+    throw DecodeError(std::string("corrupt or truncated JPEG: ") + trap.message);
+  }
+}
+
+}  // namespace mploader::vision::detail

@@ -1,0 +1,32 @@
+// The format decoders behind ImageDecoder. Each reads the header first and refuses an image
+// check_image_size() refuses before allocating its pixels; each throws DecodeError.
+#pragma once
+
+#include <mploader/vision/decode.h>
+
+#include <vector>
+
+namespace mploader::vision::detail {
+
+// What a decode is asked for: a rectangle of the source, the least scale, the pixel limit.
+struct DecodeRequest {
+  Rect needed;
+  double min_scale;
+  int64_t max_pixels;
+};
+
+ImageInfo jpeg_info(const uint8_t* data, size_t size, int64_t max_pixels);
+// `row` is scratch for one CMYK row, kept by the caller between images.
+void jpeg_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
+                 std::vector<uint8_t>& row);
+
+ImageInfo png_info(const uint8_t* data, size_t size, int64_t max_pixels);
+// `full` is scratch for an interlaced image, which libpng gives only whole.
+void png_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
+                std::vector<uint8_t>& full);
+
+// The columns or rows [first, end) of an axis of `scaled` pixels (`source` at full size) that
+// cover [from, from + extent) in source coordinates.
+void covering_range(double from, double extent, int source, int scaled, int& first, int& end);
+
+}  // namespace mploader::vision::detail

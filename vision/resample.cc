@@ -1,0 +1,156 @@
+// render(): one antialiased bilinear resampling from the plan's source rectangle to the output,
+// as PIL's (and torchvision's antialias=True) triangle filter: when shrinking, the filter's
+// support widens with the shrink factor, so every source pixel under an output pixel counts.
+// Separable: a horizontal pass over only the rows the vertical taps reach, then a vertical pass
+// that writes uint8 HWC or normalized float CHW, mirrored if the plan flips.
+#include <mploader/vision/transforms.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mploader::vision {
+namespace {
+
+// One axis: output coordinate o covers [start + o * step, start + (o + 1) * step) in buffer
+// pixels. Taps are clipped to [0, extent) and their weights renormalised (as PIL).
+struct Axis {
+  double start, step;
+  int extent, outputs;
+};
+
+double triangle(double x) {
+  x = std::fabs(x);
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+void compute_taps(const Axis& a, RenderScratch::Taps& t) {
+  const double filter_scale = std::max(a.step, 1.0);  // the triangle widens when shrinking
+  t.stride = static_cast<int>(std::ceil(2 * filter_scale)) + 2;
+  t.starts.resize(static_cast<size_t>(a.outputs));
+  t.counts.resize(static_cast<size_t>(a.outputs));
+  t.weights.assign(static_cast<size_t>(a.outputs) * static_cast<size_t>(t.stride), 0.0f);
+  for (int o = 0; o < a.outputs; ++o) {
+    const double center = a.start + (o + 0.5) * a.step;
+    const int lo = std::max(static_cast<int>(std::floor(center - filter_scale)), 0);
+    const int hi = std::min(static_cast<int>(std::ceil(center + filter_scale)), a.extent);
+    const int count = std::max(std::min(hi - lo, t.stride), 1);
+    float* w = &t.weights[static_cast<size_t>(o) * static_cast<size_t>(t.stride)];
+    double total = 0;
+    for (int k = 0; k < count; ++k) {
+      const double weight = triangle((lo + k + 0.5 - center) / filter_scale);
+      w[k] = static_cast<float>(weight);
+      total += weight;
+    }
+    if (total > 0) {
+      for (int k = 0; k < count; ++k) w[k] = static_cast<float>(w[k] / total);
+    } else {
+      w[0] = 1.0f;  // a rectangle past the last pixel centre: the nearest pixel
+    }
+    t.starts[static_cast<size_t>(o)] = std::min(lo, a.extent - 1);
+    t.counts[static_cast<size_t>(o)] = count;
+  }
+}
+
+// The buffer axis of the plan's rectangle: source coordinates through the decode's scale.
+Axis buffer_axis(double left, double extent, int source, int scaled, int offset, int buffer,
+                 int outputs) {
+  const double ratio = static_cast<double>(scaled) / source;
+  return Axis{left * ratio - offset, extent * ratio / outputs, buffer, outputs};
+}
+
+// Rows [first, first + rows) of `image`, resampled to `ow` columns (mirrored when `flip`),
+// into s.rows as rows x ow x 3 floats.
+void horizontal_pass(const RgbImage& image, int first, int rows, int ow, bool flip,
+                     RenderScratch& s) {
+  const RenderScratch::Taps& t = s.x;
+  s.rows.resize(static_cast<size_t>(rows) * static_cast<size_t>(ow) * 3);
+  for (int r = 0; r < rows; ++r) {
+    const uint8_t* src =
+        image.pixels.data() + static_cast<size_t>(first + r) * static_cast<size_t>(image.width) * 3;
+    float* dst = &s.rows[static_cast<size_t>(r) * static_cast<size_t>(ow) * 3];
+    for (int o = 0; o < ow; ++o) {
+      const float* w = &t.weights[static_cast<size_t>(o) * static_cast<size_t>(t.stride)];
+      const uint8_t* p = src + static_cast<size_t>(t.starts[o]) * 3;
+      float red = 0, green = 0, blue = 0;
+      for (int k = 0; k < t.counts[o]; ++k) {
+        red += w[k] * p[3 * k];
+        green += w[k] * p[3 * k + 1];
+        blue += w[k] * p[3 * k + 2];
+      }
+      const int x = flip ? ow - 1 - o : o;
+      dst[3 * x] = red;
+      dst[3 * x + 1] = green;
+      dst[3 * x + 2] = blue;
+    }
+  }
+}
+
+// Output row `o` from s.rows (whose row 0 is image row `first`), into s.line (ow x 3 floats).
+void vertical_taps(int o, int first, int ow, RenderScratch& s) {
+  const RenderScratch::Taps& t = s.y;
+  const float* w = &t.weights[static_cast<size_t>(o) * static_cast<size_t>(t.stride)];
+  const size_t width = static_cast<size_t>(ow) * 3;
+  s.line.assign(width, 0.0f);
+  for (int k = 0; k < t.counts[o]; ++k) {
+    const float* row = &s.rows[static_cast<size_t>(t.starts[o] - first + k) * width];
+    for (size_t x = 0; x < width; ++x) s.line[x] += w[k] * row[x];
+  }
+}
+
+}  // namespace
+
+Rect Compose::needed_region(const ImagePlan& plan, int source_width, int source_height) const {
+  // The filter reaches one output pixel's width (or one source pixel, when enlarging) beyond
+  // the rectangle; one more source pixel covers the DCT scale's rounding.
+  const double reach_x = std::max(plan.source.width / plan.out_width, 1.0) + 1;
+  const double reach_y = std::max(plan.source.height / plan.out_height, 1.0) + 1;
+  const double left = std::max(plan.source.left - reach_x, 0.0);
+  const double top = std::max(plan.source.top - reach_y, 0.0);
+  const double right = std::min(plan.source.left + plan.source.width + reach_x,
+                                static_cast<double>(source_width));
+  const double bottom = std::min(plan.source.top + plan.source.height + reach_y,
+                                 static_cast<double>(source_height));
+  return Rect{left, top, right - left, bottom - top};
+}
+
+double Compose::min_scale(const ImagePlan& plan) const {
+  const double x = plan.out_width / plan.source.width;
+  const double y = plan.out_height / plan.source.height;
+  return std::min(std::max(x, y), 1.0);
+}
+
+void Compose::render(const RgbImage& image, const ImagePlan& plan, void* out,
+                     RenderScratch& s) const {
+  const int ow = plan.out_width, oh = plan.out_height;
+  compute_taps(buffer_axis(plan.source.left, plan.source.width, image.source_width,
+                           image.scaled_width, image.offset_x, image.width, ow),
+               s.x);
+  compute_taps(buffer_axis(plan.source.top, plan.source.height, image.source_height,
+                           image.scaled_height, image.offset_y, image.height, oh),
+               s.y);
+  // Only the rows the vertical taps reach go through the horizontal pass.
+  int first = s.y.starts[0], last = first;
+  for (int o = 0; o < oh; ++o) {
+    first = std::min(first, s.y.starts[o]);
+    last = std::max(last, s.y.starts[o] + s.y.counts[o] - 1);
+  }
+  horizontal_pass(image, first, last - first + 1, ow, plan.flip, s);
+  const size_t plane = static_cast<size_t>(oh) * static_cast<size_t>(ow);
+  for (int o = 0; o < oh; ++o) {
+    vertical_taps(o, first, ow, s);
+    const size_t row = static_cast<size_t>(o) * static_cast<size_t>(ow);
+    if (layout_ == PixelLayout::kUint8HWC) {
+      uint8_t* dst = static_cast<uint8_t*>(out) + row * 3;
+      for (size_t x = 0; x < s.line.size(); ++x) {
+        dst[x] = static_cast<uint8_t>(std::clamp(s.line[x], 0.0f, 255.0f) + 0.5f);
+      }
+      continue;
+    }
+    for (size_t c = 0; c < 3; ++c) {
+      float* dst = static_cast<float*>(out) + c * plane + row;
+      for (int x = 0; x < ow; ++x) dst[x] = s.line[3 * static_cast<size_t>(x) + c] * scale_[c] + offset_[c];
+    }
+  }
+}
+
+}  // namespace mploader::vision
