@@ -8,6 +8,8 @@ add_executable(mploader_vision_tests
   test_main.cc
   vision/test_image.cc
   vision/test_image_folder.cc
+  vision/test_decode.cc
+  vision/test_transforms.cc
 )
 mploader_test_binary(mploader_vision_tests)
 target_link_libraries(mploader_vision_tests PRIVATE mploader_vision)

@@ -1,0 +1,103 @@
+"""PIL's answers for the vision tests to compare with.
+
+  pil_reference.py images <dir>
+      Writes test images in many modes and formats into <dir>, and for each <name>:
+      <name>.rgb (PIL's convert('RGB'), raw), <name>.size ("width height"); for JPEGs also
+      <name>.draft.rgb / <name>.draft.size: PIL's DCT-scaled decode at 1/4 (draft()).
+  pil_reference.py resize <image> <width> <height> <left> <top> <right> <bottom> <out.rgb>
+      PIL's resize of the box to width x height with BILINEAR (antialiased, as torchvision's
+      PIL path), raw RGB.
+"""
+import io
+import os
+import sys
+
+import numpy as np
+from PIL import Image
+
+
+def smooth(rng, width, height):
+    """Random but smooth content: what photos look like to a decoder and a resampler."""
+    small = rng.integers(0, 256, size=(height // 8 + 2, width // 8 + 2, 3), dtype=np.uint8)
+    img = Image.fromarray(small, "RGB").resize((width, height), Image.BICUBIC)
+    noise = rng.integers(-12, 13, size=(height, width, 3))
+    return Image.fromarray(np.clip(np.asarray(img, dtype=np.int32) + noise, 0, 255).astype(np.uint8))
+
+
+def save_reference(img_path, out_dir, name):
+    with Image.open(img_path) as img:
+        rgb = img.convert("RGB")
+        rgb_bytes = rgb.tobytes()
+        with open(os.path.join(out_dir, name + ".rgb"), "wb") as f:
+            f.write(rgb_bytes)
+        with open(os.path.join(out_dir, name + ".size"), "w") as f:
+            f.write("%d %d" % rgb.size)
+    if img_path.endswith(".jpg"):
+        with Image.open(img_path) as img:
+            img.draft(img.mode if img.mode in ("RGB", "L", "CMYK") else "RGB",
+                      (img.size[0] // 4, img.size[1] // 4))
+            rgb = img.convert("RGB")
+            with open(os.path.join(out_dir, name + ".draft.rgb"), "wb") as f:
+                f.write(rgb.tobytes())
+            with open(os.path.join(out_dir, name + ".draft.size"), "w") as f:
+                f.write("%d %d" % rgb.size)
+
+
+def images(out_dir):
+    rng = np.random.default_rng(3)
+    base = smooth(rng, 203, 157)
+    made = {
+        "rgb444.jpg": lambda p: base.save(p, quality=92, subsampling=0),
+        "rgb420.jpg": lambda p: base.save(p, quality=92, subsampling=2),
+        "progressive.jpg": lambda p: base.save(p, quality=90, progressive=True),
+        "gray.jpg": lambda p: base.convert("L").save(p, quality=90),
+        "cmyk.jpg": lambda p: base.convert("CMYK").save(p, quality=95),
+        "rgb.png": lambda p: base.save(p),
+        "rgba.png": lambda p: base.convert("RGBA").save(p),
+        "gray.png": lambda p: base.convert("L").save(p),
+        "gray_alpha.png": lambda p: base.convert("LA").save(p),
+        "palette.png": lambda p: base.convert("P").save(p),
+        "palette_trns.png": lambda p: base.convert("P").save(p, transparency=0),
+        "bilevel.png": lambda p: base.convert("1").save(p),
+        "interlaced.png": lambda p: base.save(p, interlace=1),
+    }
+    for name, save in made.items():
+        path = os.path.join(out_dir, name)
+        save(path)
+        save_reference(path, out_dir, name)
+    # 16-bit RGB: PIL reads it as 8-bit RGB from the high bytes.
+    wide = (np.asarray(base, dtype=np.uint16) * 257 + rng.integers(0, 256, size=(157, 203, 3))).astype(">u2")
+    png16 = os.path.join(out_dir, "rgb16.png")
+    write_png16_rgb(png16, wide)
+    save_reference(png16, out_dir, "rgb16.png")
+
+
+def write_png16_rgb(path, pixels):
+    import struct
+    import zlib
+    height, width, _ = pixels.shape
+    raw = b"".join(b"\0" + pixels[y].tobytes() for y in range(height))
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" +
+                chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def resize(args):
+    path, width, height = args[0], int(args[1]), int(args[2])
+    box = tuple(float(v) for v in args[3:7])
+    with Image.open(path) as img:
+        out = img.convert("RGB").resize((width, height), Image.BILINEAR, box=box)
+    with open(args[7], "wb") as f:
+        f.write(out.tobytes())
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "images":
+        images(sys.argv[2])
+    else:
+        resize(sys.argv[2:])

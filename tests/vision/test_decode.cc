@@ -1,0 +1,197 @@
+// ImageDecoder against PIL's convert('RGB') (what torchvision's ImageFolder loader gives), for
+// every colour type; DCT-scaled and region decodes; and files that are not images, cut short,
+// or claim to be huge, which must be a DecodeError and never a crash.
+#include "vision_test_support.h"
+
+#include <mploader/vision/decode.h>
+
+#include <cmath>
+#include <random>
+
+using namespace mploader::vision;
+using vision_test::max_difference;
+using vision_test::read_bytes;
+
+namespace {
+
+struct Reference {
+  std::vector<uint8_t> rgb;
+  int width = 0, height = 0;
+};
+
+Reference reference(const std::string& dir, const std::string& name) {
+  Reference r;
+  r.rgb = read_bytes(dir + "/" + name + ".rgb");
+  std::ifstream(dir + "/" + name + ".size") >> r.width >> r.height;
+  return r;
+}
+
+// The images pil_reference.py makes, made once for all the tests of this file.
+const std::string& reference_dir() {
+  static vision_test::ScratchDir dir;
+  static const bool made = vision_test::pil("images " + dir.path);
+  static const std::string none;
+  return made ? dir.path : none;
+}
+
+RgbImage decode_whole(const std::string& path) {
+  const std::vector<uint8_t> file = read_bytes(path);
+  ImageDecoder decoder;
+  RgbImage image;
+  decoder.decode(file.data(), file.size(), image);
+  return image;
+}
+
+}  // namespace
+
+TEST_CASE("vision: PNGs of every colour type decode exactly as PIL's convert('RGB')") {
+  const std::string& dir = reference_dir();
+  REQUIRE_PIL(!dir.empty());
+  for (const char* name : {"rgb.png", "rgba.png", "gray.png", "gray_alpha.png", "palette.png",
+                           "palette_trns.png", "bilevel.png", "interlaced.png", "rgb16.png"}) {
+    INFO(name);
+    const Reference want = reference(dir, name);
+    const RgbImage got = decode_whole(dir + "/" + name);
+    REQUIRE(got.width == want.width);
+    REQUIRE(got.height == want.height);
+    REQUIRE(got.pixels == want.rgb);
+  }
+}
+
+TEST_CASE("vision: JPEGs decode as PIL's convert('RGB') within a level") {
+  // Measured: identical to Pillow 13 (with its own libjpeg-turbo) for every file here, CMYK
+  // included (Pillow's integer formula on both sides). A level is allowed for another Pillow
+  // whose libjpeg-turbo rounds its colour conversion or upsampling differently.
+  const std::string& dir = reference_dir();
+  REQUIRE_PIL(!dir.empty());
+  for (const char* name : {"rgb444.jpg", "rgb420.jpg", "progressive.jpg", "gray.jpg", "cmyk.jpg"}) {
+    INFO(name);
+    const Reference want = reference(dir, name);
+    const RgbImage got = decode_whole(dir + "/" + name);
+    REQUIRE(got.width == want.width);
+    REQUIRE(got.height == want.height);
+    REQUIRE(max_difference(got.pixels.data(), want.rgb.data(), want.rgb.size()) <= 1);
+  }
+}
+
+TEST_CASE("vision: a DCT-scaled JPEG decode matches PIL's draft() at the same scale") {
+  const std::string& dir = reference_dir();
+  REQUIRE_PIL(!dir.empty());
+  for (const char* name : {"rgb420.jpg", "gray.jpg", "progressive.jpg"}) {
+    INFO(name);
+    const Reference want = reference(dir, std::string(name) + ".draft");
+    const std::vector<uint8_t> file = read_bytes(dir + "/" + name);
+    ImageDecoder decoder;
+    RgbImage got;
+    decoder.decode(file.data(), file.size(), Rect{0, 0, 203, 157}, 0.25, got);
+    REQUIRE(got.scaled_width == want.width);
+    REQUIRE(got.width == want.width);
+    REQUIRE(got.height == want.height);
+    REQUIRE(max_difference(got.pixels.data(), want.rgb.data(), want.rgb.size()) <= 1);
+  }
+}
+
+TEST_CASE("vision: a region decode reads only the region's rows and gives the full decode's "
+          "pixels") {
+  const std::string& dir = reference_dir();
+  REQUIRE_PIL(!dir.empty());
+  for (const char* name : {"rgb420.jpg", "progressive.jpg", "rgb.png", "interlaced.png"}) {
+    INFO(name);
+    const std::vector<uint8_t> file = read_bytes(dir + "/" + std::string(name));
+    ImageDecoder decoder;
+    for (double scale : {1.0, 0.5}) {
+      RgbImage whole, part;
+      decoder.decode(file.data(), file.size(), Rect{0, 0, 203, 157}, scale, whole);
+      decoder.decode(file.data(), file.size(), Rect{70.5, 40, 60, 50}, scale, part);
+      REQUIRE(part.scaled_width == whole.scaled_width);
+      // JPEG: the scale asked for (n/8); PNG: always 1.
+      const double s = static_cast<double>(part.scaled_width) / part.source_width;
+      REQUIRE(s == Approx(std::string(name).find(".jpg") != std::string::npos ? scale : 1.0).epsilon(0.01));
+      REQUIRE(part.height <= static_cast<int>(51 * s) + 2);  // rows of the region alone
+      REQUIRE(part.width < whole.width);
+      REQUIRE(part.offset_x <= static_cast<int>(70.5 * s));
+      REQUIRE(part.offset_x + part.width >= static_cast<int>(130.5 * s));
+      // The same pixels as the whole decode, over the region asked for. (A cropped decode's
+      // outermost columns differ: fancy upsampling cannot see past them; the decoder widens
+      // its crop by a column so that they lie outside the region.)
+      const int first = static_cast<int>(70.5 * s) - part.offset_x;
+      const int count = static_cast<int>(std::ceil(130.5 * s)) - part.offset_x - first;
+      int worst = 0;
+      for (int y = 0; y < part.height; ++y) {
+        const uint8_t* a = &part.pixels[(static_cast<size_t>(y) * part.width + first) * 3];
+        const uint8_t* b = &whole.pixels[(static_cast<size_t>(y + part.offset_y) * whole.width +
+                                          static_cast<size_t>(part.offset_x + first)) * 3];
+        worst = std::max(worst, max_difference(a, b, static_cast<size_t>(count) * 3));
+      }
+      REQUIRE(worst == 0);
+    }
+  }
+}
+
+TEST_CASE("vision: files that are no image\\, cut short or claiming to be huge are DecodeErrors") {
+  const std::string& dir = reference_dir();
+  REQUIRE_PIL(!dir.empty());
+  ImageDecoder decoder;
+  RgbImage image;
+  auto decode = [&](const std::vector<uint8_t>& bytes) {
+    decoder.decode(bytes.data(), bytes.size(), Rect{0, 0, 1e9, 1e9}, 1.0, image);
+  };
+  REQUIRE_THROWS_WITH(decode({}), Catch::Contains("empty"));
+  const std::string text = "just some text";
+  REQUIRE_THROWS_WITH(decode(std::vector<uint8_t>(text.begin(), text.end())),
+                      Catch::Contains("not a JPEG or PNG") && Catch::Contains("6a 75 73 74"));
+  std::vector<uint8_t> jpeg = read_bytes(dir + "/rgb420.jpg");
+  jpeg.resize(jpeg.size() / 2);
+  REQUIRE_THROWS_WITH(decode(jpeg), Catch::Contains("JPEG") && Catch::Contains("Premature end"));
+  std::vector<uint8_t> png = read_bytes(dir + "/rgb.png");
+  png.resize(png.size() / 2);
+  REQUIRE_THROWS_WITH(decode(png), Catch::Contains("truncated"));
+  // IHDR claiming 100000 x 100000, then 0 x 0 (CRCs made right by the PNG writer's rules).
+  std::vector<uint8_t> huge = read_bytes(dir + "/rgb.png");
+  auto set_size = [](std::vector<uint8_t>& p, uint32_t w, uint32_t h) {
+    for (int i = 0; i < 4; ++i) {
+      p[16 + i] = static_cast<uint8_t>(w >> (24 - 8 * i));
+      p[20 + i] = static_cast<uint8_t>(h >> (24 - 8 * i));
+    }
+    uint32_t crc = 0xffffffffu;  // over "IHDR" and its 13 bytes
+    for (int i = 12; i < 29; ++i) {
+      crc ^= p[static_cast<size_t>(i)];
+      for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+    }
+    crc ^= 0xffffffffu;
+    for (int i = 0; i < 4; ++i) p[29 + i] = static_cast<uint8_t>(crc >> (24 - 8 * i));
+  };
+  set_size(huge, 100000, 100000);
+  REQUIRE_THROWS_WITH(decoder.info(huge.data(), huge.size()),
+                      Catch::Contains("100000 x 100000") && Catch::Contains("refused"));
+  REQUIRE_THROWS_AS(decode(huge), DecodeError);
+  set_size(huge, 0, 0);
+  REQUIRE_THROWS_AS(decode(huge), DecodeError);
+}
+
+TEST_CASE("vision: corrupted JPEG and PNG bytes never crash the decoder") {
+  const std::string& dir = reference_dir();
+  REQUIRE_PIL(!dir.empty());
+  std::mt19937 rng(1);
+  ImageDecoder decoder;
+  RgbImage image;
+  int decoded = 0, refused = 0;
+  for (const char* name : {"rgb420.jpg", "progressive.jpg", "palette.png", "interlaced.png"}) {
+    const std::vector<uint8_t> original = read_bytes(dir + "/" + name);
+    for (int trial = 0; trial < 150; ++trial) {
+      std::vector<uint8_t> bytes = original;
+      const int flips = 1 + static_cast<int>(rng() % 8);
+      for (int f = 0; f < flips; ++f) bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng());
+      if (trial % 3 == 0) bytes.resize(rng() % bytes.size());
+      try {
+        decoder.decode(bytes.data(), bytes.size(), Rect{10, 10, 100, 100}, 0.5, image);
+        ++decoded;
+      } catch (const DecodeError&) {
+        ++refused;
+      }
+    }
+  }
+  INFO(decoded << " decoded, " << refused << " refused");
+  REQUIRE(decoded + refused == 600);
+  REQUIRE(refused > 0);
+}
