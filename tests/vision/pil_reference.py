@@ -4,6 +4,8 @@
       Writes test images in many modes and formats into <dir>, and for each <name>:
       <name>.rgb (PIL's convert('RGB'), raw), <name>.size ("width height"); for JPEGs also
       <name>.draft.rgb / <name>.draft.size: PIL's DCT-scaled decode at 1/4 (draft()).
+  pil_reference.py photo <path>
+      A 4000 x 3000 JPEG.
   pil_reference.py resize <image> <width> <height> <left> <top> <right> <bottom> <out.rgb>
       PIL's resize of the box to width x height with BILINEAR (antialiased, as torchvision's
       PIL path), raw RGB.
@@ -96,8 +98,15 @@ def resize(args):
         f.write(out.tobytes())
 
 
+def photo(path):
+    """A 4000 x 3000 JPEG, the size of a phone photo."""
+    smooth(np.random.default_rng(5), 4000, 3000).save(path, quality=85)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "images":
         images(sys.argv[2])
+    elif sys.argv[1] == "photo":
+        photo(sys.argv[2])
     else:
         resize(sys.argv[2:])

@@ -4,6 +4,7 @@
 #include "vision_test_support.h"
 
 #include <mploader/vision/decode.h>
+#include <mploader/vision/transforms.h>
 
 #include <cmath>
 #include <random>
@@ -126,6 +127,30 @@ TEST_CASE("vision: a region decode reads only the region's rows and gives the fu
       REQUIRE(worst == 0);
     }
   }
+}
+
+TEST_CASE("vision: a 224-pixel crop of a 12-megapixel photo decodes a small part of it") {
+  vision_test::ScratchDir dir;
+  REQUIRE_PIL(vision_test::pil("photo " + dir.path + "/photo.jpg"));
+  const std::vector<uint8_t> file = read_bytes(dir.path + "/photo.jpg");
+  const Compose train({RandomResizedCrop(224), RandomHorizontalFlip()});
+  ImageDecoder decoder;
+  RgbImage image;
+  size_t most = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    const ImagePlan plan = train.plan(4000, 3000, seed);
+    decoder.decode(file.data(), file.size(), train.needed_region(plan, 4000, 3000),
+                   train.min_scale(plan), image);
+    const size_t decoded = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+    most = std::max(most, decoded);
+    // At least one decoded pixel per output pixel, as min_scale asks.
+    REQUIRE(plan.source.width * image.scaled_width / 4000 >= 224 * 0.99);
+  }
+  // The scale is the least n/8 that keeps 224 pixels on the crop's shorter side, so that side
+  // decodes to fewer than 448 (n = 2 just above 1/8) and the longer one, at ratio 4/3, to fewer
+  // than 600: at most 0.3 million pixels with the margins, 2.5 % of the 12 million.
+  INFO("most pixels decoded for one crop: " << most);
+  REQUIRE(most <= 300000);
 }
 
 TEST_CASE("vision: files that are no image\\, cut short or claiming to be huge are DecodeErrors") {
