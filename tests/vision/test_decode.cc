@@ -4,6 +4,7 @@
 #include "vision_test_support.h"
 
 #include <mploader/vision/decode.h>
+#include <mploader/vision/encode.h>
 #include <mploader/vision/transforms.h>
 
 #include <cmath>
@@ -219,4 +220,28 @@ TEST_CASE("vision: corrupted JPEG and PNG bytes never crash the decoder") {
   INFO(decoded << " decoded, " << refused << " refused");
   REQUIRE(decoded + refused == 600);
   REQUIRE(refused > 0);
+}
+
+TEST_CASE("vision: encode_jpeg writes what the decoder reads back\\, grey or RGB") {
+  for (int channels : {1, 3}) {
+    std::vector<uint8_t> pixels(static_cast<size_t>(64) * 48 * channels);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i / channels) % 64 * 4);
+    const std::vector<uint8_t> jpeg = mploader::vision::encode_jpeg(pixels.data(), 64, 48, channels, 95);
+    ImageDecoder decoder;
+    RgbImage image;
+    decoder.decode(jpeg.data(), jpeg.size(), image);
+    REQUIRE(image.width == 64);
+    REQUIRE(image.height == 48);
+    double error = 0;
+    for (size_t p = 0; p < 64 * 48; ++p) {
+      for (int c = 0; c < 3; ++c) {
+        error += std::abs(int{image.pixels[p * 3 + c]} - int{pixels[p * channels + (channels == 3 ? c : 0)]});
+      }
+    }
+    REQUIRE(error / (64 * 48 * 3) < 3.0);  // quality 95: a level or two on average
+  }
+  const uint8_t one = 0;
+  REQUIRE_THROWS_WITH(mploader::vision::encode_jpeg(&one, 0, 1, 3, 90),
+                      Catch::Contains("0 x 1") && Catch::Contains("1 to 65500"));
+  REQUIRE_THROWS_AS(mploader::vision::encode_jpeg(&one, 1, 1, 2, 90), std::invalid_argument);
 }
