@@ -146,8 +146,9 @@ void add_options(CLI::App& app, RawOptions& raw) {
                  "tokens has options of its own: --workload tokens --help")
       ->capture_default_str();
   app.add_option("--data-dir", raw.data_dir, "fmnist: folder with the Fashion-MNIST "
-                 "*-ubyte.gz files (default /usr/share/datasets/fashion-mnist); jpeg: any folder "
-                 "of .jpg files, searched recursively (default: a set generated once from "
+                 "*-ubyte.gz files (default /usr/share/datasets/fashion-mnist); jpeg: a folder "
+                 "of class folders of .jpg/.png files, as torchvision's ImageFolder (default: a "
+                 "set generated once from "
                  "Fashion-MNIST in ~/.cache/mploader-bench, or $MPLOADER_BENCH_CACHE)");
   app.add_option("--jpeg-count", raw.jpeg_count, "images in the generated jpeg set")
       ->capture_default_str();
@@ -253,7 +254,7 @@ void check_data_dir(const RawOptions& raw, Plan& plan) {
   if (jpeg && plan.data_dir_given &&
       (::stat(raw.data_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
     throw UsageError("--data-dir: '" + raw.data_dir + "' is not a folder; give a folder of "
-                     ".jpg files, or leave --data-dir out to use a generated set");
+                     "class folders of images, or leave --data-dir out to use a generated set");
   }
   if (fmnist && (::stat(plan.base.data_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
     throw UsageError("--data-dir: '" + plan.base.data_dir + "' is not a folder; pass the "

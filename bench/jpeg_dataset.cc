@@ -1,21 +1,17 @@
-// JpegDataset: file listing, per-sample decode and transform, and the generated set.
+// The jpeg workload's dataset (the library's ImageFolder) and its generated set.
 #include "jpeg_dataset.h"
 
+#include "run_config.h"
 #include "fmnist_idx.h"
-#include "jpeg_transform.h"
 
-#include <mploader/registry.h>
-#include <mploader/worker_info.h>
-
+#include <mploader/errors.h>
+#include <mploader/vision/encode.h>
+#include <mploader/vision/image_folder.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <map>
-#include <memory>
 #include <random>
 #include <unistd.h>
 
@@ -26,92 +22,34 @@ namespace bench {
 namespace {
 
 constexpr int kGeneratedSide = 288;
-// The bench has no --seed: every run crops alike.
-constexpr uint64_t kAugmentSeed = 0;
-
-bool is_jpeg_name(const fs::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".jpg" || ext == ".jpeg";
-}
-
-bool read_file(const std::string& path, std::vector<uint8_t>& bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return !in.bad();
-}
-
-// The calling thread's decoder (the libtorch and in-process runners call get() from threads).
-JpegDecoder& thread_decoder() {
-  thread_local JpegDecoder decoder;
-  return decoder;
-}
 
 }  // namespace
 
-JpegDataset::JpegDataset(const std::string& dir) : dir_(dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw UsageError("--data-dir: '" + dir + "' is not a folder; give a folder of .jpg files, "
-                     "or leave --data-dir out to use a set generated from Fashion-MNIST");
-  }
-  const auto options = fs::directory_options::skip_permission_denied;
-  for (auto it = fs::recursive_directory_iterator(dir, options, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (is_jpeg_name(it->path()) && !it->is_directory(ec)) paths_.push_back(it->path().string());
-  }
-  if (paths_.empty()) {
-    throw UsageError("--data-dir: no .jpg or .jpeg file under '" + dir + "'; give a folder of "
-                     "JPEG images (searched recursively)");
-  }
-  std::sort(paths_.begin(), paths_.end());
-  std::map<std::string, int64_t> classes;
-  for (const std::string& p : paths_) classes.emplace(fs::path(p).parent_path().string(), 0);
-  int64_t next = 0;
-  for (auto& entry : classes) entry.second = next++;
-  for (const std::string& p : paths_) {
-    labels_.push_back(classes[fs::path(p).parent_path().string()]);
+std::shared_ptr<mploader::Dataset> make_jpeg_dataset(const std::string& dir) {
+  using namespace mploader::vision;
+  ImageFolderOptions options;
+  options.on_bad_image = OnBadImage::kSkip;
+  options.seed = 0;  // the bench has no --seed: every run and every loader crops alike
+  try {
+    return std::make_shared<ImageFolder>(
+        dir,
+        Compose({RandomResizedCrop(224), RandomHorizontalFlip(), ToTensor(),
+                 Normalize({0.485, 0.456, 0.406}, {0.229, 0.224, 0.225})}),
+        options);
+  } catch (const mploader::OptionError& e) {
+    throw UsageError(std::string("--data-dir: ") + e.what() +
+                     "; or leave --data-dir out to use a set generated from Fashion-MNIST");
   }
 }
 
-std::optional<mploader::SampleLayout> JpegDataset::sample_layout() const {
-  return mploader::SampleLayout{{"image", at::kFloat, {3, kCropSize, kCropSize}},
-                                {"label", at::kLong, {}}};
-}
-
-void JpegDataset::write(int64_t index, mploader::SampleWriter& out) {
-  if (index < 0 || static_cast<size_t>(index) >= paths_.size()) {
-    throw std::out_of_range("jpeg: index " + std::to_string(index) + " out of range [0, " +
-                            std::to_string(paths_.size()) + ")");
-  }
-  float* image = out.data<float>(0);
-  int64_t* label = out.data<int64_t>(1);
-  thread_local std::vector<uint8_t> bytes, rgb;
-  int width = 0, height = 0;
-  std::string error;
-  const bool ok = read_file(paths_[static_cast<size_t>(index)], bytes) &&
-                  thread_decoder().decode(bytes, rgb, width, height, error);
-  if (!ok) {
-    std::memset(image, 0, out.field(0).nbytes());
-    *label = -1 - index;
-    return;
-  }
-  const std::optional<mploader::WorkerInfo> info = mploader::worker_info();
-  const uint64_t epoch = info ? info->epoch : epoch_.load(std::memory_order_relaxed);
-  const CropBox box = random_resized_crop(height, width, sample_seed(kAugmentSeed, epoch, index));
-  crop_resize_normalize(rgb.data(), width, box, kCropSize, image);
-  *label = labels_[static_cast<size_t>(index)];
+std::string jpeg_path(const mploader::Dataset& data, int64_t index) {
+  const auto* folder = dynamic_cast<const mploader::vision::ImageFolder*>(&data);
+  return folder != nullptr ? folder->path(index) : "#" + std::to_string(index);
 }
 
 void set_loading_epoch(mploader::Dataset& data, uint64_t epoch) {
-  if (auto* jpeg = dynamic_cast<JpegDataset*>(&data)) jpeg->set_epoch(epoch);
+  if (auto* folder = dynamic_cast<mploader::vision::ImageFolder*>(&data)) folder->set_epoch(epoch);
 }
-
-MPLOADER_REGISTER_DATASET("bench-jpeg", [](const std::string& dir) {
-  return std::make_shared<JpegDataset>(dir);
-});
 
 std::string default_jpeg_dir(int64_t count) {
   std::string root;
@@ -164,8 +102,9 @@ void write_set(const std::string& dir, const std::string& fmnist_dir, int64_t co
   for (int64_t c = 0; c < 10; ++c) fs::create_directories(dir + "/" + std::to_string(c));
   for (int64_t i = 0; i < count; ++i) {
     const int64_t k = i % available;
-    const std::vector<uint8_t> jpeg = encode_jpeg(upscale(images + k * 28 * 28, labels[k], rng),
-                                                  kGeneratedSide, kGeneratedSide, 90);
+    const std::vector<uint8_t> rgb = upscale(images + k * 28 * 28, labels[k], rng);
+    const std::vector<uint8_t> jpeg =
+        mploader::vision::encode_jpeg(rgb.data(), kGeneratedSide, kGeneratedSide, 3, 90);
     char name[32];
     std::snprintf(name, sizeof name, "/%06lld.jpg", static_cast<long long>(i));
     const std::string path = dir + "/" + std::to_string(labels[k]) + name;

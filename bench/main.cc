@@ -127,9 +127,10 @@ void report_corrupt(const Plan& plan, const std::vector<RunResult>& results) {
   for (const RunResult& r : results) {
     if (r.corrupt == 0 || r.config.workload != "jpeg") continue;
     std::cerr << "mploader-bench: jpeg: " << r.corrupt << " samples in a run of " << r.samples
-              << " came from unreadable or corrupt files (loaded as zeros), e.g.";
-    const JpegDataset files(r.config.jpeg_dir.empty() ? plan.base.jpeg_dir : r.config.jpeg_dir);
-    for (int64_t index : r.corrupt_examples) std::cerr << ' ' << files.path(index);
+              << " came from unreadable or corrupt files (replaced by the next good file), e.g.";
+    const auto files =
+        make_jpeg_dataset(r.config.jpeg_dir.empty() ? plan.base.jpeg_dir : r.config.jpeg_dir);
+    for (int64_t index : r.corrupt_examples) std::cerr << ' ' << jpeg_path(*files, index);
     std::cerr << '\n';
     return;
   }

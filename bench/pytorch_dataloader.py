@@ -122,34 +122,41 @@ def keep_batch(batch):
 
 
 class JpegDataset(Dataset):
-    """mploader-bench's jpeg workload: PIL decodes (torchvision is not in Debian 12), then the
-    same RandomResizedCrop(224) parameters, bilinear resize, flip and ImageNet normalisation as
-    bench/jpeg_transform.cc, as torch ops. label: parent folder index, or -1 - index for a file
-    PIL cannot read (its image is zeros)."""
+    """mploader-bench's jpeg workload as torchvision's ImageFolder with its PIL path would run
+    it (torchvision itself is not in the project's environment): labels from the sorted class
+    folders, PIL decode and convert('RGB'), RandomResizedCrop(224)'s get_params, the crop
+    resized with PIL's BILINEAR (antialiased, as torchvision's resized_crop on a PIL image),
+    RandomHorizontalFlip, ToTensor and Normalize(ImageNet). label: -1 - index for a file PIL
+    cannot read (its image is zeros)."""
 
     MEAN = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
     STD = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
+    EXTENSIONS = (".jpg", ".jpeg", ".png")
 
     def __init__(self, data_dir):
         try:
             from PIL import Image  # noqa: F401
         except ImportError:
             fail(f"jpeg: PIL is not installed for {sys.executable}, so PyTorch's side cannot "
-                 "decode JPEG here; run scripts/install-deps --bench (pillow), or leave out "
+                 "decode JPEG here; run scripts/install-deps (pillow), or leave out "
                  "--loader pytorch")
-        self.paths = sorted(os.path.join(root, name) for root, _, names in os.walk(data_dir)
-                            for name in names if name.lower().endswith((".jpg", ".jpeg")))
+        classes = sorted(e.name for e in os.scandir(data_dir) if e.is_dir())
+        self.paths, self.labels = [], []
+        for label, name in enumerate(classes):
+            found = sorted(os.path.join(root, f) for root, _, files in
+                           os.walk(os.path.join(data_dir, name), followlinks=True)
+                           for f in files if f.lower().endswith(self.EXTENSIONS))
+            self.paths += found
+            self.labels += [label] * len(found)
         if not self.paths:
-            fail(f"--data-dir: no .jpg or .jpeg file under {data_dir}")
-        parents = sorted({os.path.dirname(p) for p in self.paths})
-        index = {d: i for i, d in enumerate(parents)}
-        self.labels = [index[os.path.dirname(p)] for p in self.paths]
+            fail(f"--data-dir: no class folder of .jpg, .jpeg or .png files in {data_dir}")
 
     def __len__(self):
         return len(self.paths)
 
     def crop_params(self, height, width, seed):
-        """torchvision's RandomResizedCrop.get_params with a per-sample generator."""
+        """torchvision's RandomResizedCrop.get_params, then the flip, with a per-sample
+        generator."""
         g = torch.Generator().manual_seed(seed & 0x7FFFFFFFFFFFFFFF)
         area = height * width
         log_ratio = torch.log(torch.tensor([3 / 4, 4 / 3]))
@@ -174,22 +181,22 @@ class JpegDataset(Dataset):
         from PIL import Image
         try:
             with Image.open(self.paths[index]) as im:
-                rgb = np.asarray(im.convert("RGB"))
+                rgb = im.convert("RGB")
         except (OSError, ValueError, SyntaxError):
             return {"image": torch.zeros(3, 224, 224), "label": torch.tensor(-1 - index)}
-        top, left, h, w, flip = self.crop_params(rgb.shape[0], rgb.shape[1], index * 7919 + 1)
-        crop = torch.from_numpy(rgb[top:top + h, left:left + w].copy()).permute(2, 0, 1)
-        x = torch.nn.functional.interpolate(crop.unsqueeze(0).float(), size=(224, 224),
-                                            mode="bilinear", align_corners=False)[0]
+        top, left, h, w, flip = self.crop_params(rgb.height, rgb.width, index * 7919 + 1)
+        out = rgb.resize((224, 224), Image.BILINEAR, box=(left, top, left + w, top + h))
         if flip:
-            x = x.flip(2)
+            out = out.transpose(Image.FLIP_LEFT_RIGHT)
+        x = torch.from_numpy(np.asarray(out).copy()).permute(2, 0, 1).float()
         x = (x / 255 - self.MEAN) / self.STD
         return {"image": x, "label": torch.tensor(self.labels[index])}
 
 
-JPEG_NOTE = ("PyTorch side: PIL decode (Image.open + convert RGB), RandomResizedCrop "
-             "parameters as torchvision's, torch bilinear interpolate to 224, flip, normalise; "
-             "torchvision is not installed")
+JPEG_NOTE = ("PyTorch side: torchvision's ImageFolder PIL path, written out (torchvision is not "
+             "installed): PIL decode and convert RGB, RandomResizedCrop(224) parameters as "
+             "torchvision's, PIL BILINEAR (antialiased) resize of the crop, flip, ToTensor, "
+             "Normalize")
 
 
 def make_loader(dataset, workers, batch_size, prefetch):

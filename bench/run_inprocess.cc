@@ -126,9 +126,6 @@ RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader:
       int64_t bytes = 0;
       for (const Column& c : columns) bytes += tensor_bytes(c.batch);
       timer.batch(image_rows(columns), bytes);
-      for (const Column& c : columns) {
-        if (c.name == "label") timer.labels(c.batch);
-      }
     }
     timer.loop_done();
   }

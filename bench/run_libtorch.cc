@@ -56,7 +56,6 @@ RunResult run_libtorch(const RunConfig& config, const std::shared_ptr<mploader::
     timer.waiting();
     for (torch::data::Example<>& b : *loader) {
       timer.batch(b.data.size(0), tensor_bytes(b.data) + tensor_bytes(b.target));
-      timer.labels(b.target);
       if (timer.batches() == config.batches) break;
       timer.waiting();
     }

@@ -163,10 +163,6 @@ RunResult run_limit(const RunConfig& config, const std::shared_ptr<mploader::Dat
         int64_t bytes = 0;
         for (size_t k = 0; k < layout.fields.size(); ++k) {
           bytes += static_cast<int64_t>(layout.field_bytes[k]) * config.batch_size;
-          if (layout.fields[k].name == "label") {
-            timer.labels(at::from_blob(slot_memory(slot) + layout.offsets[k],
-                                       {config.batch_size}, at::kLong));
-          }
         }
         timer.batch(config.batch_size, bytes);
         handoff.release(b % threads, slot);

@@ -69,6 +69,12 @@ int64_t batch_bytes(const mploader::Batch& batch) {
 // Worker utilisation and head-of-line stall from the loader's own counters.
 void add_stats(const mploader::LoaderStats& stats, double loop_s, RunResult& result) {
   result.head_of_line_s = static_cast<double>(stats.head_of_line_ns) / 1e9;
+  // Files the dataset skipped (the jpeg workload's corrupt ones), with examples.
+  result.corrupt += static_cast<int64_t>(stats.skipped_samples);
+  for (const mploader::SkippedSample& s : stats.skipped) {
+    if (result.corrupt_examples.size() >= 5) break;
+    result.corrupt_examples.push_back(s.index);
+  }
   if (stats.workers.empty() || loop_s <= 0) return;
   uint64_t busy_ns = 0, batches = 0;
   for (const mploader::WorkerStats& w : stats.workers) {
@@ -124,7 +130,6 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
     empty_in_a_row = 0;
     if (config.checksum) checksum = hash_batch(*b, checksum);
     timer.batch((*b)["image"].size(0), batch_bytes(*b));
-    if (b->tensors().contains("label")) timer.labels((*b)["label"]);
   }
   timer.loop_done();
   const mploader::LoaderStats stats = loader->stats();

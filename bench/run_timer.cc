@@ -19,24 +19,7 @@ double percentile(std::vector<double>& values, double p) {
   return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
 }
 
-constexpr size_t kCorruptExamples = 5;
 }  // namespace
-
-void RunTimer::labels(const at::Tensor& label) {
-  const at::Tensor flat = label.reshape({-1});
-  if (flat.scalar_type() != at::kLong) return;
-  const int64_t* v = flat.data_ptr<int64_t>();
-  for (int64_t i = 0; i < flat.numel(); ++i) {
-    const int64_t index = corrupt_index(v[i]);
-    if (index < 0) continue;
-    ++corrupt_;
-    if (corrupt_examples_.size() < kCorruptExamples &&
-        std::find(corrupt_examples_.begin(), corrupt_examples_.end(), index) ==
-            corrupt_examples_.end()) {
-      corrupt_examples_.push_back(index);
-    }
-  }
-}
 
 void RunTimer::batch(int64_t samples, int64_t bytes) {
   const Clock::time_point now = Clock::now();
@@ -68,8 +51,6 @@ RunResult RunTimer::finish(const RunConfig& config, size_t dataset_size) const {
   std::vector<double> waits = waits_ms_;
   result.wait_p50_ms = percentile(waits, 50);
   result.wait_p99_ms = percentile(waits, 99);
-  result.corrupt = corrupt_;
-  result.corrupt_examples = corrupt_examples_;
   return result;
 }
 

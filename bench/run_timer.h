@@ -23,8 +23,6 @@ class RunTimer {
   void waiting() { wait_start_ = Clock::now(); }
   // Call as soon as a batch is in hand, with its sample count and the bytes of its tensors.
   void batch(int64_t samples, int64_t bytes);
-  // Records the samples of a batch whose "label" marks a corrupt file (jpeg_dataset.h).
-  void labels(const at::Tensor& label);
   int64_t batches() const { return batches_; }
   // Call once the last batch has been taken, then again once the loader is destroyed.
   void loop_done() { loop_end_ = Clock::now(); }
@@ -47,8 +45,6 @@ class RunTimer {
   int64_t steady_bytes_ = 0;
   Clock::time_point wait_start_{};
   std::vector<double> waits_ms_;  // batches after the first
-  int64_t corrupt_ = 0;
-  std::vector<int64_t> corrupt_examples_;
 };
 
 inline int64_t tensor_bytes(const at::Tensor& t) { return static_cast<int64_t>(t.nbytes()); }

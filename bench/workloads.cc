@@ -118,7 +118,7 @@ std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config) {
     return std::make_shared<SyntheticDataset>(config.sample_shape, size);
   }
   if (config.workload == "fmnist") return std::make_shared<FmnistDataset>(config.data_dir);
-  if (config.workload == "jpeg") return std::make_shared<JpegDataset>(config.jpeg_dir);
+  if (config.workload == "jpeg") return make_jpeg_dataset(config.jpeg_dir);
   throw UsageError("--workload: unknown workload '" + config.workload +
                    "'; use synthetic, fmnist or jpeg");
 }
