@@ -59,8 +59,11 @@ void cmyk_to_rgb(const uint8_t* cmyk, int width, bool inverted, uint8_t* rgb) {
   }
 }
 
+// The least of 1/8, 2/8, 4/8 and 8/8 that is at least min_scale: libjpeg-turbo's inverse DCTs
+// for these are SIMD; the others (3/8, 5/8, 7/8, ...) are plain C and slower than decoding at
+// the next power of two.
 int scale_eighths(double min_scale) {
-  for (int n = 1; n < 8; ++n) {
+  for (int n : {1, 2, 4}) {
     if (n / 8.0 >= min_scale) return n;
   }
   return 8;

@@ -31,8 +31,9 @@ void compute_taps(const Axis& a, RenderScratch::Taps& t) {
   t.weights.assign(static_cast<size_t>(a.outputs) * static_cast<size_t>(t.stride), 0.0f);
   for (int o = 0; o < a.outputs; ++o) {
     const double center = a.start + (o + 0.5) * a.step;
-    const int lo = std::max(static_cast<int>(std::floor(center - filter_scale)), 0);
-    const int hi = std::min(static_cast<int>(std::ceil(center + filter_scale)), a.extent);
+    // Pixel x has weight when |x + 0.5 - center| < filter_scale.
+    const int lo = std::max(static_cast<int>(std::floor(center - filter_scale + 0.5)), 0);
+    const int hi = std::min(static_cast<int>(std::ceil(center + filter_scale - 0.5)), a.extent);
     const int count = std::max(std::min(hi - lo, t.stride), 1);
     float* w = &t.weights[static_cast<size_t>(o) * static_cast<size_t>(t.stride)];
     double total = 0;
@@ -59,15 +60,19 @@ Axis buffer_axis(double left, double extent, int source, int scaled, int offset,
 }
 
 // Rows [first, first + rows) of `image`, resampled to `ow` columns (mirrored when `flip`),
-// into s.rows as rows x ow x 3 floats.
+// into s.rows as planes: row r's channel c is s.rows[(r * 3 + c) * ow ...]. Planar, so that the
+// vertical pass and the CHW output run over contiguous floats.
 void horizontal_pass(const RgbImage& image, int first, int rows, int ow, bool flip,
                      RenderScratch& s) {
   const RenderScratch::Taps& t = s.x;
-  s.rows.resize(static_cast<size_t>(rows) * static_cast<size_t>(ow) * 3);
+  const size_t plane = static_cast<size_t>(ow);
+  s.rows.resize(static_cast<size_t>(rows) * plane * 3);
   for (int r = 0; r < rows; ++r) {
     const uint8_t* src =
         image.pixels.data() + static_cast<size_t>(first + r) * static_cast<size_t>(image.width) * 3;
-    float* dst = &s.rows[static_cast<size_t>(r) * static_cast<size_t>(ow) * 3];
+    float* red_plane = &s.rows[static_cast<size_t>(r) * plane * 3];
+    float* green_plane = red_plane + plane;
+    float* blue_plane = green_plane + plane;
     for (int o = 0; o < ow; ++o) {
       const float* w = &t.weights[static_cast<size_t>(o) * static_cast<size_t>(t.stride)];
       const uint8_t* p = src + static_cast<size_t>(t.starts[o]) * 3;
@@ -77,23 +82,29 @@ void horizontal_pass(const RgbImage& image, int first, int rows, int ow, bool fl
         green += w[k] * p[3 * k + 1];
         blue += w[k] * p[3 * k + 2];
       }
-      const int x = flip ? ow - 1 - o : o;
-      dst[3 * x] = red;
-      dst[3 * x + 1] = green;
-      dst[3 * x + 2] = blue;
+      const size_t x = static_cast<size_t>(flip ? ow - 1 - o : o);
+      red_plane[x] = red;
+      green_plane[x] = green;
+      blue_plane[x] = blue;
     }
   }
 }
 
-// Output row `o` from s.rows (whose row 0 is image row `first`), into s.line (ow x 3 floats).
+// Output row `o` from s.rows (whose row 0 is image row `first`), into s.line (3 planes of ow).
+// Plain loops over restrict pointers, so that they vectorize.
 void vertical_taps(int o, int first, int ow, RenderScratch& s) {
   const RenderScratch::Taps& t = s.y;
   const float* w = &t.weights[static_cast<size_t>(o) * static_cast<size_t>(t.stride)];
   const size_t width = static_cast<size_t>(ow) * 3;
-  s.line.assign(width, 0.0f);
-  for (int k = 0; k < t.counts[o]; ++k) {
-    const float* row = &s.rows[static_cast<size_t>(t.starts[o] - first + k) * width];
-    for (size_t x = 0; x < width; ++x) s.line[x] += w[k] * row[x];
+  s.line.resize(width);
+  float* __restrict line = s.line.data();
+  const float* __restrict row = &s.rows[static_cast<size_t>(t.starts[o] - first) * width];
+  const float w0 = w[0];
+  for (size_t x = 0; x < width; ++x) line[x] = w0 * row[x];
+  for (int k = 1; k < t.counts[o]; ++k) {
+    const float* __restrict next = row + static_cast<size_t>(k) * width;
+    const float wk = w[k];
+    for (size_t x = 0; x < width; ++x) line[x] += wk * next[x];
   }
 }
 
@@ -136,19 +147,25 @@ void Compose::render(const RgbImage& image, const ImagePlan& plan, void* out,
   }
   horizontal_pass(image, first, last - first + 1, ow, plan.flip, s);
   const size_t plane = static_cast<size_t>(oh) * static_cast<size_t>(ow);
+  const size_t width = static_cast<size_t>(ow);
   for (int o = 0; o < oh; ++o) {
     vertical_taps(o, first, ow, s);
-    const size_t row = static_cast<size_t>(o) * static_cast<size_t>(ow);
+    const size_t row = static_cast<size_t>(o) * width;
+    const float* __restrict line = s.line.data();
     if (layout_ == PixelLayout::kUint8HWC) {
-      uint8_t* dst = static_cast<uint8_t*>(out) + row * 3;
-      for (size_t x = 0; x < s.line.size(); ++x) {
-        dst[x] = static_cast<uint8_t>(std::clamp(s.line[x], 0.0f, 255.0f) + 0.5f);
+      uint8_t* __restrict dst = static_cast<uint8_t*>(out) + row * 3;
+      for (size_t x = 0; x < width; ++x) {
+        for (size_t c = 0; c < 3; ++c) {
+          dst[3 * x + c] = static_cast<uint8_t>(std::clamp(line[c * width + x], 0.0f, 255.0f) + 0.5f);
+        }
       }
       continue;
     }
     for (size_t c = 0; c < 3; ++c) {
-      float* dst = static_cast<float*>(out) + c * plane + row;
-      for (int x = 0; x < ow; ++x) dst[x] = s.line[3 * static_cast<size_t>(x) + c] * scale_[c] + offset_[c];
+      float* __restrict dst = static_cast<float*>(out) + c * plane + row;
+      const float* __restrict channel = line + c * width;
+      const float scale = scale_[c], offset = offset_[c];
+      for (size_t x = 0; x < width; ++x) dst[x] = channel[x] * scale + offset;
     }
   }
 }
