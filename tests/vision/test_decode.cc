@@ -147,7 +147,7 @@ TEST_CASE("vision: a 224-pixel crop of a 12-megapixel photo decodes a small part
     // At least one decoded pixel per output pixel, as min_scale asks.
     REQUIRE(plan.source.width * image.scaled_width / 4000 >= 224 * 0.99);
   }
-  // The scale is the least n/8 that keeps 224 pixels on the crop's shorter side, so that side
+  // The scale is the least of 1/8, 1/4, 1/2 and 1 that keeps 224 pixels on the crop's shorter side, so that side
   // decodes to fewer than 448 (n = 2 just above 1/8) and the longer one, at ratio 4/3, to fewer
   // than 600: at most 0.3 million pixels with the margins, 2.5 % of the 12 million.
   INFO("most pixels decoded for one crop: " << most);
