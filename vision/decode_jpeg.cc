@@ -2,45 +2,36 @@
 // crop columns: with DCT scaling, a 224-pixel crop of a 4000-pixel photo decodes a few hundred
 // thousand pixels, not twelve million.
 //
-// libjpeg reports errors by longjmp. The functions that call setjmp hold no C++ object with a
-// destructor in their frame, so the jump skips none; what must outlive the jump (the message,
-// the output buffer) lives in the caller's frame.
+// libjpeg reports errors by longjmp (jpeg_trap.h); what must outlive the jump (the message, the
+// output buffer) lives in the caller's frame.
 #include "vision/decoders.h"
+#include "vision/jpeg_trap.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <csetjmp>
 #include <cstring>
 
 #include <jerror.h>
-#include <jpeglib.h>
 
 namespace mploader::vision::detail {
 namespace {
 
-struct ErrorTrap {
-  jpeg_error_mgr manager;  // first: libjpeg sees a jpeg_error_mgr*
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void jump_on_error(j_common_ptr cinfo) {
-  auto* trap = reinterpret_cast<ErrorTrap*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, trap->message);
-  std::longjmp(trap->jump, 1);
-}
-
 // A file that ends early is an error (PIL: "image file is truncated"), not a grey lower half.
 // Other warnings (extraneous bytes before a marker, say) decode as PIL decodes them.
 void jump_on_truncation(j_common_ptr cinfo, int level) {
-  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) jump_on_error(cinfo);
+  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) jump_on_jpeg_error(cinfo);
 }
 
-void install_trap(jpeg_decompress_struct& cinfo, ErrorTrap& trap) {
-  cinfo.err = jpeg_std_error(&trap.manager);
-  trap.manager.error_exit = jump_on_error;
+void install_trap(jpeg_decompress_struct& cinfo, JpegTrap& trap) {
+  install_jpeg_trap(cinfo, trap);
   trap.manager.emit_message = jump_on_truncation;
-  trap.message[0] = '\0';
+}
+
+// After the caller's setjmp: the decompressor, over `data`, with its header read.
+void open_jpeg(jpeg_decompress_struct& cinfo, const uint8_t* data, size_t size) {
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
 }
 
 // Pillow's cmyk2rgb: each channel times (255 - K), with Pillow's rounding. Adobe's files store
@@ -72,16 +63,14 @@ int scale_eighths(double min_scale) {
 // Reads rows [first_row, end_row) of the (scaled, column-cropped) image into out. Returns false
 // with trap.message set on a libjpeg error.
 bool read_region(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
-                 std::vector<uint8_t>& row, ErrorTrap& trap) {
+                 std::vector<uint8_t>& row, JpegTrap& trap) {
   jpeg_decompress_struct cinfo;
   install_trap(cinfo, trap);
   if (setjmp(trap.jump)) {
     jpeg_destroy_decompress(&cinfo);
     return false;
   }
-  jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
-  jpeg_read_header(&cinfo, TRUE);
+  open_jpeg(cinfo, data, size);
   const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   cinfo.scale_num = static_cast<unsigned>(scale_eighths(request.min_scale));
@@ -126,16 +115,14 @@ bool read_region(const uint8_t* data, size_t size, const DecodeRequest& request,
   return true;
 }
 
-bool read_header(const uint8_t* data, size_t size, ImageInfo& info, ErrorTrap& trap) {
+bool read_header(const uint8_t* data, size_t size, ImageInfo& info, JpegTrap& trap) {
   jpeg_decompress_struct cinfo;
   install_trap(cinfo, trap);
   if (setjmp(trap.jump)) {
     jpeg_destroy_decompress(&cinfo);
     return false;
   }
-  jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
-  jpeg_read_header(&cinfo, TRUE);
+  open_jpeg(cinfo, data, size);
   info = ImageInfo{ImageFormat::kJpeg, static_cast<int>(cinfo.image_width),
                    static_cast<int>(cinfo.image_height)};
   jpeg_destroy_decompress(&cinfo);
@@ -145,7 +132,7 @@ bool read_header(const uint8_t* data, size_t size, ImageInfo& info, ErrorTrap& t
 }  // namespace
 
 ImageInfo jpeg_info(const uint8_t* data, size_t size, int64_t max_pixels) {
-  ErrorTrap trap;
+  JpegTrap trap;
   ImageInfo info;
   if (!read_header(data, size, info, trap)) {
     throw DecodeError(std::string("corrupt JPEG header: ") + trap.message);
@@ -157,7 +144,7 @@ ImageInfo jpeg_info(const uint8_t* data, size_t size, int64_t max_pixels) {
 void jpeg_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
                  std::vector<uint8_t>& row) {
   jpeg_info(data, size, request.max_pixels);  // the size check, before any pixel is allocated
-  ErrorTrap trap;
+  JpegTrap trap;
   if (!read_region(data, size, request, out, row, trap)) {
     throw DecodeError(std::string("corrupt or truncated JPEG: ") + trap.message);
   }

@@ -1,36 +1,22 @@
-// encode_jpeg() through libjpeg-turbo's libjpeg API, errors trapped as in decode_jpeg.cc: the
-// setjmp frame holds no C++ object with a destructor.
+// encode_jpeg() through libjpeg-turbo's libjpeg API, errors trapped as in decode_jpeg.cc
+// (jpeg_trap.h).
 #include <mploader/vision/encode.h>
 #include <mploader/vision/image.h>
 
-#include <csetjmp>
-#include <cstdio>
+#include "vision/jpeg_trap.h"
+
 #include <cstdlib>
 #include <string>
 
-#include <jpeglib.h>
 
 namespace mploader::vision {
 namespace {
 
-struct EncodeTrap {
-  jpeg_error_mgr manager;  // first: libjpeg sees a jpeg_error_mgr*
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void jump_on_error(j_common_ptr cinfo) {
-  auto* trap = reinterpret_cast<EncodeTrap*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, trap->message);
-  std::longjmp(trap->jump, 1);
-}
-
 // Compresses into a buffer libjpeg allocates (*out, freed by the caller with free()).
 bool compress(const uint8_t* pixels, int width, int height, int channels, int quality,
-              unsigned char** out, unsigned long* size, EncodeTrap& trap) {
+              unsigned char** out, unsigned long* size, detail::JpegTrap& trap) {
   jpeg_compress_struct cinfo;
-  cinfo.err = jpeg_std_error(&trap.manager);
-  trap.manager.error_exit = jump_on_error;
+  detail::install_jpeg_trap(cinfo, trap);
   if (setjmp(trap.jump)) {
     jpeg_destroy_compress(&cinfo);
     return false;
@@ -68,7 +54,7 @@ std::vector<uint8_t> encode_jpeg(const uint8_t* pixels, int width, int height, i
   }
   unsigned char* data = nullptr;
   unsigned long size = 0;
-  EncodeTrap trap;
+  detail::JpegTrap trap;
   const bool ok = compress(pixels, width, height, channels, quality, &data, &size, trap);
   std::vector<uint8_t> bytes;
   if (ok) bytes.assign(data, data + size);
