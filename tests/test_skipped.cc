@@ -51,7 +51,7 @@ LoaderOptions options(int64_t workers, int64_t batch) {
 
 }  // namespace
 
-TEST_CASE("skipped: loading_context gives every sample its own seed\\, the same with any workers",
+TEST_CASE("skip reports: loading_context gives every sample its own seed, the same with any workers",
           "[skipped][process]") {
   auto data = std::make_shared<ContextReporting>(40, 1000);
   std::vector<at::Tensor> seeds;
@@ -76,7 +76,7 @@ TEST_CASE("skipped: loading_context gives every sample its own seed\\, the same 
   REQUIRE_FALSE(loading_context());  // outside a Loader's call
 }
 
-TEST_CASE("skipped: reported skips reach Loader::stats() from workers and in-process",
+TEST_CASE("skip reports: reported skips reach Loader::stats() from workers and in-process",
           "[skipped][process]") {
   auto data = std::make_shared<ContextReporting>(60, 10);
   for (int64_t workers : {0, 2}) {
@@ -101,7 +101,7 @@ TEST_CASE("skipped: reported skips reach Loader::stats() from workers and in-pro
   }
 }
 
-TEST_CASE("skipped: a worker skipping more than its log holds is counted in full",
+TEST_CASE("skip reports: a worker skipping more than its log holds is counted in full",
           "[skipped][process]") {
   // One batch of 100 samples, every one skipped: the worker's log lists 32 before the Loader
   // drains it, and counts the rest.

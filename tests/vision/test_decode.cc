@@ -154,7 +154,7 @@ TEST_CASE("vision: a 224-pixel crop of a 12-megapixel photo decodes a small part
   REQUIRE(most <= 300000);
 }
 
-TEST_CASE("vision: files that are no image\\, cut short or claiming to be huge are DecodeErrors") {
+TEST_CASE("vision: files that are no image, cut short or claiming to be huge are DecodeErrors") {
   const std::string& dir = reference_dir();
   REQUIRE_PIL(!dir.empty());
   ImageDecoder decoder;
@@ -222,7 +222,7 @@ TEST_CASE("vision: corrupted JPEG and PNG bytes never crash the decoder") {
   REQUIRE(refused > 0);
 }
 
-TEST_CASE("vision: encode_jpeg writes what the decoder reads back\\, grey or RGB") {
+TEST_CASE("vision: encode_jpeg writes what the decoder reads back, grey or RGB") {
   for (int channels : {1, 3}) {
     std::vector<uint8_t> pixels(static_cast<size_t>(64) * 48 * channels);
     for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i / channels) % 64 * 4);

@@ -98,7 +98,7 @@ TEST_CASE("vision: ImageFolder lists class folders as torchvision does") {
   REQUIRE(layout->at(1).dtype == at::kLong);
 }
 
-TEST_CASE("vision: ImageFolder refuses missing\\, empty and class-less folders by name") {
+TEST_CASE("vision: ImageFolder refuses missing, empty and class-less folders by name") {
   Folder folder;
   REQUIRE_FOLDER(folder);
   REQUIRE_THROWS_WITH(ImageFolder(folder.root + "/missing", train_transform()),
@@ -156,7 +156,7 @@ TEST_CASE("vision: ImageFolder reads a list file and names a malformed line") {
                       Catch::Contains("line 2") && Catch::Contains("cat/2.png two"));
 }
 
-TEST_CASE("vision: ImageFolder batches are bitwise the same with 0\\, 1 and 4 workers") {
+TEST_CASE("vision: ImageFolder batches are bitwise the same with 0, 1 and 4 workers") {
   Folder folder;
   REQUIRE_FOLDER(folder);
   auto data = std::make_shared<ImageFolder>(folder.root, train_transform());
@@ -172,7 +172,7 @@ TEST_CASE("vision: ImageFolder batches are bitwise the same with 0\\, 1 and 4 wo
   REQUIRE_FALSE(at::equal(reference.first, next.first));
 }
 
-TEST_CASE("vision: ImageFolder batches are bitwise the same with fork\\, spawn and forkserver") {
+TEST_CASE("vision: ImageFolder batches are bitwise the same with fork, spawn and forkserver") {
   Folder folder;
   REQUIRE_FOLDER(folder);
   auto data = std::make_shared<ImageFolder>(folder.root, train_transform());

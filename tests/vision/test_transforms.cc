@@ -76,7 +76,7 @@ TEST_CASE("vision: Resize and CenterCrop follow torchvision's sizes and offsets"
   REQUIRE_THROWS_AS(Compose({CenterCrop(224)}).plan(200, 300, 0), TransformError);
 }
 
-TEST_CASE("vision: RandomHorizontalFlip flips by its probability\\, and a crop after it mirrors") {
+TEST_CASE("vision: RandomHorizontalFlip flips by its probability, and a crop after it mirrors") {
   REQUIRE_FALSE(Compose({RandomHorizontalFlip(0.0), CenterCrop(8)}).plan(20, 20, 1).flip);
   REQUIRE(Compose({RandomHorizontalFlip(1.0), CenterCrop(8)}).plan(20, 20, 1).flip);
   int flips = 0;
@@ -95,7 +95,7 @@ TEST_CASE("vision: RandomHorizontalFlip flips by its probability\\, and a crop a
   REQUIRE(q.source.left == Approx(100 - r.source.left - r.source.width));
 }
 
-TEST_CASE("vision: Compose refuses what cannot give one output shape\\, naming the fix") {
+TEST_CASE("vision: Compose refuses what cannot give one output shape, naming the fix") {
   REQUIRE_THROWS_WITH(Compose({Resize(256)}), Catch::Contains("end the geometric transforms with"));
   REQUIRE_THROWS_WITH(Compose({CenterCrop(224), Resize(256)}), Catch::Contains("depends on the input"));
   REQUIRE_THROWS_WITH(Compose({CenterCrop(8), Normalize({0, 0, 0}, {1, 1, 1})}),
@@ -147,7 +147,7 @@ TEST_CASE("vision: render matches PIL's antialiased bilinear resize within a lev
   }
 }
 
-TEST_CASE("vision: render's float output is the uint8 output normalized\\, and a flip mirrors it") {
+TEST_CASE("vision: render's float output is the uint8 output normalized, and a flip mirrors it") {
   const RgbImage source = full_scale(300, 200);
   const ImagePlan plan{{20, 10, 250, 170}, false, 64, 96};
   const Compose bytes({Resize(Size2{64, 96})});
@@ -173,7 +173,7 @@ TEST_CASE("vision: render's float output is the uint8 output normalized\\, and a
   }
 }
 
-TEST_CASE("vision: render reads a DCT-scaled\\, cropped decode through its coordinates") {
+TEST_CASE("vision: render reads a DCT-scaled, cropped decode through its coordinates") {
   // The same 2x-reduced picture, whole and as a buffer of its middle: the same output.
   const RgbImage half = full_scale(160, 120);
   RgbImage cropped = half;
