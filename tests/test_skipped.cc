@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include <set>
+#include <thread>
 
 using namespace mploader;
 
@@ -111,4 +112,48 @@ TEST_CASE("skip reports: a worker skipping more than its log holds is counted in
   const LoaderStats stats = loader.stats();
   REQUIRE(stats.skipped_samples == 100);
   REQUIRE(stats.skipped.size() == 32);
+}
+
+namespace {
+
+// Sample i reports 4 skips from each of 4 threads of its own, with sources "i/thread/k".
+class ThreadedReporting : public Dataset {
+ public:
+  size_t size() const override { return 2; }
+  std::optional<SampleLayout> sample_layout() const override {
+    return SampleLayout{{"x", at::kLong, {}}};
+  }
+  void write(int64_t index, SampleWriter& out) override {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([index, t] {
+        for (int k = 0; k < 4; ++k) {
+          const std::string name = std::to_string(index) + "/" + std::to_string(t) + "/" +
+                                   std::to_string(k);
+          report_skipped_sample(index, -1, name, "reason " + name);
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    *out.data<int64_t>(0) = index;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("skip reports: threads a dataset starts in a worker report whole records",
+          "[skipped][process]") {
+  auto data = std::make_shared<ThreadedReporting>();
+  Loader loader(data, options(1, 1));
+  for (Batch& b : loader) (void)b;
+  const LoaderStats stats = loader.stats();
+  REQUIRE(stats.skipped_samples == 32);
+  REQUIRE(stats.skipped.size() == 32);  // drained after the first batch: room for all
+  std::set<std::string> sources;
+  for (const SkippedSample& s : stats.skipped) {
+    REQUIRE(s.reason == "reason " + s.source);
+    REQUIRE(s.source.rfind(std::to_string(s.index) + "/", 0) == 0);
+    sources.insert(s.source);
+  }
+  REQUIRE(sources.size() == 32);
 }

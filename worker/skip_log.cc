@@ -5,6 +5,7 @@ namespace mploader::worker {
 void RegionSkipLog::add(int64_t index, int64_t substitute, uint64_t epoch,
                         const std::string& source, const std::string& reason) {
   header_.skips_total.fetch_add(1, std::memory_order_relaxed);
+  const std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t written = header_.skips_written.load(std::memory_order_relaxed);
   // Acquire: the main process has finished reading the records it has freed.
   if (written - header_.skips_read.load(std::memory_order_acquire) >= ipc::kSkipLogCapacity) {
