@@ -60,8 +60,8 @@ int scale_eighths(double min_scale) {
   return 8;
 }
 
-// Reads rows [first_row, end_row) of the (scaled, column-cropped) image into out. Returns false
-// with trap.message set on a libjpeg error.
+// Reads the rows and columns of `request` (scaled, widened to iMCUs) into out. Returns false with
+// trap.message set on a libjpeg error; throws DecodeError for a size check_image_size refuses.
 bool read_region(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
                  std::vector<uint8_t>& row, JpegTrap& trap) {
   jpeg_decompress_struct cinfo;
@@ -71,6 +71,11 @@ bool read_region(const uint8_t* data, size_t size, const DecodeRequest& request,
     return false;
   }
   open_jpeg(cinfo, data, size);
+  const int64_t width = cinfo.image_width, height = cinfo.image_height;
+  if (width < 1 || height < 1 || width * height > request.max_pixels) {
+    jpeg_destroy_decompress(&cinfo);
+    check_image_size(width, height, request.max_pixels);  // throws, before any pixel exists
+  }
   const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   cinfo.scale_num = static_cast<unsigned>(scale_eighths(request.min_scale));
@@ -143,7 +148,6 @@ ImageInfo jpeg_info(const uint8_t* data, size_t size, int64_t max_pixels) {
 
 void jpeg_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
                  std::vector<uint8_t>& row) {
-  jpeg_info(data, size, request.max_pixels);  // the size check, before any pixel is allocated
   JpegTrap trap;
   if (!read_region(data, size, request, out, row, trap)) {
     throw DecodeError(std::string("corrupt or truncated JPEG: ") + trap.message);

@@ -129,12 +129,11 @@ ImageInfo png_info(const uint8_t* data, size_t size, int64_t max_pixels) {
 
 void png_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
                 std::vector<uint8_t>& full) {
-  png_info(data, size, request.max_pixels);  // the size check, with its message
   PngInput in{data, size, 0, {}};
   ImageInfo info;
-  if (read_png(&in, &request, &out, &full, false, &info) != 0) {
-    throw DecodeError(std::string("corrupt or truncated PNG: ") + in.message);
-  }
+  const int result = read_png(&in, &request, &out, &full, false, &info);
+  if (result == 2) check_image_size(info.width, info.height, request.max_pixels);  // throws
+  if (result != 0) throw DecodeError(std::string("corrupt or truncated PNG: ") + in.message);
 }
 
 }  // namespace mploader::vision::detail
