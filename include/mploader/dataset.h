@@ -68,9 +68,7 @@ class Dataset {
 /// dataset wrote sample `substitute` in its place (-1 when none). Call it from get(), write()
 /// or write_batch(): the Loader counts the skip and lists it, with `source` (the file's path)
 /// and `reason`, in LoaderStats::skipped_samples and LoaderStats::skipped, whichever process
-/// the dataset runs in. In a worker process, threads the dataset starts may call it too; with
-/// num_workers = 0, only the thread the Loader calls the dataset on is heard. Outside a Loader's
-/// call (a dataset used on its own) it does nothing.
+/// the dataset runs in. Outside a Loader's call (a dataset used on its own) it does nothing.
 void report_skipped_sample(int64_t index, int64_t substitute, const std::string& source,
                            const std::string& reason);
 
