@@ -160,6 +160,7 @@ std::unique_ptr<mploader::Loader> make_loader(const Flags& f,
                                               std::shared_ptr<mploader::DistributedSampler> sampler,
                                               int64_t rank) {
   mploader::LoaderOptions o;
+  o.world_size = sampler->world_size();
   o.sampler = std::move(sampler);
   o.batch_size = f.batch_size;
   o.num_workers = f.workers;

@@ -21,8 +21,11 @@ class BatchSource {
   // Abandons what is left of the current epoch and starts delivering `batches`.
   // `sequences[i]` is batch i's position in the epoch's full plan (Batch::sequence()); empty
   // means 0, 1, ...: a resumed epoch delivers only the batches not yet delivered.
+  // `streams[i]`, when not empty, is batch i's stream: worker streams[i] % num_workers must
+  // build it (a StreamingDataset's shard stays with one worker).
   virtual void start_epoch(std::vector<std::vector<int64_t>> batches,
-                           std::vector<uint64_t> sequences, uint64_t epoch) = 0;
+                           std::vector<uint64_t> sequences, std::vector<int32_t> streams,
+                           uint64_t epoch) = 0;
   // The next batch, or nullopt at the end of the epoch.
   virtual std::optional<Batch> next() = 0;
   // Time next() waited for the batch due while later ones were ready (LoaderStats).

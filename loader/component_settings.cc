@@ -7,6 +7,7 @@ worker::WorkerSettings worker_settings(const LoaderOptions& options, const Datas
   s.num_workers = static_cast<int>(options.num_workers);
   s.seed = options.seed;
   s.rank = options.rank;
+  s.world_size = options.world_size;
   s.allow_overflow = options.allow_overflow;
   if (options.start_method != StartMethod::kFork) {  // the checks made sure the recipes exist
     const DatasetRecipe recipe = *dataset.recipe();

@@ -51,7 +51,8 @@ Dispatcher::Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
 }
 
 void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches,
-                             std::vector<uint64_t> sequences, uint64_t epoch) {
+                             std::vector<uint64_t> sequences, std::vector<int32_t> streams,
+                             uint64_t epoch) {
   if (broken_) std::rethrow_exception(broken_);
   ++generation_;
   for (size_t w = 0; w < pool_.size(); ++w) {
@@ -62,6 +63,7 @@ void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches,
   unordered_.clear();
   batches_ = std::move(batches);
   sequences_ = std::move(sequences);
+  streams_ = std::move(streams);
   epoch_ = epoch;
   next_issue_ = 0;
   next_deliver_ = 0;
@@ -131,14 +133,20 @@ void Dispatcher::issue_tasks() {
   }
 }
 
-// Gives batch `sequence` to the least-loaded worker that can take it.
+// Gives batch `sequence` to the least-loaded worker that can take it, or to its stream's
+// worker only.
 bool Dispatcher::issue_one(uint64_t sequence, bool require_slot) {
   const size_t prefetch = static_cast<size_t>(settings_.prefetch_factor);
-  std::vector<size_t> order(workers_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = (next_worker_hint_ + i) % order.size();
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return in_flight_.count(a) < in_flight_.count(b);
-  });
+  std::vector<size_t> order;
+  if (!streams_.empty()) {
+    order.push_back(static_cast<size_t>(streams_[sequence]) % workers_.size());
+  } else {
+    order.resize(workers_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = (next_worker_hint_ + i) % order.size();
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return in_flight_.count(a) < in_flight_.count(b);
+    });
+  }
   for (size_t w : order) {
     WorkerState& state = workers_[w];
     if (in_flight_.count(w) >= prefetch || state.free_descriptors.empty()) continue;

@@ -46,7 +46,7 @@ class Dispatcher : public BatchSource {
   Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
              const SupervisorSettings& supervision, DispatcherNotices& notices);
   void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
-                   uint64_t epoch) override;
+                   std::vector<int32_t> streams, uint64_t epoch) override;
   std::optional<Batch> next() override;
   uint64_t head_of_line_ns() const override { return head_of_line_ns_; }
 
@@ -99,6 +99,7 @@ class Dispatcher : public BatchSource {
   uint64_t epoch_ = 0;
   std::vector<std::vector<int64_t>> batches_;
   std::vector<uint64_t> sequences_;  // batch i's sequence in the full plan; empty: i
+  std::vector<int32_t> streams_;     // batch i's stream (its worker, modulo); empty: any
   size_t next_issue_ = 0;
   std::deque<uint64_t> reissue_;  // batches of a dead worker, issued again first
   int64_t restarts_this_epoch_ = 0;

@@ -4,6 +4,8 @@
 
 #include <mploader/errors.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
 
 namespace mploader::detail {
@@ -45,11 +47,55 @@ EpochPlan remaining(uint64_t epoch, std::vector<std::vector<int64_t>> plan,
 }  // namespace
 
 EpochState::EpochState(std::shared_ptr<BatchSampler> sampler, const Dataset& dataset,
-                       RecordedSettings settings)
-    : sampler_(std::move(sampler)), dataset_(dataset), settings_(settings) {}
+                       RecordedSettings settings, std::shared_ptr<StreamSampler> stream)
+    : sampler_(std::move(sampler)), stream_(std::move(stream)), dataset_(dataset),
+      settings_(settings) {}
 
 std::vector<std::vector<int64_t>> EpochState::plan_of(uint64_t epoch) const {
+  if (stream_) return stream_->plan(epoch, streams_for(epoch)).batches;
   return sampler_->batches(dataset_.size(), epoch);
+}
+
+int64_t EpochState::streams_for(uint64_t epoch) const {
+  if (resume_ && resume_->stream && resume_->epoch == epoch) return resume_->stream->streams;
+  if (running_ && epoch == epoch_) return running_streams_;
+  return stream_->fresh_streams();
+}
+
+std::optional<StreamProgress> EpochState::stream_progress(
+    uint64_t epoch, const std::vector<bool>& delivered) const {
+  if (!stream_) return std::nullopt;
+  const StreamingDataset& data = stream_->dataset();
+  StreamProgress p;
+  p.streams = streams_for(epoch);
+  p.corpus = data.corpus_fingerprint();
+  p.world_size = stream_->settings().world_size;
+  p.rank = stream_->settings().rank;
+  const StreamEpoch& plan = stream_->plan(epoch, p.streams);
+  std::map<size_t, ShardProgress> by_shard;
+  for (const std::vector<SampleRange>& ranges : plan.streams) {
+    for (const SampleRange& r : ranges) by_shard[data.locate(r.begin).shard].samples += r.size();
+  }
+  // Repeated (padded) batches come after the rank's own: counting those before them counts
+  // each sample once.
+  const size_t own = std::min(plan.batches_before_evening, delivered.size());
+  for (size_t b = 0; b < own; ++b) {
+    if (!delivered[b]) continue;
+    for (int64_t index : plan.batches[b]) ++by_shard[data.locate(index).shard].delivered;
+  }
+  for (auto& [shard, progress] : by_shard) {
+    progress.name = data.shards()[shard].name;
+    p.shards.push_back(std::move(progress));
+  }
+  return p;
+}
+
+void EpochState::attach_streams(EpochPlan& plan, const std::vector<bool>& delivered) const {
+  if (!stream_) return;
+  const std::vector<int32_t>& all = stream_->plan(plan.epoch, running_streams_).stream_of_batch;
+  for (size_t s = 0; s < all.size(); ++s) {
+    if (delivered.empty() || !delivered[s]) plan.streams.push_back(all[s]);
+  }
 }
 
 uint64_t EpochState::upcoming_epoch() const {
@@ -71,6 +117,7 @@ EpochPlan EpochState::plan_upcoming() {
   started_any_ = true;
   refused_ = false;
   auto batches = plan_of(epoch_);
+  if (stream_) running_streams_ = streams_for(epoch_);  // before a loaded state goes
   try {
     check_batches(batches, dataset_.size(), sampler_->max_batch_size());
   } catch (const OptionError&) {
@@ -82,12 +129,18 @@ EpochPlan EpochState::plan_upcoming() {
   }
   plan_ = fingerprint(batches, dataset_.size());
   delivered_.assign(batches.size(), false);
-  if (!resume_) return EpochPlan{epoch_, std::move(batches), {}};
+  if (!resume_) {
+    EpochPlan fresh{epoch_, std::move(batches), {}, {}};
+    attach_streams(fresh, {});
+    return fresh;
+  }
   ResumeState resume = std::move(*resume_);
   resume_.reset();
   check_same_plan(resume, plan_, settings_);  // a sampler that is not deterministic
   delivered_ = std::move(resume.delivered);
-  return remaining(epoch_, std::move(batches), delivered_);
+  EpochPlan left = remaining(epoch_, std::move(batches), delivered_);
+  attach_streams(left, delivered_);
+  return left;
 }
 
 bool EpochState::take_refusal() {
@@ -108,11 +161,13 @@ ResumeState EpochState::state() const {
     s.epoch = epoch_;
     s.plan = plan_;
     s.delivered = delivered_;
+    s.stream = stream_progress(s.epoch, s.delivered);
     return s;
   }
   s.epoch = upcoming_epoch();
   s.plan = fingerprint(plan_of(s.epoch), dataset_.size());
   s.delivered.assign(s.plan.num_batches, false);
+  s.stream = stream_progress(s.epoch, s.delivered);
   return s;
 }
 
@@ -120,13 +175,24 @@ ResumeState EpochState::state_without(const Batch& ahead) const {
   ResumeState s = state();
   if (ahead.epoch() == s.epoch && ahead.sequence() < s.delivered.size()) {
     s.delivered[ahead.sequence()] = false;
+    s.stream = stream_progress(s.epoch, s.delivered);
   }
   return s;
 }
 
 void EpochState::load(const std::string& text) {
   ResumeState saved = from_text(text);
-  check_same_plan(saved, fingerprint(plan_of(saved.epoch), dataset_.size()), settings_);
+  std::optional<StreamProgress> now;
+  if (stream_) {
+    now = StreamProgress{};
+    now->corpus = stream_->dataset().corpus_fingerprint();
+    now->world_size = stream_->settings().world_size;
+    now->rank = stream_->settings().rank;
+  }
+  check_same_stream(saved, now);
+  const auto saved_plan = stream_ ? stream_->plan(saved.epoch, saved.stream->streams).batches
+                                  : plan_of(saved.epoch);
+  check_same_plan(saved, fingerprint(saved_plan, dataset_.size()), settings_);
   running_ = false;  // the next iteration starts the resumed epoch
   refused_ = false;
   requested_epoch_.reset();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "loader/resume_state.h"
+#include "sampler/stream_sampler.h"
 
 #include <mploader/batch.h>
 #include <mploader/dataset.h>
@@ -25,13 +26,17 @@ struct EpochPlan {
   uint64_t epoch = 0;
   std::vector<std::vector<int64_t>> batches;
   std::vector<uint64_t> sequences;
+  // StreamingDataset: the stream each batch belongs to; stream k is read by worker
+  // k % num_workers, so a shard stays with one worker. Empty: any worker.
+  std::vector<int32_t> streams;
 };
 
 class EpochState {
  public:
   // `settings` are recorded in every state, to name what changed when one is refused.
+  // `stream` is the sampler itself when the dataset is a StreamingDataset, else null.
   EpochState(std::shared_ptr<BatchSampler> sampler, const Dataset& dataset,
-             RecordedSettings settings);
+             RecordedSettings settings, std::shared_ptr<StreamSampler> stream = nullptr);
 
   // The epoch of the current (or last) iteration.
   uint64_t epoch() const { return epoch_; }
@@ -65,8 +70,16 @@ class EpochState {
 
  private:
   std::vector<std::vector<int64_t>> plan_of(uint64_t epoch) const;
+  // The stream split that `epoch` is planned with now: a loaded state's, else a fresh one.
+  int64_t streams_for(uint64_t epoch) const;
+  // The stream part of a state of `epoch` with `delivered` batches.
+  std::optional<StreamProgress> stream_progress(uint64_t epoch,
+                                                const std::vector<bool>& delivered) const;
+  void attach_streams(EpochPlan& plan, const std::vector<bool>& delivered) const;
 
   std::shared_ptr<BatchSampler> sampler_;
+  std::shared_ptr<StreamSampler> stream_;
+  int64_t running_streams_ = 0;  // the split of the running epoch (stream_ only)
   const Dataset& dataset_;
   RecordedSettings settings_;
   std::optional<uint64_t> requested_epoch_;

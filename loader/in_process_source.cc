@@ -12,7 +12,8 @@
 namespace mploader::detail {
 
 void InProcessSource::start_epoch(std::vector<std::vector<int64_t>> batches,
-                                  std::vector<uint64_t> sequences, uint64_t epoch) {
+                                  std::vector<uint64_t> sequences, std::vector<int32_t>,
+                                  uint64_t epoch) {
   batches_ = std::move(batches);
   sequences_ = std::move(sequences);
   epoch_ = epoch;

@@ -41,8 +41,9 @@ class InProcessSource : public BatchSource {
   InProcessSource(Dataset& dataset, Collator& collator, std::shared_ptr<SkipLedger> skips,
                   uint64_t seed)
       : dataset_(dataset), collator_(collator), skips_(std::move(skips)), seed_(seed) {}
+  // One stream of work here: `streams` does not matter.
   void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
-                   uint64_t epoch) override;
+                   std::vector<int32_t> streams, uint64_t epoch) override;
   std::optional<Batch> next() override;
 
  private:

@@ -17,7 +17,8 @@ class LoaderCore {
   LoaderCore(std::shared_ptr<Dataset> dataset, LoaderOptions options)
       : options_(checked_options(dataset.get(), std::move(options))),
         dataset_(std::move(dataset)),
-        epochs_(options_.batch_sampler, *dataset_, recorded_settings(options_)),
+        epochs_(options_.batch_sampler, *dataset_, recorded_settings(options_),
+                std::dynamic_pointer_cast<StreamSampler>(options_.batch_sampler)),
         runtime_(*dataset_, options_) {}
 
   const LoaderOptions& options() const { return options_; }

@@ -1,8 +1,11 @@
 #include "loader/options_check.h"
 
 #include "ipc/region_layout.h"
+#include "sampler/stream_sampler.h"
 
+#include <mploader/distributed.h>
 #include <mploader/errors.h>
+#include <mploader/streaming.h>
 #include <mploader/registry.h>
 
 #include <sys/stat.h>
@@ -85,12 +88,55 @@ void check_spawn(const Dataset& dataset, const LoaderOptions& o) {
           "in the dataset factory, which runs in each spawned worker");
 }
 
+// world_size 0: both from the launcher's environment; else rank must lie in [0, world_size).
+void resolve_ranks(LoaderOptions& o) {
+  if (o.world_size == 0) {
+    require(o.rank == 0, "world_size",
+            "rank is " + std::to_string(o.rank) + " but world_size is 0 (take both from the "
+            "launcher's environment); set world_size to the job's process count too");
+    const LaunchInfo launch = launch_info_from_env();
+    o.world_size = launch.world_size;
+    o.rank = launch.rank;
+    return;
+  }
+  require(o.world_size >= 1, "world_size",
+          "world_size must be 1 or more (0: from the launcher), got " +
+              std::to_string(o.world_size));
+  require(o.rank >= 0 && o.rank < o.world_size, "rank",
+          "rank must be in [0, world_size = " + std::to_string(o.world_size) + "), got " +
+              std::to_string(o.rank));
+}
+
+// A StreamingDataset plans its own epochs (sampler/stream_plan.h) through a StreamSampler.
+void plan_stream(const StreamingDataset& dataset, LoaderOptions& o) {
+  require(!o.sampler && !o.batch_sampler, o.sampler ? "sampler" : "batch_sampler",
+          "a StreamingDataset plans its own order (shards to ranks and workers): leave sampler "
+          "and batch_sampler unset, and use shuffle, seed, shuffle_buffer, batch_size and "
+          "drop_last");
+  require(o.shuffle_buffer >= 0, "shuffle_buffer",
+          "shuffle_buffer must be 0 (read order) or more samples, got " +
+              std::to_string(o.shuffle_buffer));
+  StreamPlanSettings s;
+  s.batch_size = o.batch_size;
+  s.drop_last = o.drop_last;
+  s.shuffle = o.shuffle;
+  s.seed = o.seed;
+  s.shuffle_buffer = o.shuffle_buffer;
+  s.world_size = o.world_size;
+  s.rank = o.rank;
+  s.streams = std::max<int64_t>(1, o.num_workers);
+  s.uneven = o.uneven_ranks;
+  o.batch_sampler = std::make_shared<StreamSampler>(dataset, s);
+}
+
 }  // namespace
 
 LoaderOptions checked_options(const Dataset* dataset, LoaderOptions o) {
   require(dataset != nullptr, "dataset", "mploader::Loader needs a dataset, got a null pointer");
   check_counts(o);
   check_shm_dir(o.shm_dir);
+  resolve_ranks(o);
+  if (auto* stream = dynamic_cast<const StreamingDataset*>(dataset)) plan_stream(*stream, o);
   if (!o.collate) o.collate = stack_collate();
   if (!o.sampler) {
     o.sampler = o.shuffle ? std::shared_ptr<Sampler>(std::make_shared<RandomSampler>(o.seed))

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <cstdio>
 
 namespace mploader::detail {
@@ -130,6 +131,44 @@ std::vector<bool> delivered_from(const json& ranges, uint64_t num_batches) {
   return delivered;
 }
 
+json stream_json(const StreamProgress& p) {
+  json shards = json::array();
+  for (const ShardProgress& s : p.shards) {
+    shards.push_back(json{{"name", s.name}, {"samples", s.samples}, {"delivered", s.delivered}});
+  }
+  return json{{"streams", p.streams}, {"corpus", hex(p.corpus)},   {"world_size", p.world_size},
+              {"rank", p.rank},       {"shards", std::move(shards)}};
+}
+
+int64_t count_field(const json& object, const char* name) {
+  const uint64_t value = unsigned_field(object, name);
+  if (value > static_cast<uint64_t>(INT64_MAX)) {
+    refuse(std::string("the field \"") + name + "\" is " + std::to_string(value) +
+           ", beyond any count");
+  }
+  return static_cast<int64_t>(value);
+}
+
+StreamProgress stream_from(const json& j) {
+  if (!j.is_object()) refuse("the field \"stream\" is not an object");
+  StreamProgress p;
+  p.streams = count_field(j, "streams");
+  if (p.streams < 1) refuse("the field \"stream.streams\" is 0; a stream has at least 1");
+  p.corpus = hex_field(j, "corpus");
+  p.world_size = count_field(j, "world_size");
+  p.rank = count_field(j, "rank");
+  const json& shards = field(j, "shards");
+  if (!shards.is_array()) refuse("the field \"stream.shards\" is not a list");
+  for (const json& s : shards) {
+    if (!s.is_object()) refuse("an entry of \"stream.shards\" is " + s.dump());
+    const json& name = field(s, "name");
+    if (!name.is_string()) refuse("a shard's \"name\" is " + name.dump() + ", not text");
+    p.shards.push_back({name.get<std::string>(), count_field(s, "samples"),
+                        count_field(s, "delivered")});
+  }
+  return p;
+}
+
 uint64_t checksum(const json& body) {
   Fnv1a h;
   h.add(body.dump());  // keys sorted (std::map), so the text is canonical
@@ -157,6 +196,7 @@ std::string to_text(const ResumeState& state) {
             {"plan_hash", hex(state.plan.hash)},
             {"delivered", delivered_ranges(state.delivered)},
             {"settings", settings_json(state.settings)}};
+  if (state.stream) body["stream"] = stream_json(*state.stream);
   body["checksum"] = hex(checksum(body));
   return body.dump();
 }
@@ -189,7 +229,39 @@ ResumeState from_text(const std::string& text) {
   state.plan.hash = hex_field(body, "plan_hash");
   state.delivered = delivered_from(field(body, "delivered"), state.plan.num_batches);
   state.settings = settings_from(field(body, "settings"));
+  if (body.contains("stream")) state.stream = stream_from(body["stream"]);
   return state;
+}
+
+void check_same_stream(const ResumeState& saved, const std::optional<StreamProgress>& now) {
+  const std::string fix = " Load the state this rank saved over this corpus, or start the epoch "
+                          "afresh without load_state_dict().";
+  if (!saved.stream && !now) return;
+  if (!saved.stream || !now) {
+    throw OptionError("state", std::string("mploader: cannot load the loader state: it was "
+                                           "saved by a Loader over ") +
+                                   (saved.stream ? "a StreamingDataset" : "a map-style dataset") +
+                                   ", and this Loader reads " +
+                                   (now ? "a StreamingDataset." : "a map-style dataset.") + fix);
+  }
+  const StreamProgress& was = *saved.stream;
+  if (was.corpus != now->corpus) {
+    std::string first = was.shards.empty() ? "none" : "'" + was.shards.front().name + "'";
+    throw OptionError("state", "mploader: cannot load the loader state: it was saved over "
+                               "another corpus (shard fingerprint " + hex(was.corpus) +
+                                   ", this dataset's " + hex(now->corpus) +
+                                   "; the first shard it read: " + first +
+                                   "): the shards' names or sample counts differ." + fix);
+  }
+  if (was.world_size != now->world_size || was.rank != now->rank) {
+    throw OptionError("state", "mploader: cannot load the loader state: it is rank " +
+                                   std::to_string(was.rank) + " of " +
+                                   std::to_string(was.world_size) + "'s, and this Loader is rank " +
+                                   std::to_string(now->rank) + " of " +
+                                   std::to_string(now->world_size) +
+                                   ". Each rank loads the state it saved itself, with the same "
+                                   "world size.");
+  }
 }
 
 void check_same_plan(const ResumeState& saved, const PlanFingerprint& current,

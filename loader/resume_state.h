@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,11 +37,29 @@ struct RecordedSettings {
   int64_t num_workers = 0;
 };
 
+// How far one shard of a StreamingDataset got in the saved epoch, on this rank.
+struct ShardProgress {
+  std::string name;
+  int64_t samples = 0;    // of this shard that this rank reads in the epoch
+  int64_t delivered = 0;  // of those, in batches the training loop received
+};
+
+// What a state of a StreamingDataset's loader adds: the corpus and the split it was planned
+// with, and its progress per shard (for people and tools; the batches decide what resumes).
+struct StreamProgress {
+  int64_t streams = 1;  // the split per rank the epoch was planned with (its num_workers)
+  uint64_t corpus = 0;  // StreamingDataset::corpus_fingerprint()
+  int64_t world_size = 1;
+  int64_t rank = 0;
+  std::vector<ShardProgress> shards;
+};
+
 struct ResumeState {
   uint64_t epoch = 0;
   PlanFingerprint plan;
   std::vector<bool> delivered;  // by sequence; size plan.num_batches
   RecordedSettings settings;
+  std::optional<StreamProgress> stream;  // set for a StreamingDataset
 };
 
 // Versioned JSON text with a checksum over its contents.
@@ -50,6 +69,9 @@ std::string to_text(const ResumeState& state);
 ResumeState from_text(const std::string& text);
 // Throws OptionError("state") when `current` (this loader's plan for saved.epoch) differs from
 // the saved one, naming the dataset size, batch count and recorded options that differ.
+// Throws OptionError("state") when a state saved over a StreamingDataset is loaded over
+// another corpus, rank or world size, or over a map-style dataset (`now` empty), or the reverse.
+void check_same_stream(const ResumeState& saved, const std::optional<StreamProgress>& now);
 void check_same_plan(const ResumeState& saved, const PlanFingerprint& current,
                      const RecordedSettings& current_settings);
 

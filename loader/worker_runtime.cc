@@ -93,7 +93,8 @@ void WorkerRuntime::stop_workers() {
 
 void WorkerRuntime::start_epoch(EpochPlan plan) {
   if (!source_) start_workers(plan.epoch);
-  source_->start_epoch(std::move(plan.batches), std::move(plan.sequences), plan.epoch);
+  source_->start_epoch(std::move(plan.batches), std::move(plan.sequences),
+                       std::move(plan.streams), plan.epoch);
 }
 
 std::optional<Batch> WorkerRuntime::next() {

@@ -6,6 +6,9 @@ target_sources(mploader PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/bucket_sampler.cc
   ${CMAKE_CURRENT_LIST_DIR}/bucket_state.cc
   ${CMAKE_CURRENT_LIST_DIR}/launch_env.cc
+  # StreamingDataset epochs (issue 16)
+  ${CMAKE_CURRENT_LIST_DIR}/stream_plan.cc
+  ${CMAKE_CURRENT_LIST_DIR}/stream_sampler.cc
   # c10d (ProcessGroup) only here: a heavy include, and optional (see the file).
   ${CMAKE_CURRENT_LIST_DIR}/c10d_agreement.cc
 )

@@ -211,6 +211,7 @@ TEST_CASE("c10d: Gloo ranks iterate Loaders with the bucket sampler, no hang, ev
     o.persistent_workers = true;  // forked now, before Gloo starts its threads
     o.timeout = std::chrono::seconds(30);
     o.rank = rank;
+    o.world_size = world;
     mploader::Loader loader(std::make_shared<TokenDataset>(lengths), o);
     Group group = connect();
     std::string out;

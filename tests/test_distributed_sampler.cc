@@ -155,6 +155,7 @@ TEST_CASE("distributed sampler: ranks of a Loader each get their share, together
     o.batch_size = 8;
     o.num_workers = rank % 2 == 0 ? 0 : 2;
     o.rank = rank;
+    o.world_size = world;
     mploader::Loader loader(std::make_shared<testing_datasets::CountingDataset>(n), o);
     loader.set_epoch(3);
     size_t rank_samples = 0;

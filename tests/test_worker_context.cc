@@ -55,6 +55,7 @@ LoaderOptions context_options(bool persistent) {
   o.batch_size = 4;
   o.seed = 77;
   o.rank = 3;
+  o.world_size = 4;
   o.persistent_workers = persistent;
   return o;
 }

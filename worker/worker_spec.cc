@@ -35,7 +35,7 @@ std::optional<std::string> unhex_field(const std::string& text) {
 
 // Every field, in one place for comparing.
 auto fields(const WorkerSettings& s) {
-  return std::tie(s.num_workers, s.seed, s.first_epoch, s.rank, s.allow_overflow,
+  return std::tie(s.num_workers, s.seed, s.first_epoch, s.rank, s.world_size, s.allow_overflow,
                   s.dataset_factory, s.dataset_config, s.collator_recipe);
 }
 
@@ -59,10 +59,10 @@ bool operator==(const WorkerSpec& a, const WorkerSpec& b) {
 std::string encode_spec(const WorkerSpec& s) {
   const WorkerSettings& w = s.settings;
   std::ostringstream out;
-  out << "v2 " << s.worker_id << ' ' << s.parent_pid << ' ' << s.region_fd << ' '
+  out << "v3 " << s.worker_id << ' ' << s.parent_pid << ' ' << s.region_fd << ' '
       << s.region_bytes << ' ' << s.task_event_fd << ' ' << s.done_event_fd << ' '
       << s.socket_fd << ' ' << w.num_workers << ' ' << w.seed << ' ' << w.first_epoch << ' '
-      << w.rank << ' ' << w.allow_overflow << ' ' << hex(w.dataset_factory) << "- "
+      << w.rank << ' ' << w.world_size << ' ' << w.allow_overflow << ' ' << hex(w.dataset_factory) << "- "
       << hex(w.dataset_config) << "- " << hex(w.collator_recipe) << '-';
   return out.str();
 }
@@ -74,8 +74,8 @@ std::optional<WorkerSpec> decode_spec(const std::string& text) {
   std::string version, factory, config, collator;
   in >> version >> s.worker_id >> s.parent_pid >> s.region_fd >> s.region_bytes >>
       s.task_event_fd >> s.done_event_fd >> s.socket_fd >> w.num_workers >> w.seed >>
-      w.first_epoch >> w.rank >> w.allow_overflow >> factory >> config >> collator;
-  if (!in || version != "v2") return std::nullopt;
+      w.first_epoch >> w.rank >> w.world_size >> w.allow_overflow >> factory >> config >> collator;
+  if (!in || version != "v3") return std::nullopt;
   std::optional<std::string> f = unhex_field(factory), d = unhex_field(config),
                              c = unhex_field(collator);
   if (!f || !d || !c) return std::nullopt;

@@ -21,6 +21,7 @@ struct WorkerSettings {
   uint64_t seed = 0;         // LoaderOptions::seed: with the epoch and worker id, each seed
   uint64_t first_epoch = 0;  // the epoch current when the workers start (their first seed)
   int64_t rank = 0;
+  int64_t world_size = 1;
   bool allow_overflow = true;  // a batch larger than its slot goes to a one-off segment
   // Set with spawn and forkserver only: the recipes a worker rebuilds dataset and collator from.
   std::string dataset_factory;

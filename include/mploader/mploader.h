@@ -14,5 +14,6 @@
 #include <mploader/options.h>
 #include <mploader/registry.h>
 #include <mploader/sampler.h>
+#include <mploader/streaming.h>
 #include <mploader/tensor_dict.h>
 #include <mploader/worker_info.h>

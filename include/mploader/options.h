@@ -28,6 +28,18 @@ enum class StartMethod {
   kForkserver,
 };
 
+/// What a StreamingDataset's ranks do when they hold different numbers of batches in an epoch
+/// (LoaderOptions::uneven_ranks): DDP waits forever for a rank that stopped early, so every
+/// rank gets the same count.
+enum class UnevenRanks {
+  /// Ranks short of batches repeat their first batches of the epoch (the samples in them
+  /// come twice); no sample is left out.
+  kPad,
+  /// Every rank stops after as many batches as the rank with the fewest; the rest of the
+  /// longer ranks' samples are left out of that epoch.
+  kDrop,
+};
+
 /// Every option of a Loader. The Loader copies and checks them at construction: a wrong value
 /// is an OptionError naming the option, the value and the fix. A plain struct: no locking.
 struct LoaderOptions {
@@ -37,7 +49,8 @@ struct LoaderOptions {
   int64_t num_workers = 0;
   /// Batches each worker may have in flight ahead of the training loop. >= 1.
   int64_t prefetch_factor = 2;
-  /// Random order per epoch (RandomSampler(seed)); ignored when sampler is set.
+  /// Random order per epoch (RandomSampler(seed)); ignored when sampler is set. For a
+  /// StreamingDataset: the shards' order, and so their assignment to ranks and workers.
   bool shuffle = false;
   uint64_t seed = 0;  ///< Seeds shuffling (seed + epoch) and the workers' generators.
   /// Drop the last batch when it is short; ignored when batch_sampler is set.
@@ -83,8 +96,18 @@ struct LoaderOptions {
   /// connections that must not cross a fork (HDF5, databases, sockets). An exception here is
   /// reported as a WorkerCrashed naming worker_init.
   std::function<void(const WorkerInfo&)> worker_init;
-  /// This process's rank in a distributed job; shows in worker_info().
+  /// This process's rank in a distributed job, in [0, world_size); shows in worker_info().
   int64_t rank = 0;
+  /// Processes in the distributed job. 0: world size and rank come from the launcher's
+  /// environment (launch_info_from_env(): torchrun, SLURM, Open MPI; 1 and 0 without one), and
+  /// `rank` must then be left at 0. A StreamingDataset shares its shards out among the ranks.
+  int64_t world_size = 0;
+  /// StreamingDataset only: each worker shuffles its stream through a buffer of this many
+  /// samples (0 or 1: read order). It is also the most samples a worker holds read ahead of
+  /// the batch it builds. The order is the same in every run with the same seed and epoch.
+  int64_t shuffle_buffer = 0;
+  /// StreamingDataset only: how ranks with different numbers of batches are evened out.
+  UnevenRanks uneven_ranks = UnevenRanks::kPad;
 };
 
 /// @var LoaderOptions::crash_dir

@@ -1,0 +1,93 @@
+/// @file
+/// StreamingDataset: a dataset made of shards (files, or any countable units) that are read
+/// front to back: token corpora, tar shards, anything whose samples are counted up front but
+/// read in order.
+///
+///   class MyShards : public mploader::StreamingDataset {
+///    public:
+///     MyShards() { declare_shards({{"a.bin", 1000}, {"b.bin", 800}}); }
+///     mploader::Sample get(int64_t index) override {
+///       mploader::ShardPosition at = locate(index);  // shard and sample in it
+///       ...
+///     }
+///   };
+///
+/// The Loader plans the epoch itself (LoaderOptions::sampler and batch_sampler stay unset):
+///   1. the shards are put in order, shuffled per (seed, epoch) when LoaderOptions::shuffle;
+///   2. they are shared out among the ranks (LoaderOptions::world_size and rank, or the
+///      launcher's), each to the rank with the fewest samples so far, so that no shard is read
+///      by two ranks;
+///   3. each rank's shards are shared out among its workers the same way, and a worker reads
+///      its shards in order, through a shuffle buffer of LoaderOptions::shuffle_buffer samples;
+///   4. each worker's stream is cut into batches of batch_size (drop_last drops each worker's
+///      short last batch), and the batches of the workers alternate, as with PyTorch's
+///      IterableDataset;
+///   5. every rank gets the same number of batches (LoaderOptions::uneven_ranks).
+/// Every sample of the epoch is read once, by one worker of one rank. When there are fewer
+/// shards than ranks, each shard is split into equal sample ranges, as many as it takes; when
+/// a rank has fewer shards than workers, its shards are split by sample ranges among the
+/// workers. Either way a sample is still read once, and no worker idles.
+///
+/// Batches carry the global indices of their samples (Batch::indices()), so a batch names
+/// the shard and position of each of its samples through locate(). state_dict() records the
+/// epoch's progress per shard, and load_state_dict() resumes with exactly the samples not yet
+/// delivered, also with another num_workers. A worker that dies is replaced
+/// (max_restarts_per_epoch) and its batches are issued again to its replacement.
+#pragma once
+
+#include <mploader/dataset.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mploader {
+
+/// One shard of a StreamingDataset.
+struct ShardInfo {
+  std::string name;         ///< Names the shard in messages and saved states (its path).
+  int64_t num_samples = 0;  ///< Samples it holds; 0 is allowed (the shard is never read).
+};
+
+/// Where a global sample index lies: its shard, and its position in that shard.
+struct ShardPosition {
+  size_t shard = 0;     ///< Index into shards().
+  int64_t sample = 0;   ///< 0 .. shards()[shard].num_samples - 1
+};
+
+/// A dataset of shards with known sample counts; see the file comment for how a Loader plans
+/// its epochs. Subclasses call declare_shards() in their constructor and implement get() or
+/// sample_layout() and write() (Dataset) for global indices, which locate() turns into a shard
+/// and a position. A Loader asks for the samples of one shard in increasing order within a
+/// worker, except after a shuffle buffer (which reorders within its size) or a restart, so a
+/// reader that keeps its place in the current shard reads each shard once, front to back.
+///
+/// Not thread-safe: each worker process has its own copy (Dataset).
+class StreamingDataset : public Dataset {
+ public:
+  /// The shards, in the order declared.
+  const std::vector<ShardInfo>& shards() const { return shards_; }
+  /// Samples of every shard together.
+  size_t size() const final { return static_cast<size_t>(total_); }
+  /// The shard and position of global sample `index`, in [0, size()); throws
+  /// std::out_of_range naming the index and the size otherwise.
+  ShardPosition locate(int64_t index) const;
+  /// The global index of sample `sample` of shard `shard`.
+  int64_t global_index(size_t shard, int64_t sample) const;
+  /// A 64-bit hash of the shards' names and counts, in order: a state saved over another
+  /// corpus is refused by it.
+  uint64_t corpus_fingerprint() const;
+
+ protected:
+  /// Sets the shards; call it once, in the constructor. Throws std::invalid_argument naming
+  /// the shard when a count is negative, or when the counts overflow int64.
+  void declare_shards(std::vector<ShardInfo> shards);
+
+ private:
+  std::vector<ShardInfo> shards_;
+  std::vector<int64_t> starts_;  // global index of each shard's sample 0
+  int64_t total_ = 0;
+};
+
+}  // namespace mploader

@@ -1,0 +1,62 @@
+// StreamPlan: the epoch of a StreamingDataset for one rank, planned in the training process
+// (include/mploader/streaming.h says how, for users). Every rank computes the whole job's
+// split from the same inputs, so the ranks agree on their batch counts with no communication.
+//
+// Pure functions and a value type; no shared state.
+#pragma once
+
+#include <mploader/options.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mploader::detail {
+
+// The options a stream's plan follows.
+struct StreamPlanSettings {
+  int64_t batch_size = 1;
+  bool drop_last = false;
+  bool shuffle = false;  // the shards' order per (seed, epoch)
+  uint64_t seed = 0;
+  int64_t shuffle_buffer = 0;  // per stream; 0 or 1: read order
+  int64_t world_size = 1;
+  int64_t rank = 0;
+  // Streams per rank the samples are split into: num_workers (1 without workers). A resumed
+  // epoch keeps the split it was saved with, whatever num_workers is then.
+  int64_t streams = 1;
+  UnevenRanks uneven = UnevenRanks::kPad;
+};
+
+// A run of consecutive global sample indices [begin, end), all in one shard.
+struct SampleRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - begin; }
+};
+
+// One rank's epoch.
+struct StreamEpoch {
+  std::vector<std::vector<int64_t>> batches;  // global indices, in delivery order
+  std::vector<int32_t> stream_of_batch;       // which stream (worker) reads each batch
+  size_t batches_before_evening = 0;  // this rank's own count, before padding or dropping
+  size_t padded_batches = 0;          // repeated to reach the job's count (kPad)
+  size_t dropped_batches = 0;         // left out to reach it (kDrop)
+  size_t pieces_per_shard = 1;        // > 1: shards split by sample ranges among the ranks
+  std::vector<std::vector<SampleRange>> streams;  // each stream's ranges, in read order
+};
+
+// Plans `epoch` for settings.rank. `shard_sizes` are the shards' sample counts in declared
+// order. Throws OptionError when the corpus has fewer samples than ranks, or (kPad) when a
+// rank would have no batch to repeat.
+StreamEpoch plan_stream_epoch(const std::vector<int64_t>& shard_sizes,
+                              const StreamPlanSettings& settings, uint64_t epoch);
+
+// The order in which a buffer of `buffer` samples, filled from `in` in order and emptied at
+// random (generator seeded `seed`), lets them out: the most samples a reader holds at once is
+// `buffer`. buffer <= 1 returns `in`.
+std::vector<int64_t> buffer_shuffle(const std::vector<int64_t>& in, int64_t buffer,
+                                    uint64_t seed);
+
+}  // namespace mploader::detail
