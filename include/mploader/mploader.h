@@ -15,5 +15,6 @@
 #include <mploader/registry.h>
 #include <mploader/sampler.h>
 #include <mploader/streaming.h>
+#include <mploader/token_stream.h>
 #include <mploader/tensor_dict.h>
 #include <mploader/worker_info.h>

@@ -1,0 +1,225 @@
+// TokenStream: language-model windows from memory-mapped token files
+// (include/mploader/token_stream.h).
+#include "ipc/unique_fd.h"
+
+#include <mploader/errors.h>
+#include <mploader/registry.h>
+#include <mploader/token_stream.h>
+#include <mploader/worker_info.h>
+
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace mploader {
+namespace {
+
+int64_t id_bytes(TokenType type) { return type == TokenType::kUInt16 ? 2 : 4; }
+const char* type_name(TokenType type) { return type == TokenType::kUInt16 ? "uint16" : "uint32"; }
+
+[[noreturn]] void refuse(const std::string& what) {
+  throw std::invalid_argument("mploader::TokenStream: " + what);
+}
+
+// splitmix64 over two values, for the per-(seed, epoch, file) offset and per-sample starts.
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+int64_t tokens_of(const std::string& path, TokenType type) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    refuse("cannot read token file '" + path + "' (stat: " + std::strerror(errno) +
+           "); check the path");
+  }
+  if (!S_ISREG(st.st_mode)) refuse("'" + path + "' is not a regular file; give a token file");
+  const int64_t width = id_bytes(type);
+  if (st.st_size % width != 0) {
+    refuse("token file '" + path + "' is " + std::to_string(st.st_size) +
+           " bytes, not a multiple of " + std::to_string(width) + " (" + type_name(type) +
+           " ids): it was cut short, or written with another id width. Write it again, or set "
+           "TokenStreamOptions::type to the width it was written with");
+  }
+  return static_cast<int64_t>(st.st_size) / width;
+}
+
+// Sequential windows of a file of `tokens`: how many, and the room left for a moving offset.
+int64_t sequential_windows(int64_t tokens, int64_t context) {
+  return std::max<int64_t>(1, (tokens - context) / context);
+}
+
+}  // namespace
+
+// One file, mapped read-only: its pages are the page cache's, shared by every process.
+struct TokenStream::Mapping {
+  const uint8_t* base = nullptr;
+  size_t bytes = 0;
+  ~Mapping() {
+    if (base != nullptr) munmap(const_cast<uint8_t*>(base), bytes);
+  }
+};
+
+TokenStream::TokenStream(std::vector<std::string> files, TokenStreamOptions options)
+    : files_(std::move(files)), options_(options) {
+  if (files_.empty()) refuse("no token files given; pass at least one path");
+  if (options_.context < 1) {
+    refuse("context is " + std::to_string(options_.context) + "; a window holds 1 or more tokens");
+  }
+  if (options_.windows_per_shard < 0 || options_.vocab_size < 0) {
+    refuse("windows_per_shard and vocab_size must be 0 or more, got " +
+           std::to_string(options_.windows_per_shard) + " and " +
+           std::to_string(options_.vocab_size));
+  }
+  std::vector<ShardInfo> shards;
+  for (size_t f = 0; f < files_.size(); ++f) {
+    const int64_t tokens = tokens_of(files_[f], options_.type);
+    if (tokens < options_.context + 1) {
+      refuse("token file '" + files_[f] + "' holds " + std::to_string(tokens) +
+             " tokens; a window of context " + std::to_string(options_.context) + " needs " +
+             std::to_string(options_.context + 1) + " (input and target shifted by one). Use "
+             "a smaller context or leave the file out");
+    }
+    tokens_.push_back(tokens);
+    windows_.push_back(sequential_windows(tokens, options_.context));
+    const int64_t per = options_.windows_per_shard > 0 ? options_.windows_per_shard : windows_[f];
+    for (int64_t first = 0; first < windows_[f]; first += per) {
+      const int64_t n = std::min(per, windows_[f] - first);
+      shards.push_back({files_[f] + (per == windows_[f] ? "" : "@" + std::to_string(first)), n});
+      shard_file_.push_back(f);
+      shard_first_.push_back(first);
+    }
+  }
+  mappings_.resize(files_.size());
+  declare_shards(std::move(shards));
+}
+
+TokenStream::~TokenStream() = default;
+
+std::optional<SampleLayout> TokenStream::sample_layout() const {
+  return SampleLayout{{"input", at::kLong, {options_.context}},
+                      {"target", at::kLong, {options_.context}}};
+}
+
+size_t TokenStream::file_of(int64_t index) const { return shard_file_[locate(index).shard]; }
+
+int64_t TokenStream::window_start(int64_t index, uint64_t seed, uint64_t epoch) const {
+  const ShardPosition at = locate(index);
+  const size_t f = shard_file_[at.shard];
+  const int64_t c = options_.context;
+  if (options_.windows == TokenWindows::kRandom) {
+    const uint64_t room = static_cast<uint64_t>(tokens_[f] - c);  // starts 0 .. tokens - c - 1
+    return static_cast<int64_t>(sample_seed(seed, epoch, index) % room);
+  }
+  const int64_t slack = tokens_[f] - 1 - windows_[f] * c;
+  const int64_t span = std::min(c - 1, slack) + 1;  // offsets 0 .. span - 1
+  const int64_t offset =
+      static_cast<int64_t>(mix(mix(seed, epoch), f) % static_cast<uint64_t>(span));
+  return offset + (shard_first_[at.shard] + at.sample) * c;
+}
+
+const TokenStream::Mapping& TokenStream::mapping(size_t f) {
+  if (mappings_[f]) return *mappings_[f];
+  const std::string& path = files_[f];
+  ipc::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    throw Error("mploader::TokenStream: cannot open token file '" + path + "' (open: " +
+                std::strerror(errno) + "); it was there when the dataset was built: restore it");
+  }
+  struct stat st;
+  const size_t bytes = static_cast<size_t>(tokens_[f] * id_bytes(options_.type));
+  if (fstat(fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
+    throw Error("mploader::TokenStream: token file '" + path + "' is now " +
+                std::to_string(st.st_size) + " bytes, " + std::to_string(bytes) +
+                " when the dataset was built: it changed under the loader. Rebuild the dataset "
+                "(and start the epoch afresh) once the file is complete");
+  }
+  void* base = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (base == MAP_FAILED) {
+    throw Error("mploader::TokenStream: mmap of '" + path + "' (" + std::to_string(bytes) +
+                " bytes) failed: " + std::strerror(errno));
+  }
+  madvise(base, bytes, options_.windows == TokenWindows::kRandom ? MADV_RANDOM : MADV_NORMAL);
+  mappings_[f] = std::make_unique<Mapping>();
+  mappings_[f]->base = static_cast<const uint8_t*>(base);
+  mappings_[f]->bytes = bytes;
+  return *mappings_[f];
+}
+
+namespace {
+
+// Copies context + 1 ids from `ids` into input (the first context) and target (the last).
+template <typename Id>
+void copy_window(const Id* ids, int64_t context, int64_t vocab, int64_t* input, int64_t* target,
+                 const std::string& path, int64_t start) {
+  for (int64_t i = 0; i <= context; ++i) {
+    const int64_t id = static_cast<int64_t>(ids[i]);
+    if (vocab > 0 && id >= vocab) {
+      throw Error("mploader::TokenStream: token " + std::to_string(start + i) + " of '" + path +
+                  "' is " + std::to_string(id) + ", outside the vocabulary of " +
+                  std::to_string(vocab) + " (TokenStreamOptions::vocab_size): the file was "
+                  "written with another tokenizer or id width, or vocab_size is too small");
+    }
+    if (i < context) input[i] = id;
+    if (i > 0) target[i - 1] = id;
+  }
+}
+
+}  // namespace
+
+void TokenStream::write(int64_t index, SampleWriter& out) {
+  const std::optional<LoadingContext> ctx = loading_context();
+  const int64_t start = window_start(index, ctx ? ctx->seed : 0, ctx ? ctx->epoch : 0);
+  const size_t f = file_of(index);
+  const Mapping& m = mapping(f);
+  int64_t* input = out.data<int64_t>(0);
+  int64_t* target = out.data<int64_t>(1);
+  const int64_t c = options_.context, vocab = options_.vocab_size;
+  if (options_.type == TokenType::kUInt16) {
+    copy_window(reinterpret_cast<const uint16_t*>(m.base) + start, c, vocab, input, target,
+                files_[f], start);
+  } else {
+    copy_window(reinterpret_cast<const uint32_t*>(m.base) + start, c, vocab, input, target,
+                files_[f], start);
+  }
+}
+
+// Spawned workers rebuild the dataset from this JSON text.
+std::optional<DatasetRecipe> TokenStream::recipe() const {
+  nlohmann::json j{{"files", files_},
+                   {"type", type_name(options_.type)},
+                   {"context", options_.context},
+                   {"vocab_size", options_.vocab_size},
+                   {"windows", options_.windows == TokenWindows::kRandom ? "random" : "sequential"},
+                   {"windows_per_shard", options_.windows_per_shard}};
+  return DatasetRecipe{"mploader.TokenStream", j.dump()};
+}
+
+namespace {
+
+std::shared_ptr<Dataset> token_stream_from_recipe(const std::string& config) {
+  const nlohmann::json j = nlohmann::json::parse(config);
+  TokenStreamOptions o;
+  o.type = j.at("type").get<std::string>() == "uint32" ? TokenType::kUInt32 : TokenType::kUInt16;
+  o.context = j.at("context").get<int64_t>();
+  o.vocab_size = j.at("vocab_size").get<int64_t>();
+  o.windows = j.at("windows").get<std::string>() == "random" ? TokenWindows::kRandom
+                                                             : TokenWindows::kSequential;
+  o.windows_per_shard = j.at("windows_per_shard").get<int64_t>();
+  return std::make_shared<TokenStream>(j.at("files").get<std::vector<std::string>>(), o);
+}
+
+}  // namespace
+
+MPLOADER_REGISTER_DATASET("mploader.TokenStream", token_stream_from_recipe);
+
+}  // namespace mploader

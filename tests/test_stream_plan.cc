@@ -1,0 +1,217 @@
+// The epoch plan of a StreamingDataset (sampler/stream_plan.h), computed for every rank of a
+// job as each rank computes it alone: equal steps, every sample once, a shard with one worker
+// of one rank, a shuffle buffer that never holds more than its size.
+#include "sampler/stream_plan.h"
+
+#include <mploader/errors.h>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+using mploader::OptionError;
+using mploader::UnevenRanks;
+using mploader::detail::buffer_shuffle;
+using mploader::detail::plan_stream_epoch;
+using mploader::detail::StreamEpoch;
+using mploader::detail::StreamPlanSettings;
+
+namespace {
+
+std::vector<StreamEpoch> plan_all_ranks(const std::vector<int64_t>& sizes, StreamPlanSettings s,
+                                        uint64_t epoch) {
+  std::vector<StreamEpoch> out;
+  for (int64_t r = 0; r < s.world_size; ++r) {
+    s.rank = r;
+    out.push_back(plan_stream_epoch(sizes, s, epoch));
+  }
+  return out;
+}
+
+// Shard of each global index.
+std::vector<size_t> shard_of_index(const std::vector<int64_t>& sizes) {
+  std::vector<size_t> out;
+  for (size_t s = 0; s < sizes.size(); ++s) out.insert(out.end(), sizes[s], s);
+  return out;
+}
+
+std::vector<int64_t> uneven_sizes() {
+  return {13, 0, 40, 7, 22, 31, 5, 18, 26, 9, 14, 3, 37, 11, 20, 16, 28};
+}
+
+}  // namespace
+
+TEST_CASE("stream plan: every rank takes equal steps, and each sample comes once (pad)",
+          "[stream]") {
+  const auto sizes = uneven_sizes();
+  const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+  StreamPlanSettings s;
+  s.batch_size = 5;
+  s.world_size = 3;
+  s.streams = 4;
+  s.shuffle = true;
+  s.seed = 11;
+  s.shuffle_buffer = 6;
+  for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+    const auto plans = plan_all_ranks(sizes, s, epoch);
+    std::map<int64_t, int> seen;
+    for (const StreamEpoch& p : plans) {
+      CHECK(p.batches.size() == plans[0].batches.size());
+      CHECK(p.stream_of_batch.size() == p.batches.size());
+      for (size_t b = 0; b < p.batches_before_evening; ++b) {
+        for (int64_t i : p.batches[b]) ++seen[i];
+      }
+      // A padded batch repeats one of the rank's own.
+      for (size_t b = p.batches_before_evening; b < p.batches.size(); ++b) {
+        CHECK(p.batches[b] == p.batches[b - p.batches_before_evening]);
+      }
+    }
+    CHECK(static_cast<int64_t>(seen.size()) == total);
+    for (const auto& [index, count] : seen) CHECK(count == 1);
+  }
+}
+
+TEST_CASE("stream plan: drop stops every rank at the shortest, nothing comes twice",
+          "[stream]") {
+  const auto sizes = uneven_sizes();
+  StreamPlanSettings s;
+  s.batch_size = 4;
+  s.world_size = 4;
+  s.streams = 2;
+  s.uneven = UnevenRanks::kDrop;
+  s.shuffle = true;
+  const auto plans = plan_all_ranks(sizes, s, 5);
+  std::set<int64_t> seen;
+  size_t dropped = 0;
+  for (const StreamEpoch& p : plans) {
+    CHECK(p.batches.size() == plans[0].batches.size());
+    CHECK(p.padded_batches == 0);
+    dropped += p.dropped_batches;
+    for (const auto& batch : p.batches) {
+      for (int64_t i : batch) CHECK(seen.insert(i).second);
+    }
+  }
+  size_t fewest = SIZE_MAX;
+  for (const StreamEpoch& p : plans) fewest = std::min(fewest, p.batches_before_evening);
+  CHECK(plans[0].batches.size() == fewest);
+  size_t own = 0;
+  for (const StreamEpoch& p : plans) own += p.batches_before_evening;
+  CHECK(dropped == own - fewest * plans.size());
+}
+
+TEST_CASE("stream plan: with enough shards, a shard is read by one worker of one rank",
+          "[stream]") {
+  const auto sizes = uneven_sizes();
+  const auto shard_of = shard_of_index(sizes);
+  StreamPlanSettings s;
+  s.batch_size = 3;
+  s.world_size = 2;
+  s.streams = 3;
+  s.shuffle = true;
+  for (uint64_t epoch = 0; epoch < 4; ++epoch) {
+    std::map<size_t, std::set<std::pair<int64_t, int32_t>>> readers;
+    const auto plans = plan_all_ranks(sizes, s, epoch);
+    for (int64_t r = 0; r < s.world_size; ++r) {
+      const StreamEpoch& p = plans[static_cast<size_t>(r)];
+      CHECK(p.pieces_per_shard == 1);
+      for (size_t b = 0; b < p.batches.size(); ++b) {
+        for (int64_t i : p.batches[b]) readers[shard_of[i]].insert({r, p.stream_of_batch[b]});
+      }
+    }
+    for (const auto& [shard, who] : readers) CHECK(who.size() == 1);
+  }
+}
+
+TEST_CASE("stream plan: the shard order changes with the epoch and is the same every run",
+          "[stream]") {
+  const auto sizes = uneven_sizes();
+  StreamPlanSettings s;
+  s.batch_size = 4;
+  s.streams = 2;
+  s.shuffle = true;
+  s.seed = 3;
+  CHECK(plan_stream_epoch(sizes, s, 1).batches == plan_stream_epoch(sizes, s, 1).batches);
+  CHECK(plan_stream_epoch(sizes, s, 1).batches != plan_stream_epoch(sizes, s, 2).batches);
+  s.shuffle = false;
+  CHECK(plan_stream_epoch(sizes, s, 1).batches == plan_stream_epoch(sizes, s, 2).batches);
+}
+
+TEST_CASE("stream plan: fewer shards than ranks are split into sample ranges", "[stream]") {
+  StreamPlanSettings s;
+  s.batch_size = 8;
+  s.world_size = 4;
+  s.streams = 1;
+  const auto plans = plan_all_ranks({100}, s, 0);
+  std::set<int64_t> seen;
+  for (const StreamEpoch& p : plans) {
+    CHECK(p.pieces_per_shard == 4);
+    CHECK(p.batches.size() == 4);  // 25 samples each: 3 full batches and one of 1
+    for (const auto& batch : p.batches) {
+      for (int64_t i : batch) CHECK(seen.insert(i).second);
+    }
+  }
+  CHECK(seen.size() == 100);
+}
+
+TEST_CASE("stream plan: fewer shards than workers are split so that no worker idles",
+          "[stream]") {
+  StreamPlanSettings s;
+  s.batch_size = 4;
+  s.streams = 5;
+  const StreamEpoch p = plan_stream_epoch({30, 10}, s, 0);
+  REQUIRE(p.streams.size() == 5);
+  for (const auto& ranges : p.streams) {
+    int64_t n = 0;
+    for (const auto& r : ranges) n += r.size();
+    CHECK(n == 8);
+  }
+  std::set<int32_t> used(p.stream_of_batch.begin(), p.stream_of_batch.end());
+  CHECK(used.size() == 5);
+  // The workers' batches alternate: 0, 1, 2, 3, 4, 0, 1, ...
+  for (size_t b = 0; b < p.stream_of_batch.size(); ++b) {
+    CHECK(p.stream_of_batch[b] == static_cast<int32_t>(b % 5));
+  }
+}
+
+TEST_CASE("stream plan: a shuffle buffer holds at most its size and keeps every sample",
+          "[stream]") {
+  std::vector<int64_t> in(500);
+  std::iota(in.begin(), in.end(), 1000);
+  for (int64_t buffer : {2, 7, 64, 1000}) {
+    const std::vector<int64_t> out = buffer_shuffle(in, buffer, 42);
+    std::vector<int64_t> sorted = out;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(sorted == in);
+    CHECK(out != in);
+    // Sample out[i] was read at position out[i] - 1000; a reader that has emitted i samples
+    // and read up to that one holds (read - i) samples: never more than the buffer.
+    int64_t read = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      read = std::max(read, out[i] - 1000 + 1);
+      CHECK(read - static_cast<int64_t>(i) <= buffer);
+    }
+    CHECK(buffer_shuffle(in, buffer, 42) == out);
+    CHECK(buffer_shuffle(in, buffer, 43) != out);
+  }
+  CHECK(buffer_shuffle(in, 1, 42) == in);
+  CHECK(buffer_shuffle(in, 0, 42) == in);
+}
+
+TEST_CASE("stream plan: a job without enough data for every rank is refused", "[stream]") {
+  StreamPlanSettings s;
+  s.world_size = 8;
+  CHECK_THROWS_WITH(plan_stream_epoch({3, 2}, s, 0),
+                    Catch::Contains("5 samples, fewer than the 8 ranks"));
+  s.world_size = 2;
+  s.batch_size = 4;
+  s.drop_last = true;
+  s.streams = 2;
+  // 10 samples: 5 per rank, 2 or 3 per worker, no full batch anywhere.
+  CHECK_THROWS_WITH(plan_stream_epoch({10}, s, 0),
+                    Catch::Contains("gets no batch of this epoch") &&
+                        Catch::Contains("drop_last"));
+  CHECK_THROWS_AS(plan_stream_epoch({10}, s, 0), OptionError);
+}
