@@ -1,5 +1,7 @@
 #include "loader/component_settings.h"
 
+#include <mploader/streaming.h>
+
 namespace mploader::detail {
 
 worker::WorkerSettings worker_settings(const LoaderOptions& options, const Dataset& dataset) {
@@ -56,6 +58,26 @@ SupervisorSettings supervisor_settings(const LoaderOptions& options) {
 RecordedSettings recorded_settings(const LoaderOptions& options) {
   return RecordedSettings{options.batch_size, options.drop_last, options.shuffle,
                           options.seed,       options.in_order,  options.num_workers};
+}
+
+uint64_t options_fingerprint(const LoaderOptions& o, const Dataset& dataset) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over each value's 8 bytes
+  auto add = [&h](uint64_t v) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= (v >> (8 * b)) & 0xff;
+      h *= 0x100000001b3ULL;
+    }
+  };
+  add(static_cast<uint64_t>(o.batch_size));
+  add(o.drop_last);
+  add(o.shuffle);
+  add(static_cast<uint64_t>(o.shuffle_buffer));
+  add(static_cast<uint64_t>(o.uneven_ranks));
+  if (auto* stream = dynamic_cast<const StreamingDataset*>(&dataset)) {
+    add(stream->corpus_fingerprint());
+    add(static_cast<uint64_t>(std::max<int64_t>(1, o.num_workers)));  // the split per rank
+  }
+  return h;
 }
 
 }  // namespace mploader::detail

@@ -22,6 +22,7 @@ class LoaderCore {
         runtime_(*dataset_, options_) {}
 
   const LoaderOptions& options() const { return options_; }
+  const Dataset& dataset() const { return *dataset_; }
   EpochState& epochs() { return epochs_; }
   const EpochState& epochs() const { return epochs_; }
   const WorkerRuntime& runtime() const { return runtime_; }
@@ -78,6 +79,19 @@ Loader::Iterator Loader::begin() {
 }
 
 std::optional<Batch> Loader::next() { return core_->next(); }
+
+RankAgreement Loader::rank_agreement() const {
+  const LoaderOptions& o = core_->options();
+  RankAgreement a;
+  a.rank = o.rank;
+  a.world_size = o.world_size;
+  a.dataset_size = static_cast<int64_t>(core_->dataset().size());
+  a.fingerprint = detail::options_fingerprint(o, core_->dataset());
+  a.seed = o.seed;
+  a.epoch = core_->epochs().upcoming_epoch();
+  a.batches = static_cast<int64_t>(core_->epochs().upcoming_batches());
+  return a;
+}
 
 const LoaderOptions& Loader::options() const { return core_->options(); }
 

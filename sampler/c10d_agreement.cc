@@ -35,8 +35,10 @@ struct Compared {
 // In the order a root cause is most likely: dataset first, derived counts last.
 const Compared kCompared[] = {
     {kDataset, "the dataset size", "every rank must load the same dataset"},
-    {kPrint, "the fingerprint of the sample lengths and batching options",
-     "every rank must build its sampler from the same lengths and the same BucketOptions"},
+    {kPrint, "the fingerprint of the data and batching options",
+     "every rank must build its sampler from the same lengths and the same BucketOptions, or "
+     "its Loader over a StreamingDataset from the same shards with the same batch_size, "
+     "drop_last, shuffle, shuffle_buffer, uneven_ranks and num_workers"},
     {kSeed, "the seed", "give every rank the same seed"},
     {kEpoch, "the epoch", "call set_epoch with the same epoch on every rank"},
     {kBatches, "the number of batches this epoch",

@@ -7,6 +7,7 @@
 #include <mploader/distributed.h>
 #include <mploader/errors.h>
 #include <mploader/loader.h>
+#include <mploader/streaming.h>
 
 #include <catch2/catch.hpp>
 
@@ -193,7 +194,106 @@ std::string train_epoch(int world, mploader::Loader& loader, c10d::ProcessGroup&
   return "ok " + std::to_string(global_samples);
 }
 
+// Shards of uneven sizes; "index": int64 scalar, the global index.
+class UnevenShards : public mploader::StreamingDataset {
+ public:
+  explicit UnevenShards(size_t shards) {
+    std::vector<mploader::ShardInfo> s;
+    for (size_t i = 0; i < shards; ++i) {
+      s.push_back({"part-" + std::to_string(i), static_cast<int64_t>(5 + (i * 37) % 29)});
+    }
+    declare_shards(std::move(s));
+  }
+  std::optional<mploader::SampleLayout> sample_layout() const override {
+    return mploader::SampleLayout{{"index", at::kLong, {}}};
+  }
+  void write(int64_t index, mploader::SampleWriter& out) override {
+    *out.data<int64_t>(0) = index;
+  }
+};
+
+// One epoch of a streaming rank: an allreduce per batch, then every sample's count over all
+// ranks: at least once each, and the ranks' step counts equal.
+std::string stream_epoch(int world, mploader::Loader& loader, c10d::ProcessGroup& group,
+                         uint64_t epoch) {
+  const int64_t n = static_cast<int64_t>(loader.rank_agreement().dataset_size);
+  loader.set_epoch(epoch);
+  at::Tensor seen = at::zeros({n}, at::kLong);
+  int64_t steps = 0;
+  for (mploader::Batch& b : loader) {
+    allreduce_sum(group, at::tensor({int64_t(b.size())}, at::kLong));
+    for (int64_t i : b.indices()) seen[i] += 1;
+    ++steps;
+  }
+  std::vector<at::Tensor> counts{seen};
+  group.allreduce(counts)->wait();
+  const int64_t all_steps = allreduce_sum(group, at::tensor({steps}, at::kLong));
+  if (counts[0].min().item<int64_t>() < 1 || all_steps != steps * world) {
+    return "epoch " + std::to_string(epoch) + ": a sample missed or unequal steps (" +
+           std::to_string(steps) + " here, " + std::to_string(all_steps) + " in all)";
+  }
+  return "ok " + std::to_string(steps);
+}
+
 }  // namespace
+
+TEST_CASE("c10d: Gloo ranks stream uneven shards in equal steps, every sample, no hang",
+          "[distributed][c10d][stream]") {
+  const int world = 2;
+  const std::vector<std::string> results = run_ranks(world, [&](int rank, const Connect& connect) {
+    mploader::LoaderOptions o;
+    o.batch_size = 4;
+    o.num_workers = 2;
+    o.shuffle = true;
+    o.shuffle_buffer = 6;
+    o.persistent_workers = true;  // forked now, before Gloo starts its threads
+    o.timeout = std::chrono::seconds(30);
+    o.rank = rank;
+    o.world_size = world;
+    mploader::Loader loader(std::make_shared<UnevenShards>(13), o);
+    Group group = connect();
+    std::string out;
+    for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+      mploader::verify_ranks_agree(*group.group, loader.rank_agreement(), kGlooTimeout);
+      out = stream_epoch(world, loader, *group.group, epoch);
+      if (out.rfind("ok", 0) != 0) return out;
+    }
+    return out;
+  });
+  for (int r = 0; r < world; ++r) {
+    INFO("rank " << r << ": " << results[r]);
+    CHECK(results[r].rfind("ok ", 0) == 0);
+  }
+  CHECK(results[0] == results[1]);
+}
+
+TEST_CASE("c10d: streaming ranks with different shards or workers fail alike, no hang",
+          "[distributed][c10d][stream]") {
+  // Rank 1 differs by: 0 one shard more, 1 one worker more (another split of its shards).
+  for (int variant = 0; variant < 2; ++variant) {
+    const std::vector<std::string> results = run_ranks(2, [&](int rank, const Connect& connect) {
+      mploader::LoaderOptions o;
+      o.batch_size = 4;
+      o.num_workers = variant == 1 && rank == 1 ? 3 : 2;
+      o.rank = rank;
+      o.world_size = 2;
+      mploader::Loader loader(std::make_shared<UnevenShards>(variant == 0 && rank == 1 ? 9 : 8),
+                              o);
+      Group group = connect();
+      try {
+        mploader::verify_ranks_agree(*group.group, loader.rank_agreement(), kGlooTimeout);
+      } catch (const mploader::OptionError& e) {
+        return std::string("ok ") + e.what();
+      }
+      return std::string("no error");
+    }, std::chrono::seconds(60));
+    for (int r = 0; r < 2; ++r) {
+      INFO("variant " << variant << ", rank " << r << ": " << results[r]);
+      CHECK(results[r].rfind("ok ", 0) == 0);
+      CHECK(results[r].find("the ranks disagree") != std::string::npos);
+    }
+  }
+}
 
 TEST_CASE("c10d: Gloo ranks iterate Loaders with the bucket sampler, no hang, every sample",
           "[distributed][c10d]") {

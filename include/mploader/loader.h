@@ -13,6 +13,7 @@
 
 #include <mploader/batch.h>
 #include <mploader/dataset.h>
+#include <mploader/distributed.h>
 #include <mploader/options.h>
 #include <mploader/stats.h>
 
@@ -91,6 +92,14 @@ class Loader {
   /// another dataset size, batch_size, drop_last, shuffle, seed or sampler. Do not combine
   /// with a sampler's own load_state_dict (DistributedBucketSampler): use one or the other.
   void load_state_dict(const std::string& state);
+
+  /// What every rank must agree on before the next epoch: pass it to verify_ranks_agree()
+  /// (distributed.h) over the job's process group before each epoch, so that ranks built with
+  /// different data or options fail alike with an error naming the difference, instead of
+  /// one rank running out of batches and the others waiting for it forever. It holds rank and
+  /// world size, the dataset's size, a fingerprint of the batching options (and of a
+  /// StreamingDataset's shards), the seed, the upcoming epoch and its number of batches.
+  RankAgreement rank_agreement() const;
 
   const LoaderOptions& options() const;
   /// Process ids of the live workers (empty when num_workers == 0).
