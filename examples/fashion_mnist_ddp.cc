@@ -10,24 +10,16 @@
 //   fashion_mnist_ddp [--world-size 2] [--epochs 1] [--batch-size 32] [--workers 2]
 //                     [--max-batches 0] [--min-accuracy 0] [--data-dir DIR]
 #include "fashion_mnist.h"
+#include "gloo_ranks.h"
 
 #include <mploader/mploader.h>
 
 #include <CLI/CLI.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
-
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <thread>
 
 namespace {
 
@@ -44,60 +36,6 @@ struct Flags {
   int timeout_s = 600;
 };
 
-// Set by the launcher: it serves the store itself, so every rank is a client of it.
-constexpr const char* kStoreHostedEnv = "MPLOADER_EXAMPLE_STORE_HOSTED";
-constexpr auto kCollectiveTimeout = std::chrono::seconds(120);
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : fallback;
-}
-
-c10::intrusive_ptr<c10d::ProcessGroupGloo> connect(const mploader::LaunchInfo& launch) {
-  c10d::TCPStoreOptions so;
-  // The store is already served by this program's launcher, or by torchrun's agent (which says
-  // so with TORCHELASTIC_USE_AGENT_STORE); otherwise rank 0 serves it.
-  const bool hosted = std::getenv(kStoreHostedEnv) != nullptr ||
-                      env_or("TORCHELASTIC_USE_AGENT_STORE", "") == "True";
-  so.isServer = launch.rank == 0 && !hosted;
-  so.numWorkers = static_cast<int>(launch.world_size);
-  so.waitWorkers = false;
-  so.timeout = kCollectiveTimeout;
-  const std::string port = env_or("MASTER_PORT", "");
-  if (port.empty()) throw std::runtime_error("MASTER_PORT is not set; torchrun sets it");
-  so.port = static_cast<uint16_t>(std::stoi(port));
-  auto store = c10::make_intrusive<c10d::TCPStore>(env_or("MASTER_ADDR", "127.0.0.1"), so);
-  auto options = c10d::ProcessGroupGloo::Options::create();
-  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  options->timeout = kCollectiveTimeout;
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(launch.rank),
-                                                     static_cast<int>(launch.world_size), options);
-}
-
-// The Gloo group itself (a c10d::ProcessGroup in libtorch 1.13, a c10d::Backend in 2.x), whose
-// collectives are the same in both.
-void allreduce(c10d::ProcessGroupGloo& group, at::Tensor& t,
-               c10d::ReduceOp op = c10d::ReduceOp::SUM) {
-  std::vector<at::Tensor> v{t};
-  c10d::AllreduceOptions o;
-  o.reduceOp = op;
-  group.allreduce(v, o)->wait();
-}
-
-// All parameters (or their gradients) as one flat tensor, and back.
-at::Tensor flatten(const std::vector<at::Tensor>& ts) {
-  std::vector<at::Tensor> flat;
-  for (const at::Tensor& t : ts) flat.push_back(t.reshape({-1}));
-  return torch::cat(flat);
-}
-void unflatten(const at::Tensor& flat, std::vector<at::Tensor>& ts) {
-  int64_t at = 0;
-  for (at::Tensor& t : ts) {
-    t.copy_(flat.slice(0, at, at + t.numel()).view_as(t));
-    at += t.numel();
-  }
-}
-
 // One epoch on this rank; returns {loss sum, batches, samples} of this rank.
 std::array<double, 3> train_epoch(const Flags& f, mploader::Loader& loader,
                                   torch::nn::Sequential& model, torch::optim::Optimizer& optimizer,
@@ -107,12 +45,7 @@ std::array<double, 3> train_epoch(const Flags& f, mploader::Loader& loader,
     optimizer.zero_grad();
     at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(b["image"]), b["label"]);
     loss.backward();
-    std::vector<at::Tensor> grads;
-    for (at::Tensor& p : model->parameters()) grads.push_back(p.mutable_grad());
-    at::Tensor flat = flatten(grads);
-    allreduce(group, flat);  // one collective per step for all gradients
-    flat.div_(world);
-    unflatten(flat, grads);
+    examples::average_gradients(*model, group, world);
     optimizer.step();
     sums[0] += loss.item<double>();
     sums[1] += 1;
@@ -134,24 +67,6 @@ int64_t correct_on_shard(torch::nn::Sequential& model, const examples::FashionMn
   return predicted.eq(test.labels.slice(0, rank, n, world)).sum().item<int64_t>();
 }
 
-// Rank 0's initial weights on every rank, as DistributedDataParallel starts.
-void broadcast_parameters(torch::nn::Sequential& model, c10d::ProcessGroupGloo& group) {
-  torch::NoGradGuard no_grad;
-  std::vector<at::Tensor> params = model->parameters();
-  std::vector<at::Tensor> flat{flatten(params)};
-  group.broadcast(flat)->wait();
-  unflatten(flat[0], params);
-}
-
-// Averaged gradients keep the replicas equal: true when every parameter is bitwise the same on
-// every rank (the elementwise minimum over the ranks equals the maximum).
-bool replicas_identical(torch::nn::Sequential& model, c10d::ProcessGroupGloo& group) {
-  const at::Tensor mine = flatten(model->parameters()).detach();
-  at::Tensor lowest = mine.clone(), highest = mine.clone();
-  allreduce(group, lowest, c10d::ReduceOp::MIN);
-  allreduce(group, highest, c10d::ReduceOp::MAX);
-  return lowest.equal(highest);
-}
 
 // This rank's Loader: its DistributedSampler shard, built before the process group so that its
 // persistent workers are forked before Gloo starts threads.
@@ -177,12 +92,12 @@ int run_rank(const Flags& f, const mploader::LaunchInfo& launch) {
   const examples::FashionMnistSplit test = examples::read_fashion_mnist(f.data_dir, "t10k");
   auto sampler = std::make_shared<mploader::DistributedSampler>(world, rank, true, f.seed);
   const std::unique_ptr<mploader::Loader> loader = make_loader(f, train_set, sampler, rank);
-  auto group = connect(launch);
+  auto group = examples::connect(launch);
 
   torch::manual_seed(static_cast<int64_t>(f.seed));
   torch::nn::Sequential model(torch::nn::Linear(784, 256), torch::nn::ReLU(),
                               torch::nn::Linear(256, 10));
-  broadcast_parameters(model, *group);
+  examples::broadcast_parameters(*model, *group);
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(f.lr));
   if (rank == 0) {
     std::printf(
@@ -194,14 +109,14 @@ int run_rank(const Flags& f, const mploader::LaunchInfo& launch) {
   double accuracy = 0;
   for (int epoch = 0; epoch < f.epochs; ++epoch) {
     mploader::verify_ranks_agree(*group, mploader::agreement_of(*sampler, train_set->size(), epoch),
-                                 kCollectiveTimeout);
+                                 examples::kCollectiveTimeout);
     loader->set_epoch(epoch);
     const auto start = std::chrono::steady_clock::now();
     const std::array<double, 3> mine = train_epoch(f, *loader, model, optimizer, *group, world);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     const double correct = static_cast<double>(correct_on_shard(model, test, rank, world));
     at::Tensor sums = at::tensor({mine[0], mine[1], mine[2], correct}, at::kDouble);
-    allreduce(*group, sums);
+    examples::allreduce(*group, sums);
     const double* s = sums.data_ptr<double>();
     accuracy = s[3] / static_cast<double>(test.labels.size(0));
     if (rank == 0) {
@@ -213,7 +128,7 @@ int run_rank(const Flags& f, const mploader::LaunchInfo& launch) {
       std::fflush(stdout);
     }
   }
-  if (!replicas_identical(model, *group)) {
+  if (!examples::replicas_identical(*model, *group)) {
     std::fprintf(stderr, "rank %lld: parameters differ between ranks\n",
                  static_cast<long long>(rank));
     return 1;
@@ -221,7 +136,7 @@ int run_rank(const Flags& f, const mploader::LaunchInfo& launch) {
   if (rank == 0) {
     std::printf("parameters identical on all %lld ranks (%lld values)\n",
                 static_cast<long long>(world),
-                static_cast<long long>(flatten(model->parameters()).numel()));
+                static_cast<long long>(examples::flatten(model->parameters()).numel()));
     if (accuracy < f.min_accuracy) {
       std::fprintf(stderr, "test accuracy %.2f %% is under --min-accuracy %.2f %%\n",
                    100 * accuracy, 100 * f.min_accuracy);
@@ -231,66 +146,6 @@ int run_rank(const Flags& f, const mploader::LaunchInfo& launch) {
   return 0;
 }
 
-// Serves the store on a free port and runs the ranks; exits with the first failing rank's
-// status, killing the others so that none waits for ever in a collective.
-int launch_ranks(const Flags& f, char** argv) {
-  c10d::TCPStoreOptions so;
-  so.isServer = true;
-  so.port = 0;  // any free port: parallel runs never collide
-  so.waitWorkers = false;
-  so.timeout = kCollectiveTimeout;
-  c10d::TCPStore store("127.0.0.1", so);
-  const std::string port = std::to_string(store.getPort());
-  std::vector<pid_t> pids;
-  for (int rank = 0; rank < f.world_size; ++rank) {
-    // Everything the child needs is built before fork: between fork and exec it may not allocate.
-    std::vector<std::string> env{"RANK=" + std::to_string(rank),
-                                 "LOCAL_RANK=" + std::to_string(rank),
-                                 "WORLD_SIZE=" + std::to_string(f.world_size),
-                                 "MASTER_ADDR=127.0.0.1",
-                                 "MASTER_PORT=" + port,
-                                 std::string(kStoreHostedEnv) + "=1"};
-    std::vector<char*> envp;
-    for (std::string& e : env) envp.push_back(e.data());
-    for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-    envp.push_back(nullptr);
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // a rank never outlives its launcher
-      if (getppid() != parent) _exit(1);
-      execve("/proc/self/exe", argv, envp.data());
-      _exit(127);
-    }
-    pids.push_back(pid);
-  }
-  int result = 0;
-  bool timed_out = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(f.timeout_s);
-  for (size_t left = pids.size(); left > 0;) {
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      --left;
-      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (code != 0 && result == 0) {
-        std::fprintf(stderr, "a rank (pid %d) failed with status %d; stopping the others\n", pid,
-                     code);
-        result = code;
-        for (pid_t p : pids) kill(p, SIGKILL);
-      }
-    } else if (!timed_out && std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(stderr, "ranks still running after --timeout %d s; killing them\n", f.timeout_s);
-      for (pid_t p : pids) kill(p, SIGKILL);
-      result = result != 0 ? result : 1;
-      timed_out = true;
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  return result;
-}
 
 }  // namespace
 
@@ -322,7 +177,7 @@ int main(int argc, char** argv) {
   std::string who = "launcher";
   try {
     const mploader::LaunchInfo launch = mploader::launch_info_from_env();
-    if (launch.launcher == "none") return launch_ranks(f, argv);
+    if (launch.launcher == "none") return examples::launch_ranks(f.world_size, f.timeout_s, argv);
     who = "rank " + std::to_string(launch.rank);
     return run_rank(f, launch);
   } catch (const mploader::Error& e) {

@@ -47,6 +47,20 @@ if(TARGET fashion_mnist_ddp)
     "epoch 1/1: train loss [0-9.]+, test accuracy [0-9.]+ %, 19200 samples over 2 ranks.*parameters identical on all 2 ranks")
 endif()
 
+# The language model from a token file through TokenStream (issue 16): 2 Gloo ranks of 2
+# workers each, 2 epochs; each epoch must take equal steps on both ranks and deliver every
+# window, and the model must learn (2.6 bits per byte measured, 8 before training).
+if(TARGET token_lm_ddp)
+  set(lm_cache ${CMAKE_CURRENT_BINARY_DIR}/example-token-lm)
+  add_test(NAME "example: a byte-level LM on 2 Gloo ranks streams every window in equal steps"
+    COMMAND sh -c "rm -rf \"$1\" && \"$0\" --cache \"$1\" --world-size 2 --workers 2 --epochs 2 --max-val-bits 3.3 --timeout 250 2>&1; echo \"exit status $?\""
+            $<TARGET_FILE:token_lm_ddp> ${lm_cache})
+  set_tests_properties("example: a byte-level LM on 2 Gloo ranks streams every window in equal steps"
+    PROPERTIES PASS_REGULAR_EXPRESSION
+    "epoch 2/2: train loss [0-9.]+, validation [0-9.]+ bits per byte; [0-9]+ steps on every rank: yes; every window delivered: yes.*exit status 0"
+               TIMEOUT 300)
+endif()
+
 # The image classifier from a folder of JPEGs (issue 15): the folder is made afresh from
 # Fashion-MNIST (6,000 training and 1,000 test JPEGs), then one epoch with 2 workers must pass
 # 60 % test accuracy (74 % measured; the full run, 3 epochs over 60,000, reaches 88.5 %).
