@@ -128,6 +128,7 @@ int64_t TokenStream::window_start(int64_t index, uint64_t seed, uint64_t epoch) 
 }
 
 const TokenStream::Mapping& TokenStream::mapping(size_t f) {
+  std::lock_guard<std::mutex> lock(mapping_mutex_);  // uncontended after the first use
   if (mappings_[f]) return *mappings_[f];
   const std::string& path = files_[f];
   ipc::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));

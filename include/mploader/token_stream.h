@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,8 +70,9 @@ struct TokenStreamOptions {
 /// The constructor checks every file (throws std::invalid_argument naming the file and the
 /// fix): it must exist, hold a whole number of ids, and hold at least context + 1 of them.
 /// Each process maps a file on first use; a file that disappeared or changed size since the
-/// constructor fails the batch with an error naming it. Not thread-safe (each worker process
-/// has its own copy).
+/// constructor fails the batch with an error naming it. get() and write() may be called from
+/// several threads at once (libtorch's thread loader does); each worker process has its own
+/// copy.
 class TokenStream : public StreamingDataset {
  public:
   /// Reads the files' sizes; see the class comment for what is refused.
@@ -103,6 +105,7 @@ class TokenStream : public StreamingDataset {
   std::vector<int64_t> windows_;        // per file
   std::vector<size_t> shard_file_;      // per shard: its file
   std::vector<int64_t> shard_first_;    // per shard: its first window in the file
+  std::mutex mapping_mutex_;  // guards mappings_ while a file is mapped
   std::vector<std::unique_ptr<Mapping>> mappings_;  // per file, mapped on first use
 };
 
