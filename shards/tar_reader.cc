@@ -42,6 +42,11 @@ TarReader::TarReader(std::string path) : path_(std::move(path)) {
   }
   if (!S_ISREG(st.st_mode)) throw std::runtime_error(quoted(path_) + " is not a regular file");
   file_bytes_ = static_cast<int64_t>(st.st_size);
+  if (file_bytes_ == 0) {
+    // Likely a shard whose writer died before its first block: say so, not "no tar format".
+    throw std::runtime_error(quoted(path_) + " is empty (0 bytes), not a tar (even an empty "
+                             "tar holds its end blocks)");
+  }
   mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   archive_ = archive_read_new();
   if (archive_ == nullptr) throw std::runtime_error("libarchive could not allocate a reader");

@@ -60,6 +60,11 @@ TEST_CASE("shards: members with one key form a sample, and every shard is counte
   CHECK(data.scans()[2].file_bytes == static_cast<int64_t>(fs::file_size(paths[2])));
   check_raw(data.get(0), 0);
   check_raw(data.get(12), 12);
+  write_tar(dir.file("none.tar"), {});
+  std::ofstream(dir.file("zero.tar")).close();
+  CHECK(TarShards({dir.file("none.tar"), paths[0]}).shards()[0].num_samples == 0);
+  REQUIRE_THROWS_WITH(TarShards({dir.file("zero.tar"), paths[0]}),
+                      Contains(dir.file("zero.tar")) && Contains("is empty (0 bytes)"));
 }
 
 TEST_CASE("shards: the key is the path up to the first dot of the base name") {
