@@ -39,6 +39,7 @@ void SampleSource::adopt_process() {
   cache_.clear();
   order_.clear();
   cached_bytes_ = 0;
+  opens_ = 0;
   owner_ = ::getpid();
 }
 
@@ -88,6 +89,7 @@ TarReader& SampleSource::reader_at_or_before(size_t shard, int64_t sample) {
     }));
   }
   open_.push_back(Open{shard, open_checked(shard), ++clock_});
+  ++opens_;
   return *open_.back().reader;
 }
 

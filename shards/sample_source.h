@@ -43,6 +43,11 @@ class SampleSource {
   /// asked for again later); otherwise a cached copy is dropped once returned, since the
   /// Loader asks for each sample once.
   std::shared_ptr<const RawSample> fetch(size_t shard, int64_t sample, bool keep);
+  /// Tars opened so far by this process (for the tests: a shuffle buffer's order within the
+  /// read-ahead window opens each shard once).
+  int64_t opens() const { return opens_; }
+  /// Samples held read ahead now.
+  size_t cached() const { return cache_.size(); }
 
  private:
   using Key = std::pair<size_t, int64_t>;  // shard, sample
@@ -73,6 +78,7 @@ class SampleSource {
   std::map<Key, Cached> cache_;
   std::deque<std::pair<Key, uint64_t>> order_;  // oldest first; stale entries are skipped
   int64_t cached_bytes_ = 0;
+  int64_t opens_ = 0;
 };
 
 }  // namespace mploader::shards::detail

@@ -56,7 +56,8 @@ TarReader::TarReader(std::string path) : path_(std::move(path)) {
     const std::string why = archive_error_string(archive_) ? archive_error_string(archive_) : "";
     archive_read_free(archive_);
     archive_ = nullptr;
-    throw std::runtime_error(quoted(path_) + " is not a tar libarchive can read: " + why);
+    throw std::runtime_error(quoted(path_) + " cannot be read as a tar (libarchive: " + why +
+                             ")");
   }
   for (int i = 0; i < archive_filter_count(archive_); ++i) {
     if (archive_filter_code(archive_, i) != ARCHIVE_FILTER_NONE) compressed_ = true;

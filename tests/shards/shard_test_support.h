@@ -48,10 +48,12 @@ struct Entry {
   bool folder = false;
 };
 
-/// Writes `entries` in order as a POSIX (pax) tar at `path`.
-inline void write_tar(const std::string& path, const std::vector<Entry>& entries) {
+/// Writes `entries` in order as a POSIX (pax) tar at `path`, gzipped when `gzip`.
+inline void write_tar(const std::string& path, const std::vector<Entry>& entries,
+                      bool gzip = false) {
   archive* a = archive_write_new();
   archive_write_set_format_pax_restricted(a);
+  if (gzip) archive_write_add_filter_gzip(a);
   if (archive_write_open_filename(a, path.c_str()) != ARCHIVE_OK) {
     throw std::runtime_error("cannot write " + path + ": " + archive_error_string(a));
   }

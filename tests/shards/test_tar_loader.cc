@@ -86,10 +86,56 @@ TEST_CASE("shards: a Loader with 2 workers and a shuffle buffer delivers every s
   o.read_ahead = 8;
   auto data = std::make_shared<TarShards>(write_corpus(dir, sizes), o);
   REQUIRE(data->size() == 66);
+  // The training process reads first: its open tar must not move under the forked workers
+  // (a descriptor shared across fork shares its offset), nor theirs under it.
+  CHECK(data->get(3)["idx"].item<int64_t>() == 3);
   mploader::Loader loader(data, loader_options(mploader::StartMethod::kFork));
   check_once(run_epoch(loader, 0), 66);
   check_once(run_epoch(loader, 1), 66);
   CHECK(loader.stats().skipped_samples == 0);
+  CHECK(data->get(4)["idx"].item<int64_t>() == 4);
+  CHECK(bytes_of(data->get(5)["txt"]) == txt_of(5));
+}
+
+TEST_CASE("shards: kSkip under a Loader counts and lists each bad sample with its tar",
+          "[shards][process]") {
+  TempDir dir("loaderskip");
+  std::vector<std::string> paths;
+  for (int shard = 0; shard < 2; ++shard) {
+    std::vector<Entry> entries;
+    for (int k = 0; k < 10; ++k) {
+      const int64_t g = shard * 10 + k;
+      const std::string key = "s" + std::to_string(g);
+      entries.push_back({key + ".txt", txt_of(g)});
+      if (k != 4) entries.push_back({key + ".idx", std::to_string(g)});  // sample 4: no idx
+    }
+    paths.push_back(dir.file("skip-" + std::to_string(shard) + ".tar"));
+    write_tar(paths.back(), entries);
+  }
+  TarShardsOptions o;
+  o.keys = {"idx", "txt"};
+  o.int_keys = {"idx"};
+  o.on_bad_sample = mploader::shards::OnBadSample::kSkip;
+  mploader::Loader loader(std::make_shared<TarShards>(paths, o),
+                          loader_options(mploader::StartMethod::kFork));
+  int64_t samples = 0;
+  for (mploader::Batch& b : loader) {
+    for (size_t i = 0; i < b.indices().size(); ++i) {
+      const int64_t g = b.indices()[i];
+      // The substitute of sample 4 of a shard is sample 5 of that shard.
+      CHECK(b["idx"][static_cast<int64_t>(i)].item<int64_t>() == (g % 10 == 4 ? g + 1 : g));
+      ++samples;
+    }
+  }
+  CHECK(samples == 20);
+  const mploader::LoaderStats stats = loader.stats();
+  REQUIRE(stats.skipped_samples == 2);
+  REQUIRE(stats.skipped.size() == 2);
+  for (const mploader::SkippedSample& s : stats.skipped) {
+    CHECK(s.substitute == s.index + 1);
+    CHECK(s.source == paths[static_cast<size_t>(s.index / 10)]);
+    CHECK_THAT(s.reason, Contains("\"idx\""));
+  }
 }
 
 TEST_CASE("shards: spawned workers rebuild TarShards from its recipe, image keys included",

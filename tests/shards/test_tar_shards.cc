@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/shards/shard_test_support.h"
+#include "shards/sample_source.h"
 
 #include <mploader/errors.h>
 #include <mploader/shards/tar_shards.h>
@@ -175,7 +176,8 @@ TEST_CASE("shards: a missing file, a file that is no tar and an empty list are r
   TempDir dir("notar");
   std::ofstream(dir.file("text.tar")) << std::string(4096, 'x');
   REQUIRE_THROWS_WITH(TarShards({dir.file("text.tar")}),
-                      Contains(dir.file("text.tar")) && Contains("not a tar"));
+                      Contains(dir.file("text.tar")) && Contains("cannot be read as a tar") &&
+                          Contains("Unrecognized archive format"));
   REQUIRE_THROWS_WITH(TarShards({dir.file("absent.tar")}),
                       Contains(dir.file("absent.tar")) && Contains("No such file"));
   REQUIRE_THROWS_AS(TarShards(std::vector<std::string>{}), mploader::OptionError);
@@ -238,4 +240,53 @@ TEST_CASE("shards: the recipe rebuilds the dataset without a second scan") {
   CHECK(again->size() == 6);
   CHECK(again->options().keys == o.keys);
   CHECK(again->get(5)["idx"].item<int64_t>() == 5);
+}
+
+TEST_CASE("shards: a shuffle buffer's order within the read-ahead opens each tar once") {
+  TempDir dir("once");
+  const std::vector<int64_t> sizes{40, 3, 25};
+  const auto paths = write_corpus(dir, sizes);
+  std::vector<mploader::shards::ShardScan> scans;
+  for (const std::string& p : paths) scans.push_back(mploader::shards::detail::scan_shard(p));
+  std::vector<std::pair<size_t, int64_t>> order;  // shard, sample, windows of 8 shuffled
+  for (size_t shard = 0; shard < sizes.size(); ++shard) {
+    for (int64_t k = 0; k < sizes[shard]; ++k) order.emplace_back(shard, k);
+  }
+  std::mt19937 rng(3);
+  for (size_t i = 0; i < order.size(); i += 8) {
+    std::shuffle(order.begin() + i, order.begin() + std::min(order.size(), i + 8), rng);
+  }
+  auto read_all = [&](int64_t read_ahead, int64_t read_ahead_bytes) {
+    mploader::shards::detail::SampleSource source(paths, scans, read_ahead, read_ahead_bytes);
+    int64_t first = 0;
+    for (const auto& [shard, k] : order) {
+      first = 0;
+      for (size_t s = 0; s < shard; ++s) first += sizes[s];
+      const auto raw = source.fetch(shard, k, false);
+      REQUIRE(raw->members.size() == 3);
+      REQUIRE(raw->members[1].ext == "txt");
+      REQUIRE(std::string(raw->members[1].bytes.begin(), raw->members[1].bytes.end()) ==
+              txt_of(first + k));
+    }
+    CHECK(source.cached() == 0);  // each kept sample was taken once
+    return source.opens();
+  };
+  CHECK(read_all(8, int64_t{1} << 30) == 3);
+  CHECK(read_all(1024, int64_t{1} << 30) == 3);
+  CHECK(read_all(0, int64_t{1} << 30) > 3);  // nothing kept: passed samples reopen the tar
+  CHECK(read_all(8, 200) > 3);               // a byte bound that holds about one sample
+}
+
+TEST_CASE("shards: a gzipped tar reads the same, and one cut short is refused by name") {
+  TempDir dir("gzip");
+  const std::string path = dir.file("z.tar.gz");
+  write_tar(path, shard_entries(0, 30, "z"), /*gzip=*/true);
+  TarShards data({path});
+  REQUIRE(data.size() == 30);
+  std::vector<int64_t> order(30);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(9));
+  for (int64_t g : order) check_raw(data.get(g), g);
+  cut_file(path, fs::file_size(path) / 2);
+  REQUIRE_THROWS_WITH(TarShards({path}), Contains(path) && Contains("write it again"));
 }
