@@ -17,7 +17,7 @@
 namespace mploader::shards {
 
 struct TarShards::Reading {
-  Reading(const TarShards& d)
+  explicit Reading(const TarShards& d)
       : source(d.paths_, d.scans_, d.options_.read_ahead, d.options_.read_ahead_bytes),
         decoding(d.options_.max_pixels) {}
   detail::SampleSource source;
