@@ -12,7 +12,12 @@
 
 #include <ATen/ATen.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <map>
+#include <sstream>
 
 using namespace shard_test;
 using mploader::shards::TarShards;
@@ -216,4 +221,103 @@ TEST_CASE("shards: a shard deleted before the epoch fails the batch with its pat
   } catch (const mploader::WorkerError& e) {
     CHECK_THAT(e.what(), Contains(paths[2]) && Contains("deleted"));
   }
+}
+
+namespace {
+
+// One rank of a 2-rank job, in a process of its own: an epoch over `paths` with 2 workers;
+// writes one line per batch (its global indices) to `fd`, then "end".
+[[noreturn]] void tar_rank(const std::vector<std::string>& paths, int64_t rank, int fd) {
+  std::string out;
+  int status = 0;
+  try {
+    TarShardsOptions o;
+    o.keys = {"idx", "txt"};
+    o.int_keys = {"idx"};
+    mploader::LoaderOptions lo = loader_options(mploader::StartMethod::kFork);
+    lo.world_size = 2;
+    lo.rank = rank;
+    mploader::Loader loader(std::make_shared<TarShards>(paths, o), lo);
+    loader.set_epoch(3);
+    for (mploader::Batch& b : loader) {
+      for (size_t i = 0; i < b.indices().size(); ++i) {
+        if (b["idx"][static_cast<int64_t>(i)].item<int64_t>() != b.indices()[i]) status = 3;
+        out += std::to_string(b.indices()[i]) + ' ';
+      }
+      out += '\n';
+    }
+    out += "end\n";
+  } catch (const std::exception& e) {
+    out = std::string("error ") + e.what() + '\n';
+    status = 4;
+  }
+  ssize_t left = static_cast<ssize_t>(out.size());
+  for (const char* p = out.data(); left > 0;) {
+    const ssize_t n = write(fd, p, static_cast<size_t>(left));
+    if (n <= 0) _exit(5);
+    p += n;
+    left -= n;
+  }
+  _exit(status);
+}
+
+std::vector<std::vector<int64_t>> parse_batches(const std::string& text) {
+  std::vector<std::vector<int64_t>> batches;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line) && line != "end";) {
+    std::istringstream words(line);
+    batches.emplace_back();
+    for (int64_t g; words >> g;) batches.back().push_back(g);
+  }
+  return batches;
+}
+
+}  // namespace
+
+TEST_CASE("shards: 2 ranks of 2 workers each, running at once, take equal steps over all samples",
+          "[shards][process]") {
+  TempDir dir("ranks");
+  const std::vector<int64_t> sizes{9, 14, 5, 11, 20, 7, 16, 3};
+  const std::vector<std::string> paths = write_corpus(dir, sizes);
+  std::vector<pid_t> pids;
+  std::vector<int> fds;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      close(p[0]);
+      tar_rank(paths, rank, p[1]);
+    }
+    close(p[1]);
+    pids.push_back(pid);
+    fds.push_back(p[0]);
+  }
+  std::vector<std::vector<std::vector<int64_t>>> ranks;
+  for (size_t r = 0; r < 2; ++r) {
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = read(fds[r], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+    close(fds[r]);
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    INFO("rank " << r << ": " << text.substr(0, 300));
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    ranks.push_back(parse_batches(text));
+  }
+  CHECK(ranks[0].size() == ranks[1].size());
+  // Every sample once, except whole batches a short rank repeats from its own start (kPad).
+  std::map<int64_t, int> seen;
+  for (const auto& batches : ranks) {
+    for (size_t b = 0; b < batches.size(); ++b) {
+      if (seen.count(batches[b].front()) > 0) {
+        CHECK(std::find(batches.begin(), batches.begin() + b, batches[b]) != batches.begin() + b);
+        continue;
+      }
+      for (int64_t g : batches[b]) ++seen[g];
+    }
+  }
+  check_once(seen, 85);
 }
