@@ -86,6 +86,7 @@ TokensResult run_one(const TokensConfig& c, const std::string& name, int64_t wor
   o.max_batch_bytes = s.slot_bytes;
   o.seed = c.seed;
   o.rank = c.rank;
+  o.world_size = c.world_size;
   mploader::Loader loader(data, o);
   std::ofstream dump;
   if (!c.dump_indices.empty()) {

@@ -19,6 +19,15 @@ if(TARGET mploader_vision)
 else()
   set(MPLOADER_VISION_LIBRARY_TYPE "")
 endif()
+if(TARGET mploader_shards)
+  install(TARGETS mploader_shards EXPORT mploaderTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  get_target_property(MPLOADER_SHARDS_LIBRARY_TYPE mploader_shards TYPE)
+else()
+  set(MPLOADER_SHARDS_LIBRARY_TYPE "")
+endif()
 install(DIRECTORY include/mploader DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
 install(EXPORT mploaderTargets NAMESPACE mploader:: DESTINATION ${MPLOADER_CMAKE_DIR})

@@ -146,7 +146,6 @@ int run_rank(const Flags& f, const mploader::LaunchInfo& launch) {
   return 0;
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {

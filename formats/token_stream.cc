@@ -1,6 +1,7 @@
 // TokenStream: language-model windows from memory-mapped token files
 // (include/mploader/token_stream.h).
 #include "ipc/unique_fd.h"
+#include "util/splitmix.h"
 
 #include <mploader/errors.h>
 #include <mploader/registry.h>
@@ -28,13 +29,8 @@ const char* type_name(TokenType type) { return type == TokenType::kUInt16 ? "uin
   throw std::invalid_argument("mploader::TokenStream: " + what);
 }
 
-// splitmix64 over two values, for the per-(seed, epoch, file) offset and per-sample starts.
-uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+// Two values into one seed, for the per-(seed, epoch, file) offset of sequential windows.
+uint64_t mix(uint64_t a, uint64_t b) { return detail::splitmix64(detail::splitmix64(a) ^ b); }
 
 int64_t tokens_of(const std::string& path, TokenType type) {
   struct stat st;

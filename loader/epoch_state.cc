@@ -44,6 +44,21 @@ EpochPlan remaining(uint64_t epoch, std::vector<std::vector<int64_t>> plan,
   return left;
 }
 
+// Says once per epoch what evening out the ranks did, and when shards had to be split: both
+// change what a rank reads, and a user counting samples should not have to guess why.
+void describe_stream_epoch(const StreamEpoch& plan, const StreamPlanSettings& s, uint64_t epoch) {
+  if (plan.padded_batches > 0 || plan.dropped_batches > 0) {
+    log().info("mploader: epoch {} on rank {} of {}: {} batches of its own, {} to match the "
+               "other ranks ({} repeated, {} left out; LoaderOptions::uneven_ranks)",
+               epoch, s.rank, s.world_size, plan.batches_before_evening, plan.batches.size(),
+               plan.padded_batches, plan.dropped_batches);
+  }
+  if (plan.pieces_per_shard > 1) {
+    log().info("mploader: fewer shards than the {} ranks: each shard is split into {} sample "
+               "ranges, each read by one rank", s.world_size, plan.pieces_per_shard);
+  }
+}
+
 }  // namespace
 
 EpochState::EpochState(std::shared_ptr<BatchSampler> sampler, const Dataset& dataset,
@@ -117,7 +132,10 @@ EpochPlan EpochState::plan_upcoming() {
   started_any_ = true;
   refused_ = false;
   auto batches = plan_of(epoch_);
-  if (stream_) running_streams_ = streams_for(epoch_);  // before a loaded state goes
+  if (stream_) {
+    running_streams_ = streams_for(epoch_);  // before a loaded state goes
+    describe_stream_epoch(stream_->plan(epoch_, running_streams_), stream_->settings(), epoch_);
+  }
   try {
     check_batches(batches, dataset_.size(), sampler_->max_batch_size());
   } catch (const OptionError&) {

@@ -88,12 +88,17 @@ void check_spawn(const Dataset& dataset, const LoaderOptions& o) {
           "in the dataset factory, which runs in each spawned worker");
 }
 
-// world_size 0: both from the launcher's environment; else rank must lie in [0, world_size).
-void resolve_ranks(LoaderOptions& o) {
+// world_size 0: both from the launcher's environment, unless a rank was given: then the world
+// size stays unknown (0), which only a StreamingDataset cannot work with. Else rank must lie
+// in [0, world_size).
+void resolve_ranks(LoaderOptions& o, bool streaming) {
   if (o.world_size == 0) {
-    require(o.rank == 0, "world_size",
-            "rank is " + std::to_string(o.rank) + " but world_size is 0 (take both from the "
-            "launcher's environment); set world_size to the job's process count too");
+    require(o.rank >= 0, "rank", "rank must be 0 or more, got " + std::to_string(o.rank));
+    require(o.rank == 0 || !streaming, "world_size",
+            "rank is " + std::to_string(o.rank) + " but world_size is 0, and a "
+            "StreamingDataset shares its shards out among all ranks: set world_size to the "
+            "job's process count too, or leave both to the launcher's environment");
+    if (o.rank != 0) return;  // a rank without a world: as given, for worker_info()
     const LaunchInfo launch = launch_info_from_env();
     o.world_size = launch.world_size;
     o.rank = launch.rank;
@@ -135,8 +140,9 @@ LoaderOptions checked_options(const Dataset* dataset, LoaderOptions o) {
   require(dataset != nullptr, "dataset", "mploader::Loader needs a dataset, got a null pointer");
   check_counts(o);
   check_shm_dir(o.shm_dir);
-  resolve_ranks(o);
-  if (auto* stream = dynamic_cast<const StreamingDataset*>(dataset)) plan_stream(*stream, o);
+  auto* stream = dynamic_cast<const StreamingDataset*>(dataset);
+  resolve_ranks(o, stream != nullptr);
+  if (stream != nullptr) plan_stream(*stream, o);
   if (!o.collate) o.collate = stack_collate();
   if (!o.sampler) {
     o.sampler = o.shuffle ? std::shared_ptr<Sampler>(std::make_shared<RandomSampler>(o.seed))

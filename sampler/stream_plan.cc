@@ -1,5 +1,7 @@
 #include "sampler/stream_plan.h"
 
+#include "util/splitmix.h"
+
 #include <mploader/errors.h>
 
 #include <algorithm>
@@ -8,24 +10,9 @@
 namespace mploader::detail {
 namespace {
 
-// splitmix64: the same numbers on every compiler and standard library.
-class SplitMix {
- public:
-  explicit SplitMix(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n), n >= 1 (the modulo bias is below 2^-40 for any n a corpus has).
-  uint64_t below(uint64_t n) { return next() % n; }
+using SplitMix = SplitMix64;
 
- private:
-  uint64_t state_;
-};
-
-uint64_t mix(uint64_t a, uint64_t b) { return SplitMix(a ^ SplitMix(b).next()).next(); }
+uint64_t mix(uint64_t a, uint64_t b) { return splitmix64(a ^ splitmix64(b)); }
 
 // Distinct seeds for the shard order and for each rank's streams.
 uint64_t order_seed(uint64_t seed, uint64_t epoch) { return mix(mix(seed, epoch), 0x5348); }

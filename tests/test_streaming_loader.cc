@@ -1,6 +1,8 @@
 // A Loader over a StreamingDataset with real worker processes: every sample once per epoch,
 // each shard read by one worker, equal steps on every rank, resume with another num_workers,
 // and 20 workers killed at random without a sample lost or repeated.
+#include "test_datasets.h"
+
 #include <mploader/errors.h>
 #include <mploader/loader.h>
 #include <mploader/streaming.h>
@@ -242,6 +244,13 @@ TEST_CASE("streaming loader: options that a StreamingDataset cannot take are ref
   CHECK_THROWS_WITH(Loader(data, o), Catch::Contains("set world_size"));
   o.world_size = 2;
   CHECK_THROWS_WITH(Loader(data, o), Catch::Contains("rank must be in [0, world_size = 2)"));
+  // A map-style dataset needs no world size: a rank alone is taken as given.
+  o = stream_options(0);
+  o.world_size = 0;
+  o.rank = 2;
+  Loader map_style(std::make_shared<testing_datasets::CountingDataset>(8), o);
+  CHECK(map_style.options().rank == 2);
+  CHECK(map_style.options().world_size == 0);
 }
 
 TEST_CASE("streaming loader: world size and rank come from the launcher when not given",

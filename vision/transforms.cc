@@ -2,37 +2,16 @@
 // applied to a rectangle over the source image instead of to pixels.
 #include <mploader/vision/transforms.h>
 
+#include "util/splitmix.h"
+
 #include <cmath>
 #include <sstream>
 
 namespace mploader::vision {
 namespace {
 
-// splitmix64: a portable generator, so a seed gives the same crops on every compiler and
-// standard library (std:: distributions differ between them).
-class SampleRng {
- public:
-  explicit SampleRng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  // [0, n) without modulo bias (Lemire's multiply-and-reject).
-  int below(int n) {
-    const auto range = static_cast<uint64_t>(n);
-    for (;;) {
-      const unsigned __int128 m = static_cast<unsigned __int128>(next()) * range;
-      if (static_cast<uint64_t>(m) >= (0 - range) % range) return static_cast<int>(m >> 64);
-    }
-  }
-
- private:
-  uint64_t state_;
-};
+// The portable generator (util/splitmix.h): a seed gives the same crops on every compiler.
+using SampleRng = detail::SplitMix64;
 
 // Python's round(): halves to even, as torchvision's int(round(...)).
 int round_even(double x) { return static_cast<int>(std::nearbyint(x)); }

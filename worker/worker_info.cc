@@ -1,5 +1,6 @@
 #include <mploader/worker_info.h>
 
+#include "util/splitmix.h"
 #include "worker/worker_info_setter.h"
 
 namespace mploader {
@@ -12,13 +13,8 @@ std::optional<WorkerInfo> worker_info() { return g_worker_info; }
 namespace {
 // splitmix64 steps over (seed, epoch, n): nearby inputs give unrelated seeds.
 uint64_t mix_three(uint64_t seed, uint64_t epoch, uint64_t n) {
-  auto mix = [](uint64_t z) {
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  return mix(mix(mix(seed) ^ epoch) ^ n);
+  using detail::splitmix64;
+  return splitmix64(splitmix64(splitmix64(seed) ^ epoch) ^ n);
 }
 }  // namespace
 

@@ -99,8 +99,10 @@ struct LoaderOptions {
   /// This process's rank in a distributed job, in [0, world_size); shows in worker_info().
   int64_t rank = 0;
   /// Processes in the distributed job. 0: world size and rank come from the launcher's
-  /// environment (launch_info_from_env(): torchrun, SLURM, Open MPI; 1 and 0 without one), and
-  /// `rank` must then be left at 0. A StreamingDataset shares its shards out among the ranks.
+  /// environment (launch_info_from_env(): torchrun, SLURM, Open MPI; 1 and 0 without one),
+  /// unless `rank` is set: then the world size stays unknown (0), which a map-style dataset
+  /// does not need and a StreamingDataset refuses. A StreamingDataset shares its shards out
+  /// among the ranks.
   int64_t world_size = 0;
   /// StreamingDataset only: each worker shuffles its stream through a buffer of this many
   /// samples (0 or 1: read order). It is also the most samples a worker holds read ahead of

@@ -20,7 +20,9 @@ struct WorkerInfo {
   uint64_t seed = 0;
   uint64_t epoch = 0;   ///< The epoch the worker is loading.
   int64_t rank = 0;     ///< LoaderOptions::rank, for distributed jobs
-  int64_t world_size = 1;  ///< Ranks in the job (LoaderOptions::world_size, or the launcher's)
+  /// Ranks in the job (LoaderOptions::world_size, or the launcher's); 0 when the Loader was
+  /// given a rank but no world size.
+  int64_t world_size = 1;
 };
 
 /// The seed a worker gets for an epoch (splitmix64 over the three values).

@@ -1,0 +1,37 @@
+// decode_sample(): a tar sample's members to named tensors, as TarShardsOptions says.
+#pragma once
+
+#include "shards/tar_reader.h"
+
+#include <mploader/tensor_dict.h>
+#include <mploader/vision/decode.h>
+#include <mploader/vision/transforms.h>
+
+#include <cstdint>
+#include <stdexcept>
+
+namespace mploader::shards::detail {
+
+/// A sample that cannot become tensors (a missing member, an int member that is no integer,
+/// an image that does not decode): what() says which member and why, without the tar's name,
+/// which the caller adds. OnBadSample::kSkip skips these, and only these.
+class BadSample : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// An image decoder and its buffers, reused from one image member to the next.
+struct ImageDecoding {
+  explicit ImageDecoding(int64_t max_pixels) : decoder(max_pixels) {}
+  vision::ImageDecoder decoder;
+  vision::RgbImage image;
+  vision::RenderScratch scratch;
+};
+
+/// The tensors of `raw`: the members of options.keys in that order (all members sorted by
+/// extension when it is empty), each one decoded by its kind. `seed` seeds random image
+/// transforms. Throws BadSample.
+Sample decode_sample(const RawSample& raw, const TarShardsOptions& options, uint64_t seed,
+                     ImageDecoding& decoding);
+
+}  // namespace mploader::shards::detail

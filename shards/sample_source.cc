@@ -1,0 +1,155 @@
+// SampleSource: positioned readers and the read-ahead cache (sample_source.h).
+#include "shards/sample_source.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace mploader::shards::detail {
+namespace {
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+const char* const kRebuild =
+    "a tar must stay as it is while a Loader reads it: build the dataset (and its Loader) "
+    "again to count it anew";
+
+}  // namespace
+
+SampleSource::SampleSource(const std::vector<std::string>& paths,
+                           const std::vector<ShardScan>& scans, int64_t read_ahead,
+                           int64_t read_ahead_bytes)
+    : paths_(paths),
+      scans_(scans),
+      read_ahead_(read_ahead),
+      read_ahead_bytes_(read_ahead_bytes),
+      owner_(::getpid()) {}
+
+SampleSource::~SampleSource() = default;
+
+void SampleSource::adopt_process() {
+  // A fork copies the parent's readers; their descriptors share the parent's file offsets, so
+  // reading through them would move the parent's position. Closing the copies is harmless.
+  if (::getpid() == owner_) return;
+  open_.clear();
+  cache_.clear();
+  order_.clear();
+  cached_bytes_ = 0;
+  opens_ = 0;
+  owner_ = ::getpid();
+}
+
+void SampleSource::changed(const TarReader& reader) const {
+  const size_t shard = static_cast<size_t>(
+      std::find(paths_.begin(), paths_.end(), reader.path()) - paths_.begin());
+  throw ShardChanged(
+      quoted(reader.path()) + " ends after " + std::to_string(reader.position()) +
+      " samples, but " + std::to_string(scans_.at(shard).num_samples) +
+      " were counted when the dataset was built: it changed since the Loader counted it; " +
+      kRebuild);
+}
+
+std::unique_ptr<TarReader> SampleSource::open_checked(size_t shard) const {
+  const std::string& path = paths_[shard];
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw ShardChanged(quoted(path) + " cannot be opened (" + std::strerror(errno) +
+                             "): it was deleted, renamed or made unreadable after the dataset "
+                             "counted its samples; put it back, or build the dataset again "
+                             "without it");
+  }
+  auto reader = std::make_unique<TarReader>(path);
+  const ShardScan& scan = scans_[shard];
+  if (reader->file_bytes() != scan.file_bytes || reader->mtime_ns() != scan.mtime_ns) {
+    throw ShardChanged(
+        quoted(path) + " has " + std::to_string(reader->file_bytes()) + " bytes, modified at " +
+        std::to_string(reader->mtime_ns()) + " ns; it had " + std::to_string(scan.file_bytes) +
+        " bytes, modified at " + std::to_string(scan.mtime_ns) +
+        " ns, when the dataset counted its samples: it changed since the Loader counted it; " +
+        kRebuild);
+  }
+  return reader;
+}
+
+TarReader& SampleSource::reader_at_or_before(size_t shard, int64_t sample) {
+  auto it = std::find_if(open_.begin(), open_.end(),
+                         [&](const Open& o) { return o.shard == shard; });
+  if (it != open_.end() && it->reader->position() <= sample) {
+    it->last_use = ++clock_;
+    return *it->reader;
+  }
+  if (it != open_.end()) open_.erase(it);  // behind its position and not kept: read again
+  if (open_.size() >= kMaxOpen) {
+    open_.erase(std::min_element(open_.begin(), open_.end(), [](const Open& a, const Open& b) {
+      return a.last_use < b.last_use;
+    }));
+  }
+  open_.push_back(Open{shard, open_checked(shard), ++clock_});
+  ++opens_;
+  return *open_.back().reader;
+}
+
+void SampleSource::put(const Key& key, std::shared_ptr<const RawSample> sample) {
+  if (cache_.count(key) != 0) return;
+  const uint64_t serial = ++clock_;
+  cached_bytes_ += sample->bytes;
+  cache_.emplace(key, Cached{std::move(sample), serial});
+  order_.emplace_back(key, serial);
+  evict();
+}
+
+void SampleSource::evict() {
+  while ((static_cast<int64_t>(cache_.size()) > read_ahead_ ||
+          cached_bytes_ > read_ahead_bytes_) && !order_.empty()) {
+    const auto [key, serial] = order_.front();
+    order_.pop_front();
+    auto it = cache_.find(key);
+    if (it == cache_.end() || it->second.serial != serial) continue;  // taken already
+    cached_bytes_ -= it->second.sample->bytes;
+    cache_.erase(it);
+  }
+  if (cache_.empty()) order_.clear();
+}
+
+std::shared_ptr<const RawSample> SampleSource::fetch(size_t shard, int64_t sample, bool keep) {
+  adopt_process();
+  const Key key{shard, sample};
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    std::shared_ptr<const RawSample> found = it->second.sample;
+    if (!keep) {
+      cached_bytes_ -= found->bytes;
+      cache_.erase(it);
+    }
+    return found;
+  }
+  TarReader& reader = reader_at_or_before(shard, sample);
+  try {
+    while (reader.position() < sample) {
+      const int64_t at = reader.position();
+      // Only the samples just before the one asked for are worth keeping: those far behind
+      // are another worker's (a shard split by ranges) or will be evicted before their turn.
+      if (sample - at <= read_ahead_ && cache_.count(Key{shard, at}) == 0) {
+        auto passed = std::make_shared<RawSample>();
+        if (!reader.next(passed.get())) changed(reader);
+        put(Key{shard, at}, std::move(passed));
+      } else if (!reader.next(nullptr)) {
+        changed(reader);
+      }
+    }
+    auto out = std::make_shared<RawSample>();
+    if (!reader.next(out.get())) changed(reader);
+    if (keep) put(key, out);
+    return out;
+  } catch (...) {
+    // A reader that failed is in no known state: the next request opens the tar again.
+    open_.erase(std::find_if(open_.begin(), open_.end(),
+                             [&](const Open& o) { return o.reader.get() == &reader; }));
+    throw;
+  }
+}
+
+}  // namespace mploader::shards::detail

@@ -1,0 +1,191 @@
+// TarReader: one tar, front to back, a sample at a time, with libarchive. Member data is read
+// only when asked for; skipping seeks past it (an uncompressed tar on a seekable file).
+#include "shards/tar_reader.h"
+
+#include <mploader/errors.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace mploader::shards::detail {
+namespace {
+
+constexpr size_t kBlockBytes = 64 * 1024;  // libarchive's read size
+constexpr int64_t kTarHeaderBytes = 512;
+constexpr int kMaxRetries = 8;  // ARCHIVE_RETRY in a row before it counts as a failure
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+}  // namespace
+
+bool split_member_name(const std::string& path, std::string& key, std::string& ext) {
+  const size_t slash = path.rfind('/');
+  const size_t base = slash == std::string::npos ? 0 : slash + 1;
+  const size_t dot = path.find('.', base);
+  // ".hidden" has no key, "name." no extension: WebDataset drops both.
+  if (dot == std::string::npos || dot == base || dot + 1 == path.size()) return false;
+  key = path.substr(0, dot);
+  ext = path.substr(dot + 1);
+  return true;
+}
+
+TarReader::TarReader(std::string path) : path_(std::move(path)) {
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) {
+    throw std::runtime_error(quoted(path_) + " cannot be opened: " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) throw std::runtime_error(quoted(path_) + " is not a regular file");
+  file_bytes_ = static_cast<int64_t>(st.st_size);
+  if (file_bytes_ == 0) {
+    // Likely a shard whose writer died before its first block: say so, not "no tar format".
+    throw std::runtime_error(quoted(path_) + " is empty (0 bytes), not a tar (even an empty "
+                             "tar holds its end blocks)");
+  }
+  mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  archive_ = archive_read_new();
+  if (archive_ == nullptr) throw std::runtime_error("libarchive could not allocate a reader");
+  archive_read_support_format_tar(archive_);
+  archive_read_support_filter_all(archive_);
+  if (archive_read_open_filename(archive_, path_.c_str(), kBlockBytes) != ARCHIVE_OK) {
+    const std::string why = archive_error_string(archive_) ? archive_error_string(archive_) : "";
+    archive_read_free(archive_);
+    archive_ = nullptr;
+    throw std::runtime_error(quoted(path_) + " cannot be read as a tar (libarchive: " + why +
+                             ")");
+  }
+  for (int i = 0; i < archive_filter_count(archive_); ++i) {
+    if (archive_filter_code(archive_, i) != ARCHIVE_FILTER_NONE) compressed_ = true;
+  }
+}
+
+TarReader::~TarReader() {
+  if (archive_ != nullptr) archive_read_free(archive_);
+}
+
+void TarReader::fail(const std::string& what) const {
+  const char* why = archive_ != nullptr ? archive_error_string(archive_) : nullptr;
+  throw std::runtime_error(quoted(path_) + ": " + what +
+                           (why != nullptr ? std::string(" (libarchive: ") + why + ")" : ""));
+}
+
+bool TarReader::next_member() {
+  has_pending_ = false;
+  for (;;) {
+    archive_entry* entry = nullptr;
+    int r = ARCHIVE_RETRY;
+    for (int tries = 0; r == ARCHIVE_RETRY && tries < kMaxRetries; ++tries) {
+      r = archive_read_next_header(archive_, &entry);
+    }
+    if (r == ARCHIVE_EOF) return false;
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+      fail("the header after sample " + std::to_string(position_) + " cannot be read");
+    }
+    const char* name = archive_entry_pathname(entry);
+    std::string key, ext;
+    if (archive_entry_filetype(entry) != AE_IFREG || name == nullptr ||
+        !split_member_name(name, key, ext)) {
+      continue;  // folders, links, devices, names without an extension: not members
+    }
+    pending_ = Member{name, std::move(ext), {}};
+    pending_key_ = std::move(key);
+    pending_size_ = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1;
+    // The scan reads no data, so a tar cut inside its last member would pass unnoticed: the
+    // member's data must end inside the file (the header's offset is in the uncompressed tar).
+    const int64_t data_end = archive_read_header_position(archive_) + kTarHeaderBytes +
+                             std::max<int64_t>(pending_size_, 0);
+    if (!compressed_ && data_end > file_bytes_) {
+      throw std::runtime_error(quoted(path_) + " is cut short: member " + quoted(pending_.name) +
+                               " (" + std::to_string(pending_size_) + " bytes) ends past byte " +
+                               std::to_string(data_end) + " but the file has " +
+                               std::to_string(file_bytes_) + " bytes");
+    }
+    has_pending_ = true;
+    return true;
+  }
+}
+
+void TarReader::read_pending(Member& out) {
+  out = std::move(pending_);
+  has_pending_ = false;
+  const bool sized = pending_size_ >= 0;
+  out.bytes.resize(sized ? static_cast<size_t>(pending_size_) : kBlockBytes);
+  size_t total = 0;
+  for (;;) {
+    if (!sized && total == out.bytes.size()) out.bytes.resize(total * 2);
+    if (total == out.bytes.size()) break;
+    const la_ssize_t n = archive_read_data(archive_, out.bytes.data() + total,
+                                           out.bytes.size() - total);
+    if (n < 0) {
+      fail("member " + quoted(out.name) + " cannot be read after " + std::to_string(total) +
+           " of its " + std::to_string(pending_size_) + " bytes");
+    }
+    if (n == 0) break;
+    total += static_cast<size_t>(n);
+  }
+  if (sized && total < out.bytes.size()) {
+    fail("member " + quoted(out.name) + " is cut short: " + std::to_string(total) + " of its " +
+         std::to_string(pending_size_) + " bytes are there");
+  }
+  out.bytes.resize(total);
+}
+
+void TarReader::skip_pending() {
+  has_pending_ = false;
+  if (archive_read_data_skip(archive_) != ARCHIVE_OK) {
+    fail("member " + quoted(pending_.name) + " cannot be skipped");
+  }
+}
+
+bool TarReader::next(RawSample* out) {
+  if (at_end_) return false;
+  if (!has_pending_ && !next_member()) {
+    at_end_ = true;
+    return false;
+  }
+  const std::string key = pending_key_;
+  std::vector<std::string> exts;
+  if (out != nullptr) *out = RawSample{key, {}, 0};
+  for (;;) {
+    if (std::find(exts.begin(), exts.end(), pending_.ext) != exts.end()) {
+      throw std::runtime_error(quoted(path_) + ": sample " + quoted(key) + " has two members " +
+                               "of extension " + quoted(pending_.ext) + " (the second is " +
+                               quoted(pending_.name) + "): write each extension once per key");
+    }
+    exts.push_back(pending_.ext);
+    if (out != nullptr) {
+      out->members.emplace_back();
+      read_pending(out->members.back());
+      out->bytes += static_cast<int64_t>(out->members.back().bytes.size());
+    } else {
+      skip_pending();
+    }
+    if (!next_member()) {
+      at_end_ = true;
+      break;
+    }
+    if (pending_key_ != key) break;
+  }
+  ++position_;
+  return true;
+}
+
+ShardScan scan_shard(const std::string& path) {
+  try {
+    TarReader reader(path);
+    while (reader.next(nullptr)) {
+    }
+    return ShardScan{reader.position(), reader.file_bytes(), reader.mtime_ns()};
+  } catch (const std::runtime_error& e) {
+    throw OptionError("tar_paths", std::string("TarShards: ") + e.what() +
+                                       ": check the file (tar tvf lists what is readable of "
+                                       "it) and write it again, or leave it out of the list");
+  }
+}
+
+}  // namespace mploader::shards::detail

@@ -1,0 +1,168 @@
+// TarShards: the scan at construction, and get(): a sample read through the process's
+// SampleSource, decoded, and replaced by the next good one under OnBadSample::kSkip.
+#include <mploader/errors.h>
+#include <mploader/shards/tar_shards.h>
+#include <mploader/worker_info.h>
+
+#include "shards/sample_decode.h"
+#include "shards/sample_source.h"
+#include "shards/tar_reader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <system_error>
+
+namespace mploader::shards {
+
+struct TarShards::Reading {
+  explicit Reading(const TarShards& d)
+      : source(d.paths_, d.scans_, d.options_.read_ahead, d.options_.read_ahead_bytes),
+        decoding(d.options_.max_pixels) {}
+  detail::SampleSource source;
+  detail::ImageDecoding decoding;
+};
+
+namespace {
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+void check_options(const std::vector<std::string>& paths, const TarShardsOptions& o) {
+  if (paths.empty()) {
+    throw OptionError("tar_paths", "TarShards: the list of tar files is empty: give at least "
+                                   "one (or use TarShards::from_directory)");
+  }
+  std::set<std::string> seen;
+  for (const std::string& p : paths) {
+    if (!seen.insert(p).second) {
+      throw OptionError("tar_paths", "TarShards: " + quoted(p) + " is listed twice: each tar "
+                                     "is one shard, read once per epoch");
+    }
+  }
+  for (const std::string& k : o.int_keys) {
+    if (o.image_keys.count(k) != 0) {
+      throw OptionError("int_keys", "TarShards: extension " + quoted(k) + " is in both "
+                                    "int_keys and image_keys: list it in one of them");
+    }
+  }
+  auto at_least = [](const char* name, int64_t value, int64_t least) {
+    if (value < least) {
+      throw OptionError(name, std::string("TarShards: ") + name + " is " +
+                                  std::to_string(value) + "; it must be at least " +
+                                  std::to_string(least));
+    }
+  };
+  at_least("read_ahead", o.read_ahead, 0);
+  at_least("read_ahead_bytes", o.read_ahead_bytes, 0);
+  at_least("max_consecutive_bad", o.max_consecutive_bad, 0);
+  at_least("max_pixels", o.max_pixels, 1);
+}
+
+std::vector<ShardScan> scan_all(const std::vector<std::string>& paths,
+                                const TarShardsOptions& options) {
+  check_options(paths, options);
+  std::vector<ShardScan> scans;
+  scans.reserve(paths.size());
+  for (const std::string& p : paths) scans.push_back(detail::scan_shard(p));
+  return scans;
+}
+
+uint64_t seed_of(int64_t index) {
+  const std::optional<LoadingContext> context = loading_context();
+  return context ? sample_seed(context->seed, context->epoch, index) : sample_seed(0, 0, index);
+}
+
+}  // namespace
+
+TarShards::TarShards(std::vector<std::string> tar_paths, TarShardsOptions options)
+    : TarShards(tar_paths, scan_all(tar_paths, options), options) {}  // no move: order
+
+TarShards::TarShards(std::vector<std::string> tar_paths, std::vector<ShardScan> scans,
+                     TarShardsOptions options)
+    : paths_(std::move(tar_paths)), scans_(std::move(scans)), options_(std::move(options)) {
+  check_options(paths_, options_);
+  if (scans_.size() != paths_.size()) {
+    throw std::invalid_argument("TarShards: " + std::to_string(scans_.size()) + " scans for " +
+                                std::to_string(paths_.size()) + " tar files");
+  }
+  std::vector<ShardInfo> shards;
+  for (size_t i = 0; i < paths_.size(); ++i) {
+    shards.push_back(ShardInfo{paths_[i], scans_[i].num_samples});
+  }
+  declare_shards(std::move(shards));
+}
+
+TarShards::~TarShards() = default;
+
+std::shared_ptr<TarShards> TarShards::from_directory(const std::string& dir,
+                                                     TarShardsOptions options) {
+  std::vector<std::string> paths;
+  std::error_code error;
+  std::filesystem::directory_iterator it(dir, error);
+  if (error) {
+    throw OptionError("dir", "TarShards: cannot list " + quoted(dir) + ": " + error.message() +
+                                 ": give a readable folder of .tar files");
+  }
+  for (const auto& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.size() > 4 &&
+        name.compare(name.size() - 4, 4, ".tar") == 0) {
+      paths.push_back(entry.path().string());
+    }
+  }
+  if (paths.empty()) {
+    throw OptionError("dir", "TarShards: " + quoted(dir) + " holds no file ending in .tar "
+                             "(subfolders are not searched): give the folder of the shards");
+  }
+  std::sort(paths.begin(), paths.end());
+  return std::make_shared<TarShards>(std::move(paths), std::move(options));
+}
+
+Sample TarShards::get(int64_t index) {
+  const ShardPosition at = locate(index);
+  const uint64_t seed = seed_of(index);
+  const std::string& path = paths_[at.shard];
+  const int64_t count = shards()[at.shard].num_samples;
+  auto where = [&](int64_t sample) {
+    return "sample " + std::to_string(global_index(at.shard, sample)) + " (sample " +
+           std::to_string(sample) + " of " + std::to_string(count) + " in " + quoted(path) + ")";
+  };
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!reading_) reading_ = std::make_unique<Reading>(*this);
+  std::string first_error;
+  for (int64_t step = 0;; ++step) {
+    const int64_t sample = (at.sample + step) % count;
+    std::shared_ptr<const detail::RawSample> raw;
+    try {
+      raw = reading_->source.fetch(at.shard, sample, /*keep=*/step > 0);
+    } catch (const detail::ShardChanged& e) {
+      throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what());
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what() +
+                               ": the tar is damaged; check it (tar tvf " + path +
+                               ") and write it again, or leave it out of the dataset");
+    }
+    try {
+      Sample out = detail::decode_sample(*raw, options_, seed, reading_->decoding);
+      if (step > 0) report_skipped_sample(index, global_index(at.shard, sample), path, first_error);
+      return out;
+    } catch (const detail::BadSample& e) {
+      if (options_.on_bad_sample == OnBadSample::kRaise) {
+        throw std::runtime_error("TarShards: " + where(sample) + ": " + e.what() +
+                                 " (TarShardsOptions::on_bad_sample = kSkip loads the next good "
+                                 "sample of the shard in its place and counts the skip)");
+      }
+      if (step == 0) first_error = e.what();
+      if (step >= options_.max_consecutive_bad || step + 1 >= count) {
+        throw std::runtime_error(
+            "TarShards: " + where(at.sample) + ": " + first_error + "; nor could any of the " +
+            std::to_string(step) + " samples after it be loaded (max_consecutive_bad is " +
+            std::to_string(options_.max_consecutive_bad) + "): is this the shard you meant, "
+            "and are TarShardsOptions::keys its extensions?");
+      }
+    }
+  }
+}
+
+}  // namespace mploader::shards
