@@ -143,14 +143,16 @@ void add_fault_options(CLI::App& app, RawOptions& raw) {
 }
 
 void add_options(CLI::App& app, RawOptions& raw) {
-  app.add_option("--workload", raw.workload, "synthetic, fmnist, jpeg or stream (a comma list "
-                 "sweeps); tokens has options of its own: --workload tokens --help")
+  app.add_option("--workload", raw.workload, "synthetic, fmnist, jpeg, stream or tar (a comma "
+                 "list sweeps); tokens has options of its own: --workload tokens --help")
       ->capture_default_str();
   app.add_option("--data-dir", raw.data_dir, "fmnist: folder with the Fashion-MNIST "
                  "*-ubyte.gz files (default /usr/share/datasets/fashion-mnist); jpeg: a folder "
                  "of class folders of .jpg/.png files, as torchvision's ImageFolder (default: a "
                  "set generated once from "
-                 "Fashion-MNIST in ~/.cache/mploader-bench, or $MPLOADER_BENCH_CACHE)");
+                 "Fashion-MNIST in ~/.cache/mploader-bench, or $MPLOADER_BENCH_CACHE); tar: a "
+                 "folder of WebDataset .tar shards of <key>.jpg + <key>.cls samples (default: "
+                 "the generated jpeg set packed into 8 tars beside it)");
   app.add_option("--jpeg-count", raw.jpeg_count, "images in the generated jpeg set")
       ->capture_default_str();
   app.add_option("--csv", raw.csv, "also write the results to this CSV file");
@@ -242,19 +244,27 @@ void check_batches(const Plan& plan) {
       : "a --batch-size of at most " + std::to_string(kMaxSyntheticSamples / batches)));
 }
 
-// --data-dir means the IDX folder for fmnist and the image folder for jpeg: not both at once.
+// --data-dir means the IDX folder for fmnist, the image folder for jpeg and the folder of tars
+// for tar: one of them at a time.
 void check_data_dir(const RawOptions& raw, Plan& plan) {
   const bool fmnist = has(plan.workloads, "fmnist"), jpeg = has(plan.workloads, "jpeg");
+  const bool tar = has(plan.workloads, "tar");
   plan.data_dir_given = !raw.data_dir.empty();
-  if (plan.data_dir_given && fmnist && jpeg) {
-    throw UsageError("--data-dir: ambiguous with --workload fmnist and jpeg together (the "
-                     "Fashion-MNIST folder, or the JPEG folder?); run the two workloads "
-                     "separately");
+  if (plan.data_dir_given && int{fmnist} + int{jpeg} + int{tar} > 1) {
+    throw UsageError("--data-dir: ambiguous with more than one of --workload fmnist, jpeg and "
+                     "tar (the Fashion-MNIST folder, the JPEG folder or the tar folder?); run "
+                     "the workloads separately");
   }
   plan.base.data_dir = fmnist && plan.data_dir_given ? raw.data_dir : kDefaultFmnistDir;
   if (jpeg && plan.data_dir_given) plan.base.jpeg_dir = raw.data_dir;
+  if (tar && plan.data_dir_given) plan.base.tar_dir = raw.data_dir;
   plan.jpeg_count = parse_count("--jpeg-count", raw.jpeg_count, 1, "2000");
   struct stat st {};
+  if (tar && plan.data_dir_given &&
+      (::stat(raw.data_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    throw UsageError("--data-dir: '" + raw.data_dir + "' is not a folder; give a folder of "
+                     ".tar shards, or leave --data-dir out to use the generated set's shards");
+  }
   if (jpeg && plan.data_dir_given &&
       (::stat(raw.data_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
     throw UsageError("--data-dir: '" + raw.data_dir + "' is not a folder; give a folder of "
@@ -335,7 +345,7 @@ void validate(const RawOptions& raw, Plan& plan) {
                      "mploader-bench --workload tokens --help");
   }
   plan.workloads =
-      parse_name_list("--workload", raw.workload, {"synthetic", "fmnist", "jpeg", "stream"});
+      parse_name_list("--workload", raw.workload, {"synthetic", "fmnist", "jpeg", "stream", "tar"});
   plan.loaders = parse_name_list(
       "--loader", raw.loader,
       {"mploader", "mploader-get", "libtorch", "inprocess", "inprocess-copy", "limit",

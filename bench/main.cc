@@ -1,7 +1,6 @@
 // mploader-bench: measures mploader against libtorch's torch::data loader, PyTorch's
-// DataLoader and an in-process ideal on synthetic, Fashion-MNIST, JPEG and token-stream
-// workloads, and
-// recommends num_workers from sweeps.
+// DataLoader and an in-process ideal on synthetic, Fashion-MNIST, JPEG, JPEG-in-tar-shards and
+// token-stream workloads, and recommends num_workers from sweeps.
 //
 //   mploader-bench --workload synthetic --workers 0,1,2 --loader mploader,libtorch,inprocess
 //   mploader-bench --workload fmnist --loader mploader,pytorch --json
@@ -21,6 +20,7 @@
 #include "run_config.h"
 #include "run_tokens.h"
 #include "stream_corpus.h"
+#include "tar_workload.h"
 #include "workloads.h"
 
 #include <ATen/Parallel.h>
@@ -65,13 +65,19 @@ std::string describe(const RunConfig& c) {
          " batch=" + std::to_string(c.batch_size) + " prefetch=" + std::to_string(c.prefetch);
 }
 
-// Prepares the workload's data: the jpeg set is generated once when no --data-dir is given, the
-// stream corpus once in any case.
+// Prepares the workload's data: the jpeg set is generated once when no --data-dir is given (and
+// packed into tar shards once for the tar workload), the stream corpus once in any case.
 std::shared_ptr<mploader::Dataset> prepare(const Plan& plan, RunConfig& config) {
-  if (config.workload == "jpeg" && config.jpeg_dir.empty()) {
+  const bool pack = config.workload == "tar" && config.tar_dir.empty();
+  if ((config.workload == "jpeg" || pack) && config.jpeg_dir.empty()) {
     config.jpeg_dir = default_jpeg_dir(plan.jpeg_count);
     if (!plan.json) std::cerr << "mploader-bench: jpeg set in " << config.jpeg_dir << '\n';
     ensure_jpeg_set(config.jpeg_dir, config.data_dir, plan.jpeg_count);
+  }
+  if (pack) {
+    config.tar_dir = default_tar_dir(plan.jpeg_count);
+    if (!plan.json) std::cerr << "mploader-bench: tar shards in " << config.tar_dir << '\n';
+    ensure_tar_shards(config.tar_dir, config.jpeg_dir);
   }
   if (config.workload == "stream") {
     config.corpus = default_stream_corpus();

@@ -23,10 +23,11 @@ class UsageError : public std::runtime_error {
 // One configuration: one loader on one workload with one worker count.
 struct RunConfig {
   std::string loader;    // mploader | libtorch | inprocess | inprocess-copy | limit | pytorch
-  std::string workload;  // synthetic | fmnist | jpeg | stream
+  std::string workload;  // synthetic | fmnist | jpeg | stream | tar
   std::string data_dir;  // fmnist IDX folder
   std::string jpeg_dir;  // jpeg: folder of .jpg files (--data-dir, or the generated set)
   std::string corpus;    // stream: the uint16 token file (stream_corpus.h)
+  std::string tar_dir;   // tar: folder of .tar shards (--data-dir, or the packed set)
   int64_t context = 1024;  // stream: tokens per window
   std::vector<int64_t> sample_shape;  // synthetic "image" shape
   int64_t workers = 2;

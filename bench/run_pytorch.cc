@@ -107,10 +107,12 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s;
 }
 
-// The script's --data-dir: the folder, or the stream workload's corpus file.
+// The script's --data-dir: the folder (of tars for the tar workload), or the stream workload's
+// corpus file.
 std::string data_path(const RunConfig& config) {
   if (config.workload == "jpeg") return config.jpeg_dir;
   if (config.workload == "stream") return config.corpus;
+  if (config.workload == "tar") return config.tar_dir;
   return config.data_dir;
 }
 

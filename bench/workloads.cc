@@ -4,6 +4,7 @@
 #include "fmnist_idx.h"
 #include "jpeg_dataset.h"
 #include "stream_corpus.h"
+#include "tar_workload.h"
 
 #include <ATen/ops/full.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -121,8 +122,9 @@ std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config) {
   if (config.workload == "fmnist") return std::make_shared<FmnistDataset>(config.data_dir);
   if (config.workload == "jpeg") return make_jpeg_dataset(config.jpeg_dir);
   if (config.workload == "stream") return make_stream_dataset(config.corpus, config.context);
+  if (config.workload == "tar") return make_tar_dataset(config.tar_dir);
   throw UsageError("--workload: unknown workload '" + config.workload +
-                   "'; use synthetic, fmnist, jpeg or stream");
+                   "'; use synthetic, fmnist, jpeg, stream or tar");
 }
 
 }  // namespace bench

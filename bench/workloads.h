@@ -60,7 +60,8 @@ class FmnistDataset : public mploader::Dataset {
 };
 
 // The dataset of `config.workload`. Synthetic holds exactly batches * batch_size samples;
-// jpeg reads config.jpeg_dir (jpeg_dataset.h); stream, config.corpus (stream_corpus.h).
+// jpeg reads config.jpeg_dir (jpeg_dataset.h); stream, config.corpus (stream_corpus.h); tar,
+// config.tar_dir (tar_workload.h).
 std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config);
 
 }  // namespace bench
