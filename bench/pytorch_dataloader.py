@@ -11,13 +11,16 @@ mploader-bench --json); progress goes to stderr. Each configuration runs two way
 workload allows: loader "pytorch", a dataset with __getitem__ only (one call per sample, then
 default_collate: what most datasets do), and loader "pytorch-getitems", the same dataset with
 __getitems__ (PyTorch 2.x fetches a whole batch of indices with one call: one gather per batch,
-and collate_fn passes the batch through). Same semantics as the C++ runners: sequential order,
+and collate_fn passes the batch through). The tar workload runs "pytorch" as an
+IterableDataset over the tarfile module and, when the package is installed, loader
+"webdataset": the webdataset package's own pipeline on the same shards. Same semantics as the C++ runners: sequential order,
 drop_last, fork start method, persistent workers (mploader keeps its workers across epochs
 too), one intra-op thread, more epochs when one is not enough.
 """
 import argparse
 import gc
 import gzip
+import io
 import json
 import os
 import sys
@@ -154,7 +157,8 @@ class JpegDataset(Dataset):
     def __len__(self):
         return len(self.paths)
 
-    def crop_params(self, height, width, seed):
+    @staticmethod
+    def crop_params(height, width, seed):
         """torchvision's RandomResizedCrop.get_params, then the flip, with a per-sample
         generator."""
         g = torch.Generator().manual_seed(seed & 0x7FFFFFFFFFFFFFFF)
@@ -184,13 +188,18 @@ class JpegDataset(Dataset):
                 rgb = im.convert("RGB")
         except (OSError, ValueError, SyntaxError):
             return {"image": torch.zeros(3, 224, 224), "label": torch.tensor(-1 - index)}
-        top, left, h, w, flip = self.crop_params(rgb.height, rgb.width, index * 7919 + 1)
+        return {"image": self.transform(rgb, index), "label": torch.tensor(self.labels[index])}
+
+    @classmethod
+    def transform(cls, rgb, index):
+        """The training transform of an RGB PIL image, its randomness seeded by `index`."""
+        from PIL import Image
+        top, left, h, w, flip = cls.crop_params(rgb.height, rgb.width, index * 7919 + 1)
         out = rgb.resize((224, 224), Image.BILINEAR, box=(left, top, left + w, top + h))
         if flip:
             out = out.transpose(Image.FLIP_LEFT_RIGHT)
         x = torch.from_numpy(np.asarray(out).copy()).permute(2, 0, 1).float()
-        x = (x / 255 - self.MEAN) / self.STD
-        return {"image": x, "label": torch.tensor(self.labels[index])}
+        return (x / 255 - cls.MEAN) / cls.STD
 
 
 class StreamDataset(IterableDataset):
@@ -230,10 +239,85 @@ class StreamDataset(IterableDataset):
                 yield {"input": ids[:-1], "target": ids[1:]}
 
 
+def tar_paths(data_dir):
+    """The .tar files of `data_dir`, sorted, as TarShards::from_directory takes them."""
+    try:
+        paths = sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir)
+                       if n.endswith(".tar"))
+    except OSError as e:
+        fail(f"--data-dir: cannot list {data_dir} ({e}); run mploader-bench --workload tar once "
+             "to pack the shards, or pass a folder of .tar files")
+    if not paths:
+        fail(f"--data-dir: no .tar file in {data_dir}; pass a folder of WebDataset shards")
+    return paths
+
+
+class TarDataset(IterableDataset):
+    """mploader-bench's tar workload the plain way: worker k of W reads tars k, k + W, ... with
+    the tarfile module front to back, groups consecutive members by key (the WebDataset
+    convention) and yields each <key>.jpg + <key>.cls sample through the jpeg workload's
+    transform (JpegDataset.transform, seeded by the key's number)."""
+
+    def __init__(self, data_dir):
+        import tarfile
+        self.paths = tar_paths(data_dir)
+        self.samples = 0
+        for path in self.paths:  # headers only: the count the batch-size check needs
+            with tarfile.open(path) as tar:
+                self.samples += sum(1 for n in tar.getnames() if n.endswith(".jpg"))
+
+    @staticmethod
+    def decode(key, members):
+        from PIL import Image
+        with Image.open(io.BytesIO(members["jpg"])) as im:
+            rgb = im.convert("RGB")
+        return {"image": JpegDataset.transform(rgb, int(key)),
+                "label": torch.tensor(int(members["cls"]))}
+
+    def __iter__(self):
+        import tarfile
+        info = get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        for path in self.paths[worker::workers]:
+            key, members = None, {}
+            with tarfile.open(path) as tar:
+                for m in tar:
+                    if not m.isfile():
+                        continue
+                    k, _, ext = m.name.partition(".")
+                    if k != key and members:
+                        yield self.decode(key, members)
+                        members = {}
+                    key, members[ext] = k, tar.extractfile(m).read()
+            if members:
+                yield self.decode(key, members)
+
+
+def webdataset_pipeline(data_dir):
+    """The tar workload through the webdataset package's own pipeline: shards split among the
+    DataLoader's workers by its defaults (split_by_worker), PIL decode to RGB, .cls to int, and
+    the jpeg workload's transform seeded by the key's number."""
+    try:
+        import webdataset as wds
+    except ImportError:
+        return None
+    return (wds.WebDataset(tar_paths(data_dir), shardshuffle=False)
+            .decode("pil").to_tuple("jpg", "cls", "__key__").map(webdataset_sample))
+
+
+def webdataset_sample(sample):
+    rgb, cls, key = sample
+    return {"image": JpegDataset.transform(rgb, int(key)), "label": torch.tensor(cls)}
+
+
 JPEG_NOTE = ("PyTorch side: torchvision's ImageFolder PIL path, written out (torchvision is not "
              "installed): PIL decode and convert RGB, RandomResizedCrop(224) parameters as "
              "torchvision's, PIL BILINEAR (antialiased) resize of the crop, flip, ToTensor, "
              "Normalize")
+
+
+HOW = {"stream": "IterableDataset over np.memmap, sharded by get_worker_info(), default_collate",
+       "tar": "IterableDataset over tarfile, tars sharded by get_worker_info(), default_collate"}
 
 
 def make_loader(dataset, workers, batch_size, prefetch):
@@ -318,7 +402,7 @@ def parse_list(option, text, minimum, unique=True):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workload", choices=["synthetic", "fmnist", "jpeg", "stream"],
+    p.add_argument("--workload", choices=["synthetic", "fmnist", "jpeg", "stream", "tar"],
                    default="fmnist")
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     p.add_argument("--sample-shape", default="3,224,224")
@@ -344,14 +428,23 @@ def main():
         dataset = JpegDataset(args.data_dir)
     elif args.workload == "stream":
         dataset = StreamDataset(args.data_dir, args.context)
+    elif args.workload == "tar":
+        dataset = TarDataset(args.data_dir)
     else:
         dataset = FmnistDataset(args.data_dir)
-    size = dataset.windows if args.workload == "stream" else len(dataset)
+    sizes = {"stream": lambda: dataset.windows, "tar": lambda: dataset.samples}
+    size = sizes.get(args.workload, lambda: len(dataset))()
     if size < args.batch_size:
         fail(f"--batch-size: {args.batch_size} is more than the {size} samples")
-    how = ("IterableDataset over np.memmap, sharded by get_worker_info(), default_collate"
-           if args.workload == "stream" else "__getitem__ per sample, default_collate")
-    ways = [("pytorch", dataset, how)]
+    ways = [("pytorch", dataset, HOW.get(args.workload, "__getitem__ per sample, default_collate"))]
+    if args.workload == "tar":
+        pipeline = webdataset_pipeline(args.data_dir)
+        if pipeline is None:
+            print("pytorch_dataloader.py: webdataset is not installed for "
+                  f"{sys.executable}; pip install webdataset to measure it too", file=sys.stderr)
+        else:
+            ways.append(("webdataset", pipeline, "webdataset's WebDataset(shardshuffle=False)"
+                         ".decode('pil').to_tuple('jpg', 'cls'), default_collate"))
     if hasattr(dataset, "gather"):
         ways.append(("pytorch-getitems", BatchedFetch(dataset),
                      "__getitems__: one gather per batch, collate_fn passes it through"))
@@ -366,7 +459,7 @@ def main():
             result["dataset_size"] = size
             result["torch_version"] = torch.__version__
             result["note"] = f"{version}, {how}"
-            if args.workload == "jpeg":
+            if args.workload in ("jpeg", "tar"):
                 result["note"] += "; " + JPEG_NOTE
             if args.workload == "synthetic":
                 result["sample_shape"] = args.sample_shape
