@@ -14,9 +14,8 @@ __getitems__ (PyTorch 2.x fetches a whole batch of indices with one call: one ga
 and collate_fn passes the batch through). The tar workload runs "pytorch" as an
 IterableDataset over the tarfile module and, when the package is installed, loader
 "webdataset": the webdataset package's own pipeline on the same shards. Same semantics as the
-C++ runners: sequential order,
-drop_last, fork start method, persistent workers (mploader keeps its workers across epochs
-too), one intra-op thread, more epochs when one is not enough.
+C++ runners: sequential order, drop_last, fork start method, persistent workers (mploader
+keeps its workers across epochs too), one intra-op thread, more epochs when one is not enough.
 """
 import argparse
 import gc
