@@ -105,6 +105,7 @@ struct RawOptions {
   std::string csv;
   std::string plot;
   std::string sample_shape = "3,224,224";
+  std::string context = "1024";
   std::string workers = "2";
   std::string batch_size = "64";
   std::string batches = "200";
@@ -142,8 +143,8 @@ void add_fault_options(CLI::App& app, RawOptions& raw) {
 }
 
 void add_options(CLI::App& app, RawOptions& raw) {
-  app.add_option("--workload", raw.workload, "synthetic, fmnist or jpeg (a comma list sweeps); "
-                 "tokens has options of its own: --workload tokens --help")
+  app.add_option("--workload", raw.workload, "synthetic, fmnist, jpeg or stream (a comma list "
+                 "sweeps); tokens has options of its own: --workload tokens --help")
       ->capture_default_str();
   app.add_option("--data-dir", raw.data_dir, "fmnist: folder with the Fashion-MNIST "
                  "*-ubyte.gz files (default /usr/share/datasets/fashion-mnist); jpeg: a folder "
@@ -157,6 +158,9 @@ void add_options(CLI::App& app, RawOptions& raw) {
                  "gnuplot; FILE.gp and FILE.dat are written next to it in any case)");
   app.add_option("--sample-shape", raw.sample_shape, "shape of a synthetic uint8 image")
       ->capture_default_str();
+  app.add_option("--context", raw.context, "stream: tokens per (input, target) window of the "
+                 "byte-level corpus made from /usr/share/doc/*/copyright and "
+                 "/usr/share/common-licenses")->capture_default_str();
   app.add_option("--workers", raw.workers, "worker count; a comma list sweeps, e.g. 0,1,2,4")
       ->capture_default_str();
   app.add_option("--batch-size", raw.batch_size, "samples per batch; a comma list sweeps")
@@ -331,13 +335,15 @@ void validate(const RawOptions& raw, Plan& plan) {
                      "mploader-bench --workload tokens --help");
   }
   plan.workloads =
-      parse_name_list("--workload", raw.workload, {"synthetic", "fmnist", "jpeg"});
+      parse_name_list("--workload", raw.workload, {"synthetic", "fmnist", "jpeg", "stream"});
   plan.loaders = parse_name_list(
       "--loader", raw.loader,
       {"mploader", "mploader-get", "libtorch", "inprocess", "inprocess-copy", "limit",
        "pytorch"});
   plan.workers = parse_count_list("--workers", raw.workers, 0, "0,1,2,4");
   plan.base.sample_shape = parse_shape(raw.sample_shape);
+  // Checked whatever the workload, so that a typo never waits for a sweep to reach stream.
+  plan.base.context = parse_count("--context", raw.context, 1, "1024");
   plan.batch_sizes = parse_count_list("--batch-size", raw.batch_size, 1, "64,256");
   plan.base.batch_size = plan.batch_sizes.front();
   plan.base.batches = parse_count("--batches", raw.batches, 2, "200");

@@ -51,7 +51,7 @@ void set_loading_epoch(mploader::Dataset& data, uint64_t epoch) {
   if (auto* folder = dynamic_cast<mploader::vision::ImageFolder*>(&data)) folder->set_epoch(epoch);
 }
 
-std::string default_jpeg_dir(int64_t count) {
+std::string bench_cache_dir() {
   std::string root;
   if (const char* c = std::getenv("MPLOADER_BENCH_CACHE"); c != nullptr && *c != '\0') {
     root = c;
@@ -61,7 +61,11 @@ std::string default_jpeg_dir(int64_t count) {
     const char* home = std::getenv("HOME");
     root = std::string(home != nullptr ? home : "/tmp") + "/.cache/mploader-bench";
   }
-  return root + "/fmnist-jpeg-" + std::to_string(count);
+  return root;
+}
+
+std::string default_jpeg_dir(int64_t count) {
+  return bench_cache_dir() + "/fmnist-jpeg-" + std::to_string(count);
 }
 
 namespace {

@@ -28,8 +28,11 @@ std::string jpeg_path(const mploader::Dataset& data, int64_t index);
 // (the jpeg workload); nothing for the other workloads. Call between epochs.
 void set_loading_epoch(mploader::Dataset& data, uint64_t epoch);
 
-// The default folder of the generated set: $MPLOADER_BENCH_CACHE, else
-// $XDG_CACHE_HOME/mploader-bench, else ~/.cache/mploader-bench; then "fmnist-jpeg-<count>".
+// The folder of the bench's generated data: $MPLOADER_BENCH_CACHE, else
+// $XDG_CACHE_HOME/mploader-bench, else ~/.cache/mploader-bench.
+std::string bench_cache_dir();
+
+// The default folder of the generated set: bench_cache_dir() + "/fmnist-jpeg-<count>".
 std::string default_jpeg_dir(int64_t count);
 
 // Makes `dir` hold `count` JPEGs (classes in subfolders 0-9) from Fashion-MNIST images in

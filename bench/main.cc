@@ -1,5 +1,6 @@
 // mploader-bench: measures mploader against libtorch's torch::data loader, PyTorch's
-// DataLoader and an in-process ideal on synthetic, Fashion-MNIST and JPEG workloads, and
+// DataLoader and an in-process ideal on synthetic, Fashion-MNIST, JPEG and token-stream
+// workloads, and
 // recommends num_workers from sweeps.
 //
 //   mploader-bench --workload synthetic --workers 0,1,2 --loader mploader,libtorch,inprocess
@@ -19,6 +20,7 @@
 #include "report.h"
 #include "run_config.h"
 #include "run_tokens.h"
+#include "stream_corpus.h"
 #include "workloads.h"
 
 #include <ATen/Parallel.h>
@@ -63,12 +65,18 @@ std::string describe(const RunConfig& c) {
          " batch=" + std::to_string(c.batch_size) + " prefetch=" + std::to_string(c.prefetch);
 }
 
-// Prepares the workload's data: the jpeg set is generated once when no --data-dir is given.
+// Prepares the workload's data: the jpeg set is generated once when no --data-dir is given, the
+// stream corpus once in any case.
 std::shared_ptr<mploader::Dataset> prepare(const Plan& plan, RunConfig& config) {
   if (config.workload == "jpeg" && config.jpeg_dir.empty()) {
     config.jpeg_dir = default_jpeg_dir(plan.jpeg_count);
     if (!plan.json) std::cerr << "mploader-bench: jpeg set in " << config.jpeg_dir << '\n';
     ensure_jpeg_set(config.jpeg_dir, config.data_dir, plan.jpeg_count);
+  }
+  if (config.workload == "stream") {
+    config.corpus = default_stream_corpus();
+    if (!plan.json) std::cerr << "mploader-bench: stream corpus " << config.corpus << '\n';
+    ensure_stream_corpus(config.corpus);
   }
   const std::shared_ptr<mploader::Dataset> data = make_workload(config);
   const int64_t largest = *std::max_element(plan.batch_sizes.begin(), plan.batch_sizes.end());
@@ -150,6 +158,7 @@ void print_summary(const Plan& plan, const std::vector<RunResult>& results) {
   if (plan.json) return;
   print_table_header(std::cout);
   for (const RunResult& r : results) print_table_row(std::cout, r);
+  print_token_rates(std::cout, results);
   print_ratios(std::cout, results);
   print_recommendations(std::cout, recommend(results));
   std::cout << '\n';

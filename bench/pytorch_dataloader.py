@@ -26,7 +26,7 @@ import zlib
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
 
@@ -193,6 +193,43 @@ class JpegDataset(Dataset):
         return {"image": x, "label": torch.tensor(self.labels[index])}
 
 
+class StreamDataset(IterableDataset):
+    """mploader-bench's stream workload: (input, target) int64 windows of `context` tokens over
+    a uint16 little-endian token file (corpus.bin, nanoGPT's layout) read through np.memmap,
+    as mploader::TokenStream cuts it: windows back to back, dealt out to the DataLoader's
+    workers in shards of WINDOWS_PER_SHARD consecutive windows (worker k takes shards k, k + W,
+    ...), so that each worker reads its part of the file front to back. TokenStream also moves
+    the windows by an offset per epoch; that changes which tokens, not how much work."""
+
+    WINDOWS_PER_SHARD = 64  # as the C++ side's TokenStreamOptions::windows_per_shard
+
+    def __init__(self, path, context):
+        try:
+            tokens = os.path.getsize(path) // 2
+        except OSError as e:
+            fail(f"--data-dir: cannot read the stream corpus {path} ({e}); run mploader-bench "
+                 "--workload stream once to make it, or pass a uint16 token file")
+        if tokens < context + 1:
+            fail(f"--context: {context} tokens is more than the {tokens}-token corpus {path} "
+                 f"holds for one window; give at most --context {tokens - 1}")
+        self.context = context
+        self.windows = max(1, (tokens - context) // context)
+        # Mapped before the workers fork: they share the mapping, and the page cache's pages.
+        self.tokens = np.memmap(path, dtype="<u2", mode="r")
+
+    def __iter__(self):
+        info = get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        per_shard = self.WINDOWS_PER_SHARD
+        shards = (self.windows + per_shard - 1) // per_shard
+        for shard in range(worker, shards, workers):
+            for window in range(shard * per_shard, min(self.windows, (shard + 1) * per_shard)):
+                start = window * self.context
+                ids = torch.from_numpy(
+                    self.tokens[start:start + self.context + 1].astype(np.int64))
+                yield {"input": ids[:-1], "target": ids[1:]}
+
+
 JPEG_NOTE = ("PyTorch side: torchvision's ImageFolder PIL path, written out (torchvision is not "
              "installed): PIL decode and convert RGB, RandomResizedCrop(224) parameters as "
              "torchvision's, PIL BILINEAR (antialiased) resize of the crop, flip, ToTensor, "
@@ -227,13 +264,14 @@ def measure(dataset, workers, batch_size, batches, prefetch):
             now = time.perf_counter()
             if taken > 0:
                 waits.append((now - wait_start) * 1e3)
-            bad = (batch["label"] < 0).nonzero().flatten()
-            corrupt += len(bad)
-            for i in bad.tolist():
-                idx = -1 - int(batch["label"][i])
-                if len(examples) < 5 and idx not in examples:
-                    examples.append(idx)
-            n = batch["image"].size(0)
+            if "label" in batch:  # the stream workload has none
+                bad = (batch["label"] < 0).nonzero().flatten()
+                corrupt += len(bad)
+                for i in bad.tolist():
+                    idx = -1 - int(batch["label"][i])
+                    if len(examples) < 5 and idx not in examples:
+                        examples.append(idx)
+            n = next(iter(batch.values())).size(0)  # rows of "image", or stream's "input"
             if taken == 0:
                 first = now
             else:
@@ -280,9 +318,11 @@ def parse_list(option, text, minimum, unique=True):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workload", choices=["synthetic", "fmnist", "jpeg"], default="fmnist")
+    p.add_argument("--workload", choices=["synthetic", "fmnist", "jpeg", "stream"],
+                   default="fmnist")
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     p.add_argument("--sample-shape", default="3,224,224")
+    p.add_argument("--context", type=int, default=1024, help="stream: tokens per window")
     p.add_argument("--workers", default="2")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--batches", type=int, default=200)
@@ -290,8 +330,8 @@ def parse_args():
     args = p.parse_args()
     args.sample_shape = parse_list("--sample-shape", args.sample_shape, 1, unique=False)
     args.workers = parse_list("--workers", args.workers, 0)
-    if args.batch_size < 1 or args.batches < 2 or args.prefetch < 1:
-        fail("--batch-size and --prefetch must be >= 1, --batches >= 2")
+    if args.batch_size < 1 or args.batches < 2 or args.prefetch < 1 or args.context < 1:
+        fail("--batch-size, --prefetch and --context must be >= 1, --batches >= 2")
     return args
 
 
@@ -302,11 +342,16 @@ def main():
         dataset = SyntheticDataset(args.sample_shape, args.batches * args.batch_size)
     elif args.workload == "jpeg":
         dataset = JpegDataset(args.data_dir)
+    elif args.workload == "stream":
+        dataset = StreamDataset(args.data_dir, args.context)
     else:
         dataset = FmnistDataset(args.data_dir)
-    if len(dataset) < args.batch_size:
-        fail(f"--batch-size: {args.batch_size} is more than the {len(dataset)} samples")
-    ways = [("pytorch", dataset, "__getitem__ per sample, default_collate")]
+    size = dataset.windows if args.workload == "stream" else len(dataset)
+    if size < args.batch_size:
+        fail(f"--batch-size: {args.batch_size} is more than the {size} samples")
+    how = ("IterableDataset over np.memmap, sharded by get_worker_info(), default_collate"
+           if args.workload == "stream" else "__getitem__ per sample, default_collate")
+    ways = [("pytorch", dataset, how)]
     if hasattr(dataset, "gather"):
         ways.append(("pytorch-getitems", BatchedFetch(dataset),
                      "__getitems__: one gather per batch, collate_fn passes it through"))
@@ -318,13 +363,16 @@ def main():
             result = {"loader": name, "workload": args.workload, "workers": workers,
                       "batch_size": args.batch_size, "prefetch": args.prefetch}
             result.update(measure(data, workers, args.batch_size, args.batches, args.prefetch))
-            result["dataset_size"] = len(data)
+            result["dataset_size"] = size
             result["torch_version"] = torch.__version__
             result["note"] = f"{version}, {how}"
             if args.workload == "jpeg":
                 result["note"] += "; " + JPEG_NOTE
             if args.workload == "synthetic":
                 result["sample_shape"] = args.sample_shape
+            if args.workload == "stream":
+                result["context"] = args.context
+                result["tokens_per_s"] = result["samples_per_s"] * args.context
             print(json.dumps(result), flush=True)
 
 

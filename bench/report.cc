@@ -27,6 +27,10 @@ std::string json_line(const RunResult& r) {
   j["teardown_s"] = r.teardown_s;
   j["dataset_size"] = r.dataset_size;
   if (r.config.workload == "synthetic") j["sample_shape"] = r.config.sample_shape;
+  if (r.config.workload == "stream") {
+    j["context"] = r.config.context;
+    j["tokens_per_s"] = r.tokens_per_s();
+  }
   if (r.config.loader == "mploader") j["start"] = r.config.start;
   if (!r.checksum.empty()) j["checksum"] = r.checksum;
   j["wait_p50_ms"] = r.wait_p50_ms;
@@ -93,6 +97,36 @@ void print_table_row(std::ostream& out, const RunResult& r) {
                 r.first_batch_s, r.wait_p50_ms, r.wait_p99_ms, util, hol, r.wall_s,
                 r.teardown_s);
   out << line << '\n';
+}
+
+void print_token_rates(std::ostream& out, const std::vector<RunResult>& results) {
+  // (workers, batch size, prefetch, context) -> PyTorch's tokens/s, the reference.
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+  const auto key_of = [](const RunResult& r) {
+    return Key{r.config.workers, r.config.batch_size, r.config.prefetch, r.config.context};
+  };
+  std::map<Key, double> pytorch;
+  bool any = false;
+  for (const RunResult& r : results) {
+    if (r.config.workload != "stream") continue;
+    any = true;
+    if (r.config.loader == "pytorch") pytorch.emplace(key_of(r), r.tokens_per_s());
+  }
+  if (!any) return;
+  out << "\nstream tokens/s (samples/s x context), and relative to pytorch:\n";
+  for (const RunResult& r : results) {
+    if (r.config.workload != "stream") continue;
+    char line[160], ratio[32] = "-";
+    const auto ref = pytorch.find(key_of(r));
+    if (ref != pytorch.end() && ref->second > 0) {
+      std::snprintf(ratio, sizeof ratio, "%.2fx", r.tokens_per_s() / ref->second);
+    }
+    std::snprintf(line, sizeof line, "  %-16s workers=%-3lld batch=%-5lld context=%-6lld %14.0f  %s",
+                  r.config.loader.c_str(), static_cast<long long>(r.config.workers),
+                  static_cast<long long>(r.config.batch_size),
+                  static_cast<long long>(r.config.context), r.tokens_per_s(), ratio);
+    out << line << '\n';
+  }
 }
 
 void print_ratios(std::ostream& out, const std::vector<RunResult>& results) {

@@ -12,7 +12,8 @@ namespace bench {
 
 // One line of JSON, without the newline. Fields: loader, workload, workers, batch_size,
 // prefetch, samples_per_s, mb_per_s, first_batch_s, batches, wall_s, then samples,
-// teardown_s, dataset_size, sample_shape (synthetic only).
+// teardown_s, dataset_size, sample_shape (synthetic only), context and tokens_per_s (stream
+// only).
 std::string json_line(const RunResult& result);
 
 // Reads a json_line() back into `config` overlaid with the line's measurements and workers.
@@ -22,6 +23,10 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line);
 // The table header, and one row of it; widths match.
 void print_table_header(std::ostream& out);
 void print_table_row(std::ostream& out, const RunResult& result);
+
+// The stream workload's rows as tokens/s (samples/s x context), each with its ratio to the
+// pytorch row of the same workers, batch size, prefetch and context. Nothing without stream rows.
+void print_token_rates(std::ostream& out, const std::vector<RunResult>& results);
 
 // For each workload and workers value with an mploader row: "mploader/<other> 3.40x" by
 // samples_per_s. Prints nothing when mploader was not measured.

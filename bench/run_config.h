@@ -23,9 +23,11 @@ class UsageError : public std::runtime_error {
 // One configuration: one loader on one workload with one worker count.
 struct RunConfig {
   std::string loader;    // mploader | libtorch | inprocess | inprocess-copy | limit | pytorch
-  std::string workload;  // synthetic | fmnist | jpeg
+  std::string workload;  // synthetic | fmnist | jpeg | stream
   std::string data_dir;  // fmnist IDX folder
   std::string jpeg_dir;  // jpeg: folder of .jpg files (--data-dir, or the generated set)
+  std::string corpus;    // stream: the uint16 token file (stream_corpus.h)
+  int64_t context = 1024;  // stream: tokens per window
   std::vector<int64_t> sample_shape;  // synthetic "image" shape
   int64_t workers = 2;
   int64_t batch_size = 64;
@@ -53,6 +55,10 @@ struct RunResult {
   double first_batch_s = 0;  // loader construction start -> first batch in hand
   double samples_per_s = 0;
   double mb_per_s = 0;       // MB = bytes of all tensors of a batch / 1e6
+  // stream: samples_per_s x context, the rate a language model trains at; 0 elsewhere.
+  double tokens_per_s() const {
+    return config.workload == "stream" ? samples_per_s * static_cast<double>(config.context) : 0;
+  }
   double wall_s = 0;         // loader construction start -> last batch in hand
   double teardown_s = 0;     // destroying the loader (workers stopped and joined)
   std::string checksum;      // with --checksum: FNV-1a over the bytes of every batch, in order

@@ -42,12 +42,11 @@ std::vector<Column> make_columns(const mploader::Sample& probe, int64_t batch_si
   return columns;
 }
 
-// The light touch every runner gives a batch: the row count of its "image".
+// The light touch every runner gives a batch: the row count of its first tensor ("image", or
+// the stream workload's "input").
 int64_t image_rows(const std::vector<Column>& columns) {
-  for (const Column& c : columns) {
-    if (c.name == "image") return c.batch.size(0);
-  }
-  throw std::runtime_error("inprocess: the samples have no \"image\" tensor");
+  if (columns.empty()) throw std::runtime_error("inprocess: the samples have no tensor");
+  return columns.front().batch.size(0);
 }
 
 // Copies one sample into row `row` of every column.

@@ -1,5 +1,6 @@
 // Runs libtorch's own torch::data DataLoader (worker threads) over the same mploader::Dataset,
-// wrapped as a torch::data dataset of Example<>{image, label} stacked with Stack<>.
+// wrapped as a torch::data dataset of Example<>{data, target} (the sample's first two tensors)
+// stacked with Stack<>.
 // The only file that includes the torch::data headers (they are slow to compile).
 #include "jpeg_dataset.h"
 #include "run_config.h"
@@ -19,14 +20,21 @@ namespace bench {
 
 namespace {
 
-// get(i) -> Example<>{sample["image"], sample["label"]}. Copies share the mploader::Dataset,
-// which is safe for concurrent get().
+// get(i) -> Example<>{first tensor, second tensor} of the sample: ("image", "label"), or the
+// stream workload's ("input", "target"). Copies share the mploader::Dataset, which is safe for
+// concurrent get().
 class DatasetAdapter : public torch::data::datasets::Dataset<DatasetAdapter> {
  public:
   explicit DatasetAdapter(std::shared_ptr<mploader::Dataset> data) : data_(std::move(data)) {}
   torch::data::Example<> get(size_t index) override {
     mploader::Sample s = data_->get(static_cast<int64_t>(index));
-    return {s["image"], s["label"]};
+    if (s.size() < 2) {
+      throw std::runtime_error("libtorch: a sample has " + std::to_string(s.size()) +
+                               " tensors; Example<> needs two (data, target)");
+    }
+    auto second = s.begin();
+    ++second;
+    return {s.begin()->second, second->second};
   }
   torch::optional<size_t> size() const override { return data_->size(); }
 

@@ -129,7 +129,8 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
     }
     empty_in_a_row = 0;
     if (config.checksum) checksum = hash_batch(*b, checksum);
-    timer.batch((*b)["image"].size(0), batch_bytes(*b));
+    // The rows of the batch's first tensor: "image", or the stream workload's "input".
+    timer.batch(b->tensors().begin()->second.size(0), batch_bytes(*b));
   }
   timer.loop_done();
   const mploader::LoaderStats stats = loader->stats();

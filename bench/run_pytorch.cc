@@ -107,6 +107,12 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s;
 }
 
+// The script's --data-dir: the folder, or the stream workload's corpus file.
+std::string data_path(const RunConfig& config) {
+  if (config.workload == "jpeg") return config.jpeg_dir;
+  if (config.workload == "stream") return config.corpus;
+  return config.data_dir;
+}
 
 }  // namespace
 
@@ -130,11 +136,11 @@ bool pytorch_available(std::string& reason) {
 std::vector<RunResult> run_pytorch(const RunConfig& config) {
   std::string out;
   const int status = run_child(
-      {python(), script_path(), "--workload", config.workload, "--data-dir",
-       config.workload == "jpeg" ? config.jpeg_dir : config.data_dir,
-       "--sample-shape", shape_text(config.sample_shape), "--workers",
-       std::to_string(config.workers), "--batch-size", std::to_string(config.batch_size),
-       "--batches", std::to_string(config.batches), "--prefetch", std::to_string(config.prefetch)},
+      {python(), script_path(), "--workload", config.workload, "--data-dir", data_path(config),
+       "--sample-shape", shape_text(config.sample_shape), "--context",
+       std::to_string(config.context), "--workers", std::to_string(config.workers),
+       "--batch-size", std::to_string(config.batch_size), "--batches",
+       std::to_string(config.batches), "--prefetch", std::to_string(config.prefetch)},
       &out);
   if (status != 0) {
     throw std::runtime_error("pytorch: " + script_path() + " exited with status " +

@@ -3,6 +3,7 @@
 
 #include "fmnist_idx.h"
 #include "jpeg_dataset.h"
+#include "stream_corpus.h"
 
 #include <ATen/ops/full.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -119,8 +120,9 @@ std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config) {
   }
   if (config.workload == "fmnist") return std::make_shared<FmnistDataset>(config.data_dir);
   if (config.workload == "jpeg") return make_jpeg_dataset(config.jpeg_dir);
+  if (config.workload == "stream") return make_stream_dataset(config.corpus, config.context);
   throw UsageError("--workload: unknown workload '" + config.workload +
-                   "'; use synthetic, fmnist or jpeg");
+                   "'; use synthetic, fmnist, jpeg or stream");
 }
 
 }  // namespace bench
