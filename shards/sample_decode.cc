@@ -1,6 +1,7 @@
 // decode_sample(): members to tensors. Bytes are copied once, into a tensor of their own; an
 // image is decoded (only the region its crop needs) and rendered into its output tensor.
 #include "shards/sample_decode.h"
+#include "shards/text.h"
 
 #include <mploader/vision/image.h>
 
@@ -15,7 +16,6 @@
 namespace mploader::shards::detail {
 namespace {
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 at::Tensor bytes_tensor(const Member& m) {
   at::Tensor t = at::empty({static_cast<int64_t>(m.bytes.size())}, at::kByte);
@@ -35,8 +35,8 @@ at::Tensor int_tensor(const Member& m) {
   if (begin == end || error != std::errc() || stop != end) {
     const std::string text(reinterpret_cast<const char*>(m.bytes.data()),
                            std::min<size_t>(m.bytes.size(), 40));
-    throw BadSample("member " + quoted(m.name) + " should hold an integer (it is listed in " +
-                    "TarShardsOptions::int_keys) but holds " + quoted(text) +
+    throw BadSample("member " + in_quotes(m.name) + " should hold an integer (it is listed in " +
+                    "TarShardsOptions::int_keys) but holds " + in_quotes(text) +
                     (m.bytes.size() > 40 ? "..." : "") + " (" +
                     std::to_string(m.bytes.size()) + " bytes)");
   }
@@ -56,9 +56,9 @@ at::Tensor image_tensor(const Member& m, const vision::Compose& transform, uint6
     transform.render(d.image, plan, out.data_ptr(), d.scratch);
     return out;
   } catch (const vision::DecodeError& e) {
-    throw BadSample("image member " + quoted(m.name) + " does not decode: " + e.what());
+    throw BadSample("image member " + in_quotes(m.name) + " does not decode: " + e.what());
   } catch (const vision::TransformError& e) {
-    throw BadSample("image member " + quoted(m.name) + " does not fit the transform " +
+    throw BadSample("image member " + in_quotes(m.name) + " does not fit the transform " +
                     transform.describe() + ": " + e.what());
   }
 }
@@ -98,8 +98,8 @@ Sample decode_sample(const RawSample& raw, const TarShardsOptions& options, uint
     auto it = std::find_if(raw.members.begin(), raw.members.end(),
                            [&](const Member& m) { return m.ext == key; });
     if (it == raw.members.end()) {
-      throw BadSample("sample " + quoted(raw.key) + " has no member of extension " +
-                      quoted(key) + " (TarShardsOptions::keys); its members are: " +
+      throw BadSample("sample " + in_quotes(raw.key) + " has no member of extension " +
+                      in_quotes(key) + " (TarShardsOptions::keys); its members are: " +
                       member_list(raw));
     }
     out.set(key, member_tensor(*it, options, seed, decoding));

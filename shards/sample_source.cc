@@ -1,5 +1,6 @@
 // SampleSource: positioned readers and the read-ahead cache (sample_source.h).
 #include "shards/sample_source.h"
+#include "shards/text.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,7 +13,6 @@
 namespace mploader::shards::detail {
 namespace {
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 const char* const kRebuild =
     "a tar must stay as it is while a Loader reads it: build the dataset (and its Loader) "
@@ -47,7 +47,7 @@ void SampleSource::changed(const TarReader& reader) const {
   const size_t shard = static_cast<size_t>(
       std::find(paths_.begin(), paths_.end(), reader.path()) - paths_.begin());
   throw ShardChanged(
-      quoted(reader.path()) + " ends after " + std::to_string(reader.position()) +
+      in_quotes(reader.path()) + " ends after " + std::to_string(reader.position()) +
       " samples, but " + std::to_string(scans_.at(shard).num_samples) +
       " were counted when the dataset was built: it changed since the Loader counted it; " +
       kRebuild);
@@ -57,7 +57,7 @@ std::unique_ptr<TarReader> SampleSource::open_checked(size_t shard) const {
   const std::string& path = paths_[shard];
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    throw ShardChanged(quoted(path) + " cannot be opened (" + std::strerror(errno) +
+    throw ShardChanged(in_quotes(path) + " cannot be opened (" + std::strerror(errno) +
                              "): it was deleted, renamed or made unreadable after the dataset "
                              "counted its samples; put it back, or build the dataset again "
                              "without it");
@@ -66,7 +66,7 @@ std::unique_ptr<TarReader> SampleSource::open_checked(size_t shard) const {
   const ShardScan& scan = scans_[shard];
   if (reader->file_bytes() != scan.file_bytes || reader->mtime_ns() != scan.mtime_ns) {
     throw ShardChanged(
-        quoted(path) + " has " + std::to_string(reader->file_bytes()) + " bytes, modified at " +
+        in_quotes(path) + " has " + std::to_string(reader->file_bytes()) + " bytes, modified at " +
         std::to_string(reader->mtime_ns()) + " ns; it had " + std::to_string(scan.file_bytes) +
         " bytes, modified at " + std::to_string(scan.mtime_ns) +
         " ns, when the dataset counted its samples: it changed since the Loader counted it; " +

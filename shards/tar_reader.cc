@@ -1,6 +1,7 @@
 // TarReader: one tar, front to back, a sample at a time, with libarchive. Member data is read
 // only when asked for; skipping seeks past it (an uncompressed tar on a seekable file).
 #include "shards/tar_reader.h"
+#include "shards/text.h"
 
 #include <mploader/errors.h>
 
@@ -20,8 +21,6 @@ constexpr size_t kBlockBytes = 64 * 1024;  // libarchive's read size
 constexpr int64_t kTarHeaderBytes = 512;
 constexpr int kMaxRetries = 8;  // ARCHIVE_RETRY in a row before it counts as a failure
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
-
 }  // namespace
 
 bool split_member_name(const std::string& path, std::string& key, std::string& ext) {
@@ -38,13 +37,13 @@ bool split_member_name(const std::string& path, std::string& key, std::string& e
 TarReader::TarReader(std::string path) : path_(std::move(path)) {
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) {
-    throw std::runtime_error(quoted(path_) + " cannot be opened: " + std::strerror(errno));
+    throw std::runtime_error(in_quotes(path_) + " cannot be opened: " + std::strerror(errno));
   }
-  if (!S_ISREG(st.st_mode)) throw std::runtime_error(quoted(path_) + " is not a regular file");
+  if (!S_ISREG(st.st_mode)) throw std::runtime_error(in_quotes(path_) + " is not a regular file");
   file_bytes_ = static_cast<int64_t>(st.st_size);
   if (file_bytes_ == 0) {
     // Likely a shard whose writer died before its first block: say so, not "no tar format".
-    throw std::runtime_error(quoted(path_) + " is empty (0 bytes), not a tar (even an empty "
+    throw std::runtime_error(in_quotes(path_) + " is empty (0 bytes), not a tar (even an empty "
                              "tar holds its end blocks)");
   }
   mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
@@ -56,7 +55,7 @@ TarReader::TarReader(std::string path) : path_(std::move(path)) {
     const std::string why = archive_error_string(archive_) ? archive_error_string(archive_) : "";
     archive_read_free(archive_);
     archive_ = nullptr;
-    throw std::runtime_error(quoted(path_) + " cannot be read as a tar (libarchive: " + why +
+    throw std::runtime_error(in_quotes(path_) + " cannot be read as a tar (libarchive: " + why +
                              ")");
   }
   for (int i = 0; i < archive_filter_count(archive_); ++i) {
@@ -70,7 +69,7 @@ TarReader::~TarReader() {
 
 void TarReader::fail(const std::string& what) const {
   const char* why = archive_ != nullptr ? archive_error_string(archive_) : nullptr;
-  throw std::runtime_error(quoted(path_) + ": " + what +
+  throw std::runtime_error(in_quotes(path_) + ": " + what +
                            (why != nullptr ? std::string(" (libarchive: ") + why + ")" : ""));
 }
 
@@ -100,7 +99,7 @@ bool TarReader::next_member() {
     const int64_t data_end = archive_read_header_position(archive_) + kTarHeaderBytes +
                              std::max<int64_t>(pending_size_, 0);
     if (!compressed_ && data_end > file_bytes_) {
-      throw std::runtime_error(quoted(path_) + " is cut short: member " + quoted(pending_.name) +
+      throw std::runtime_error(in_quotes(path_) + " is cut short: member " + in_quotes(pending_.name) +
                                " (" + std::to_string(pending_size_) + " bytes) ends past byte " +
                                std::to_string(data_end) + " but the file has " +
                                std::to_string(file_bytes_) + " bytes");
@@ -122,14 +121,14 @@ void TarReader::read_pending(Member& out) {
     const la_ssize_t n = archive_read_data(archive_, out.bytes.data() + total,
                                            out.bytes.size() - total);
     if (n < 0) {
-      fail("member " + quoted(out.name) + " cannot be read after " + std::to_string(total) +
+      fail("member " + in_quotes(out.name) + " cannot be read after " + std::to_string(total) +
            " of its " + std::to_string(pending_size_) + " bytes");
     }
     if (n == 0) break;
     total += static_cast<size_t>(n);
   }
   if (sized && total < out.bytes.size()) {
-    fail("member " + quoted(out.name) + " is cut short: " + std::to_string(total) + " of its " +
+    fail("member " + in_quotes(out.name) + " is cut short: " + std::to_string(total) + " of its " +
          std::to_string(pending_size_) + " bytes are there");
   }
   out.bytes.resize(total);
@@ -138,7 +137,7 @@ void TarReader::read_pending(Member& out) {
 void TarReader::skip_pending() {
   has_pending_ = false;
   if (archive_read_data_skip(archive_) != ARCHIVE_OK) {
-    fail("member " + quoted(pending_.name) + " cannot be skipped");
+    fail("member " + in_quotes(pending_.name) + " cannot be skipped");
   }
 }
 
@@ -153,9 +152,9 @@ bool TarReader::next(RawSample* out) {
   if (out != nullptr) *out = RawSample{key, {}, 0};
   for (;;) {
     if (std::find(exts.begin(), exts.end(), pending_.ext) != exts.end()) {
-      throw std::runtime_error(quoted(path_) + ": sample " + quoted(key) + " has two members " +
-                               "of extension " + quoted(pending_.ext) + " (the second is " +
-                               quoted(pending_.name) + "): write each extension once per key");
+      throw std::runtime_error(in_quotes(path_) + ": sample " + in_quotes(key) + " has two members " +
+                               "of extension " + in_quotes(pending_.ext) + " (the second is " +
+                               in_quotes(pending_.name) + "): write each extension once per key");
     }
     exts.push_back(pending_.ext);
     if (out != nullptr) {

@@ -5,6 +5,7 @@
 #include <mploader/worker_info.h>
 
 #include "shards/sample_decode.h"
+#include "shards/text.h"
 #include "shards/sample_source.h"
 #include "shards/tar_reader.h"
 
@@ -26,7 +27,8 @@ struct TarShards::Reading {
 
 namespace {
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+using detail::in_quotes;
+
 
 void check_options(const std::vector<std::string>& paths, const TarShardsOptions& o) {
   if (paths.empty()) {
@@ -36,13 +38,13 @@ void check_options(const std::vector<std::string>& paths, const TarShardsOptions
   std::set<std::string> seen;
   for (const std::string& p : paths) {
     if (!seen.insert(p).second) {
-      throw OptionError("tar_paths", "TarShards: " + quoted(p) + " is listed twice: each tar "
+      throw OptionError("tar_paths", "TarShards: " + in_quotes(p) + " is listed twice: each tar "
                                      "is one shard, read once per epoch");
     }
   }
   for (const std::string& k : o.int_keys) {
     if (o.image_keys.count(k) != 0) {
-      throw OptionError("int_keys", "TarShards: extension " + quoted(k) + " is in both "
+      throw OptionError("int_keys", "TarShards: extension " + in_quotes(k) + " is in both "
                                     "int_keys and image_keys: list it in one of them");
     }
   }
@@ -101,7 +103,7 @@ std::shared_ptr<TarShards> TarShards::from_directory(const std::string& dir,
   std::error_code error;
   std::filesystem::directory_iterator it(dir, error);
   if (error) {
-    throw OptionError("dir", "TarShards: cannot list " + quoted(dir) + ": " + error.message() +
+    throw OptionError("dir", "TarShards: cannot list " + in_quotes(dir) + ": " + error.message() +
                                  ": give a readable folder of .tar files");
   }
   for (const auto& entry : it) {
@@ -112,7 +114,7 @@ std::shared_ptr<TarShards> TarShards::from_directory(const std::string& dir,
     }
   }
   if (paths.empty()) {
-    throw OptionError("dir", "TarShards: " + quoted(dir) + " holds no file ending in .tar "
+    throw OptionError("dir", "TarShards: " + in_quotes(dir) + " holds no file ending in .tar "
                              "(subfolders are not searched): give the folder of the shards");
   }
   std::sort(paths.begin(), paths.end());
@@ -126,7 +128,7 @@ Sample TarShards::get(int64_t index) {
   const int64_t count = shards()[at.shard].num_samples;
   auto where = [&](int64_t sample) {
     return "sample " + std::to_string(global_index(at.shard, sample)) + " (sample " +
-           std::to_string(sample) + " of " + std::to_string(count) + " in " + quoted(path) + ")";
+           std::to_string(sample) + " of " + std::to_string(count) + " in " + in_quotes(path) + ")";
   };
   std::lock_guard<std::mutex> lock(mutex_);
   if (!reading_) reading_ = std::make_unique<Reading>(*this);
