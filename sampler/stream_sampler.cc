@@ -3,12 +3,12 @@
 namespace mploader::detail {
 
 StreamSampler::StreamSampler(const StreamingDataset& dataset, StreamPlanSettings settings)
-    : dataset_(dataset), settings_(settings), streams_(settings.streams) {
+    : dataset_(dataset), settings_(settings) {
   for (const ShardInfo& shard : dataset.shards()) shard_sizes_.push_back(shard.num_samples);
 }
 
 std::vector<std::vector<int64_t>> StreamSampler::batches(size_t, uint64_t epoch) {
-  return plan(epoch, streams_).batches;
+  return plan(epoch, settings_.streams).batches;
 }
 
 const StreamEpoch& StreamSampler::plan(uint64_t epoch, int64_t streams) {

@@ -19,14 +19,12 @@ class StreamSampler : public BatchSampler {
   // `settings.streams` is the split of a fresh epoch; `dataset` outlives the sampler.
   StreamSampler(const StreamingDataset& dataset, StreamPlanSettings settings);
 
+  // A fresh epoch's batches, split into settings().streams.
   std::vector<std::vector<int64_t>> batches(size_t dataset_size, uint64_t epoch) override;
   size_t max_batch_size() const override { return static_cast<size_t>(settings_.batch_size); }
 
   // `epoch` split into `streams` per rank (a resumed epoch keeps its saved split).
   const StreamEpoch& plan(uint64_t epoch, int64_t streams);
-  // The split batches() uses, until changed.
-  void use_streams(int64_t streams) { streams_ = streams; }
-  int64_t streams() const { return streams_; }
   int64_t fresh_streams() const { return settings_.streams; }
   const StreamPlanSettings& settings() const { return settings_; }
   const StreamingDataset& dataset() const { return dataset_; }
@@ -35,7 +33,6 @@ class StreamSampler : public BatchSampler {
   const StreamingDataset& dataset_;
   StreamPlanSettings settings_;
   std::vector<int64_t> shard_sizes_;
-  int64_t streams_;
   std::optional<StreamEpoch> cached_;
   uint64_t cached_epoch_ = 0;
   int64_t cached_streams_ = 0;
