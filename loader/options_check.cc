@@ -149,6 +149,7 @@ LoaderOptions checked_options(const Dataset* dataset, LoaderOptions o) {
                           : std::make_shared<SequentialSampler>();
   }
   if (!o.batch_sampler) {
+    o.sampler->check_fits(dataset->size());  // weights or indices for another dataset
     o.batch_sampler = std::make_shared<FixedSizeBatchSampler>(
         o.sampler, static_cast<size_t>(o.batch_size), o.drop_last);
   }

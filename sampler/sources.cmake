@@ -9,6 +9,12 @@ target_sources(mploader PRIVATE
   # StreamingDataset epochs (issue 16)
   ${CMAKE_CURRENT_LIST_DIR}/stream_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/stream_sampler.cc
+  # Weighted, subset and mixture sampling (issue 17)
+  ${CMAKE_CURRENT_LIST_DIR}/weights.cc
+  ${CMAKE_CURRENT_LIST_DIR}/subset_sampler.cc
+  ${CMAKE_CURRENT_LIST_DIR}/weighted_sampler.cc
+  ${CMAKE_CURRENT_LIST_DIR}/distributed_weighted.cc
+  ${CMAKE_CURRENT_LIST_DIR}/mixture_sampler.cc
   # c10d (ProcessGroup) only here: a heavy include, and optional (see the file).
   ${CMAKE_CURRENT_LIST_DIR}/c10d_agreement.cc
 )

@@ -2,6 +2,7 @@
 // once (tests/data/distributed_sampler_vectors.jsonl, made by
 // tests/data/distributed_sampler_reference.py --fixed), a live comparison over hundreds of
 // random configurations when the project's Python has torch, argument errors, and a Loader fed by it.
+#include "python_reference.h"
 #include "test_datasets.h"
 
 #include <mploader/distributed.h>
@@ -49,17 +50,6 @@ std::vector<Reference> parse_lines(std::istream& in) {
   return out;
 }
 
-// Runs a shell command; its stdout, or nullopt when it exits non-zero.
-std::optional<std::string> run(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return std::nullopt;
-  std::string out;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  return pclose(pipe) == 0 ? std::optional<std::string>(out) : std::nullopt;
-}
-
 }  // namespace
 
 TEST_CASE("distributed sampler: matches PyTorch's vectors checked into the repo",
@@ -87,13 +77,8 @@ TEST_CASE("distributed sampler: matches PyTorch's vectors checked into the repo"
 TEST_CASE("distributed sampler: matches live PyTorch over 400 random configurations",
           "[distributed][python]") {
   const std::string python = MPLOADER_PYTHON;  // the project's: cmake/python.cmake
-  if (access(python.c_str(), X_OK) != 0) {
-    WARN("skipped: " << python << " is not there to run torch.utils.data.DistributedSampler "
-                     "(scripts/install-deps makes .venv with torch)");
-    return;
-  }
-  if (!run(python + " -c 'import torch' 2>/dev/null")) {
-    WARN("skipped: " << python << " cannot import torch (scripts/install-deps makes .venv)");
+  if (const auto why = testing_python::torch_missing(python)) {
+    WARN("skipped: " << *why << ", so torch.utils.data.DistributedSampler cannot run");
     return;
   }
   std::mt19937_64 rng(20240605);
@@ -110,7 +95,7 @@ TEST_CASE("distributed sampler: matches live PyTorch over 400 random configurati
               << ' ' << rng() % 50 << ' ' << rng() % 2 << ' ' << rng() % 2 << '\n';
     }
   }
-  const std::optional<std::string> out = run(python + " " + kDataDir +
+  const std::optional<std::string> out = testing_python::run(python + " " + kDataDir +
                                              "/distributed_sampler_reference.py < " + path);
   unlink(path);
   REQUIRE(out.has_value());

@@ -67,6 +67,39 @@ class DistributedSampler : public Sampler {
   bool drop_last_;
 };
 
+/// A weighted sampler for data-parallel jobs (PyTorch has none: pytorch/pytorch#77154). Every
+/// rank draws the same global sample of num_samples() x world_size indices, with probability
+/// proportional to `weights` (one per sample), and rank r takes every world_size-th index from
+/// position r, so every rank gets exactly num_samples() indices. Without replacement the global
+/// draw holds each index at most once, so the ranks' indices are disjoint. The draw is
+/// torch.multinomial(weights, num_samples x world_size, replacement) with a generator seeded
+/// seed + epoch, so rank r's indices are PyTorch's WeightedRandomSampler's [r::world_size].
+/// Use it as LoaderOptions::sampler.
+class DistributedWeightedSampler : public Sampler {
+ public:
+  /// `num_samples` per rank per epoch; 0 takes the default: ceil(len(weights) / world_size)
+  /// with replacement (DistributedSampler's count), floor(positive weights / world_size)
+  /// without (the most that stays disjoint and equal on every rank). Throws OptionError for a
+  /// bad world_size or rank, and for the weights and counts WeightedRandomSampler refuses
+  /// (a default of 0 without replacement: fewer positive weights than ranks).
+  DistributedWeightedSampler(std::vector<double> weights, int64_t world_size, int64_t rank,
+                             int64_t num_samples = 0, bool replacement = true,
+                             uint64_t seed = 0);
+  std::vector<int64_t> indices(size_t dataset_size, uint64_t epoch) override;
+  void check_fits(size_t dataset_size) const override;  ///< One weight per sample.
+  int64_t num_samples() const { return num_samples_; }  ///< Indices per rank per epoch.
+  int64_t world_size() const { return world_size_; }  ///< Ranks in the job.
+  int64_t rank() const { return rank_; }  ///< This rank, in [0, world_size).
+
+ private:
+  std::vector<double> weights_;
+  int64_t world_size_;
+  int64_t rank_;
+  int64_t num_samples_;
+  bool replacement_;
+  uint64_t seed_;
+};
+
 /// How BucketBatchSampler forms batches. Either budget may be 0 (no limit), not both.
 struct BucketOptions {
   /// Most tokens in one batch, padding included: batch length x its longest sample. A sample of

@@ -10,6 +10,7 @@
 #include <mploader/errors.h>
 #include <mploader/loader.h>
 #include <mploader/logging.h>
+#include <mploader/mixture.h>
 #include <mploader/npy.h>
 #include <mploader/options.h>
 #include <mploader/registry.h>

@@ -1,0 +1,168 @@
+// MixtureSampler: sources drawn in fixed proportions, each read in passes, per (seed, epoch).
+#include "sampler/weights.h"
+#include "util/splitmix.h"
+
+#include <mploader/errors.h>
+#include <mploader/mixture.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <string>
+
+namespace mploader {
+namespace {
+
+const char* const kWho = "MixtureSampler";
+
+// Past this many expected draws an epoch that waits for a rarely drawn source to run out is a
+// mistake (a weight near 0), not a plan: it would fill memory with indices.
+constexpr double kMaxExpectedDraws = 1e9;
+
+// Generators for one epoch, each seeded by a distinct mix of (seed, epoch, purpose, ...), so
+// that changing one source's pass does not move the choices of another.
+uint64_t mix(uint64_t a, uint64_t b) { return detail::splitmix64(a ^ detail::splitmix64(b)); }
+
+// Where one source is in its current pass.
+struct SourceCursor {
+  std::vector<int64_t> order;  // the current pass's local indices; empty before the first
+  size_t next = 0;
+  uint64_t passes = 0;  // passes started
+  bool ran_out = false;  // its first pass is complete
+};
+
+void start_pass(SourceCursor& c, size_t size, bool shuffle, uint64_t pass_seed) {
+  c.order.resize(size);
+  std::iota(c.order.begin(), c.order.end(), int64_t{0});
+  if (shuffle) {
+    detail::SplitMix64 rng(pass_seed);
+    for (size_t i = size; i > 1; --i) std::swap(c.order[i - 1], c.order[rng.below(i)]);
+  }
+  c.next = 0;
+  ++c.passes;
+}
+
+// Cumulative probabilities, the last positive one exactly 1 so every u in [0, 1) finds a source.
+std::vector<double> cumulative(const std::vector<double>& p) {
+  std::vector<double> cdf(p.size());
+  std::partial_sum(p.begin(), p.end(), cdf.begin());
+  size_t last = p.size();
+  while (last > 0 && p[last - 1] == 0) --last;
+  for (size_t k = last - 1; k < cdf.size(); ++k) cdf[k] = 1.0;
+  return cdf;
+}
+
+void check_sources(const std::vector<size_t>& sizes, const MixtureOptions& o) {
+  if (sizes.empty()) {
+    throw OptionError("source_sizes", std::string("mploader: ") + kWho + " was given no "
+                                      "sources; give the size of each (ConcatDataset::sizes())");
+  }
+  if (o.weights.size() != sizes.size()) {
+    throw OptionError("weights", std::string("mploader: ") + kWho + " has " +
+                                     std::to_string(o.weights.size()) + " weights for " +
+                                     std::to_string(sizes.size()) +
+                                     " sources; give one weight per source, in source order");
+  }
+  detail::check_weights(o.weights, "weights", kWho);
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (sizes[k] > 0 || o.weights[k] == 0) continue;
+    throw OptionError("source_sizes", std::string("mploader: ") + kWho + ": source " +
+                                          std::to_string(k) + " has weight " +
+                                          detail::weight_text(o.weights[k]) +
+                                          " but no samples; give it weight 0 or leave it out");
+  }
+  if (o.num_samples < 0) {
+    throw OptionError("num_samples", std::string("mploader: ") + kWho + ": num_samples is " +
+                                         std::to_string(o.num_samples) +
+                                         "; give the draws per epoch (0: see MixtureOptions)");
+  }
+}
+
+// The draws an epoch that waits for sources to run out may be expected to take: each source k
+// needs about size_k / p_k draws; kFirstExhausted waits for the quickest, kAllExhausted for the
+// slowest. Refused beyond kMaxExpectedDraws unless num_samples bounds it.
+void check_expected_length(const std::vector<size_t>& sizes, const std::vector<double>& p,
+                           const MixtureOptions& o) {
+  if (o.end == MixtureEnd::kCycle || o.num_samples > 0) return;
+  double quickest = std::numeric_limits<double>::infinity(), slowest = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (p[k] == 0) continue;
+    const double draws = static_cast<double>(sizes[k]) / p[k];
+    quickest = std::min(quickest, draws);
+    slowest = std::max(slowest, draws);
+  }
+  const double expected = o.end == MixtureEnd::kFirstExhausted ? quickest : slowest;
+  if (expected <= kMaxExpectedDraws) return;
+  throw OptionError("num_samples", std::string("mploader: ") + kWho + ": an epoch that ends " +
+                                       "when sources run out would take about " +
+                                       std::to_string(static_cast<int64_t>(expected)) +
+                                       " draws with these weights (a small weight on a large "
+                                       "source); set num_samples to bound it, or use "
+                                       "MixtureEnd::kCycle");
+}
+
+}  // namespace
+
+MixtureSampler::MixtureSampler(std::vector<size_t> source_sizes, MixtureOptions options)
+    : sizes_(std::move(source_sizes)), options_(std::move(options)) {
+  check_sources(sizes_, options_);
+  const double sum = std::accumulate(options_.weights.begin(), options_.weights.end(), 0.0);
+  for (double w : options_.weights) probabilities_.push_back(w / sum);
+  offsets_.assign(1, 0);
+  for (size_t s : sizes_) {
+    if (s > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - offsets_.back())) {
+      throw OptionError("source_sizes", std::string("mploader: ") + kWho +
+                                            ": the sources' sizes add up past int64");
+    }
+    offsets_.push_back(offsets_.back() + static_cast<int64_t>(s));
+  }
+  check_expected_length(sizes_, probabilities_, options_);
+}
+
+std::vector<int64_t> MixtureSampler::indices(size_t dataset_size, uint64_t epoch) {
+  check_fits(dataset_size);
+  const uint64_t epoch_seed = mix(options_.seed, epoch);
+  const std::vector<double> cdf = cumulative(probabilities_);
+  size_t limit = static_cast<size_t>(options_.num_samples);
+  if (limit == 0) {
+    limit = options_.end == MixtureEnd::kCycle ? static_cast<size_t>(offsets_.back())
+                                               : std::numeric_limits<size_t>::max();
+  }
+  size_t left_to_run_out = static_cast<size_t>(
+      std::count_if(probabilities_.begin(), probabilities_.end(), [](double p) { return p > 0; }));
+  std::vector<SourceCursor> cursors(sizes_.size());
+  detail::SplitMix64 pick(mix(epoch_seed, 0));
+  std::vector<int64_t> out;
+  out.reserve(std::min(limit, static_cast<size_t>(offsets_.back()) * 2));
+  while (out.size() < limit) {
+    const size_t k = static_cast<size_t>(
+        std::upper_bound(cdf.begin(), cdf.end(), pick.uniform()) - cdf.begin());
+    SourceCursor& c = cursors[k];
+    if (c.next == c.order.size()) {
+      start_pass(c, sizes_[k], options_.shuffle, mix(mix(epoch_seed, k + 1), c.passes));
+    }
+    out.push_back(offsets_[k] + c.order[c.next++]);
+    if (c.next < c.order.size() || c.ran_out) continue;
+    c.ran_out = true;
+    if (options_.end == MixtureEnd::kFirstExhausted) break;
+    if (options_.end == MixtureEnd::kAllExhausted && --left_to_run_out == 0) break;
+  }
+  return out;
+}
+
+void MixtureSampler::check_fits(size_t dataset_size) const {
+  if (static_cast<int64_t>(dataset_size) == offsets_.back()) return;
+  throw OptionError("sampler", std::string("mploader: ") + kWho + " was built for sources of " +
+                                   std::to_string(offsets_.back()) +
+                                   " samples in all, and the dataset has " +
+                                   std::to_string(dataset_size) +
+                                   "; build it from the sizes of the ConcatDataset the Loader "
+                                   "reads (ConcatDataset::sizes())");
+}
+
+size_t MixtureSampler::source_of(int64_t index) const {
+  return static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), index) -
+                             offsets_.begin()) - 1;
+}
+
+}  // namespace mploader

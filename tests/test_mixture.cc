@@ -1,0 +1,205 @@
+// MixtureSampler: a 3-corpus mixture at 0.5 / 0.3 / 0.2 over 100k draws, passes through each
+// source, the three epoch-end rules, a resumed Loader continuing the same mixture, bad input.
+#include "test_datasets.h"
+
+#include <mploader/errors.h>
+#include <mploader/loader.h>
+#include <mploader/mixture.h>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+using namespace mploader;
+using testing_datasets::CountingDataset;
+
+namespace {
+
+std::string option_error(const std::function<void()>& make) {
+  try {
+    make();
+  } catch (const OptionError& e) {
+    return e.option() + ": " + e.what();
+  }
+  return "no error";
+}
+
+MixtureOptions mixture(std::vector<double> weights, MixtureEnd end, int64_t num_samples,
+                       uint64_t seed = 0) {
+  MixtureOptions o;
+  o.weights = std::move(weights);
+  o.end = end;
+  o.num_samples = num_samples;
+  o.seed = seed;
+  return o;
+}
+
+// How often each index came, and the index draw by draw.
+std::map<int64_t, int64_t> histogram(const std::vector<int64_t>& draws) {
+  std::map<int64_t, int64_t> h;
+  for (int64_t i : draws) ++h[i];
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("mixture: 3 corpora at 0.5/0.3/0.2 over 100k draws, each source read in passes",
+          "[sampler][mixture]") {
+  const std::vector<size_t> sizes{10000, 20000, 5000};  // web, books, code
+  MixtureSampler s(sizes, mixture({5, 3, 2}, MixtureEnd::kCycle, 100000, 17));
+  CHECK(s.probabilities() == std::vector<double>{0.5, 0.3, 0.2});  // normalised from 5/3/2
+  const std::vector<int64_t> draws = s.indices(35000, 0);
+  REQUIRE(draws.size() == 100000);
+  std::vector<int64_t> per_source(3, 0);
+  for (int64_t i : draws) ++per_source[s.source_of(i)];
+  const std::vector<double> p{0.5, 0.3, 0.2};
+  for (size_t k = 0; k < 3; ++k) {
+    const double sd = std::sqrt(100000 * p[k] * (1 - p[k]));  // 158, 145, 126 draws
+    INFO("source " << k << ": " << per_source[k] << " draws");
+    CHECK(std::abs(per_source[k] - 100000 * p[k]) < 5 * sd);
+  }
+  // A source is read in whole passes: two of its samples never differ by more than one read.
+  const auto h = histogram(draws);
+  for (size_t k = 0; k < 3; ++k) {
+    const int64_t first = k == 0 ? 0 : k == 1 ? 10000 : 30000;
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (int64_t i = first; i < first + static_cast<int64_t>(sizes[k]); ++i) {
+      const int64_t n = h.count(i) ? h.at(i) : 0;
+      lo = std::min(lo, n);
+      hi = std::max(hi, n);
+    }
+    INFO("source " << k);
+    CHECK(hi - lo <= 1);
+  }
+  CHECK(s.source_of(9999) == 0);
+  CHECK(s.source_of(10000) == 1);
+  CHECK(s.source_of(34999) == 2);
+  // The same (seed, epoch) draws the same; another epoch other draws.
+  CHECK(MixtureSampler(sizes, mixture({5, 3, 2}, MixtureEnd::kCycle, 100000, 17))
+            .indices(35000, 0) == draws);
+  CHECK(s.indices(35000, 1) != draws);
+}
+
+TEST_CASE("mixture: first_exhausted and all_exhausted end where documented",
+          "[sampler][mixture]") {
+  const std::vector<size_t> sizes{50, 400, 30, 7};  // source 3 has weight 0
+  const std::vector<double> weights{1, 1, 2, 0};
+  for (uint64_t epoch = 0; epoch < 20; ++epoch) {
+    MixtureSampler first(sizes, mixture(weights, MixtureEnd::kFirstExhausted, 0, epoch));
+    const auto a = first.indices(487, epoch);
+    const auto ha = histogram(a);
+    CHECK(ha.size() == a.size());  // no sample twice
+    std::vector<size_t> per_source(4, 0);
+    for (int64_t i : a) ++per_source[first.source_of(i)];
+    const size_t last = first.source_of(a.back());
+    CHECK(per_source[last] == sizes[last]);  // the last draw completed a source...
+    for (size_t k = 0; k < 4; ++k) {
+      if (k != last) CHECK(per_source[k] < std::max<size_t>(sizes[k], 1));  // ...the only one
+    }
+    CHECK(per_source[3] == 0);
+
+    MixtureSampler all(sizes, mixture(weights, MixtureEnd::kAllExhausted, 0, epoch));
+    const auto b = all.indices(487, epoch);
+    const auto hb = histogram(b);
+    for (int64_t i = 0; i < 480; ++i) REQUIRE(hb.count(i) == 1);  // every sample of 0..2 came
+    for (int64_t i = 480; i < 487; ++i) REQUIRE(hb.count(i) == 0);  // weight 0: never
+    // The last draw is the first time its sample came: it completed the last first pass.
+    CHECK(hb.at(b.back()) == 1);
+    CHECK(all.source_of(b.back()) == 1);  // 400 samples at 1/4: by far the slowest
+    // A cap bounds either rule.
+    CHECK(MixtureSampler(sizes, mixture(weights, MixtureEnd::kAllExhausted, 100, epoch))
+              .indices(487, epoch)
+              .size() == 100);
+  }
+  // Unshuffled passes read each source in index order.
+  MixtureOptions plain = mixture({1, 1}, MixtureEnd::kFirstExhausted, 0);
+  plain.shuffle = false;
+  std::vector<int64_t> src0, src1;
+  for (int64_t i : MixtureSampler({5, 5}, plain).indices(10, 0)) (i < 5 ? src0 : src1).push_back(i);
+  CHECK(std::is_sorted(src0.begin(), src0.end()));
+  CHECK(std::is_sorted(src1.begin(), src1.end()));
+  CHECK((src0.size() == 5 || src1.size() == 5));
+}
+
+TEST_CASE("mixture: a resumed Loader continues the same mixture, and refuses another",
+          "[sampler][mixture][resume][process]") {
+  const std::vector<size_t> sizes{120, 60, 30};
+  auto options = [&](std::vector<double> weights) {
+    LoaderOptions o;
+    o.num_workers = 2;
+    o.batch_size = 10;
+    o.sampler = std::make_shared<MixtureSampler>(
+        sizes, mixture(std::move(weights), MixtureEnd::kCycle, 400, 8));
+    return o;
+  };
+  auto data = std::make_shared<CountingDataset>(210);
+  std::vector<std::vector<int64_t>> whole;
+  {
+    Loader loader(data, options({0.5, 0.3, 0.2}));
+    loader.set_epoch(2);
+    for (Batch& b : loader) {
+      for (int64_t i = 0; i < b["label"].size(0); ++i) {
+        REQUIRE(b["label"][i].item<int64_t>() == b.indices()[static_cast<size_t>(i)]);
+      }
+      whole.push_back(b.indices());
+    }
+  }
+  REQUIRE(whole.size() == 40);
+  std::string state;
+  {
+    Loader first(data, options({0.5, 0.3, 0.2}));
+    first.set_epoch(2);
+    for (int i = 0; i < 13; ++i) REQUIRE(first.next()->indices() == whole[i]);
+    state = first.state_dict();
+  }
+  Loader resumed(data, options({0.5, 0.3, 0.2}));
+  resumed.load_state_dict(state);
+  CHECK(resumed.epoch() == 2);
+  std::vector<std::vector<int64_t>> rest;
+  for (Batch& b : resumed) rest.push_back(b.indices());
+  CHECK(rest == std::vector<std::vector<int64_t>>(whole.begin() + 13, whole.end()));
+  Loader other(data, options({0.4, 0.4, 0.2}));
+  CHECK_THAT(option_error([&] { other.load_state_dict(state); }),
+             Catch::StartsWith("state:") && Catch::Contains("orders the batches differently"));
+}
+
+TEST_CASE("mixture: bad weights, sizes and counts are OptionErrors naming them",
+          "[sampler][mixture]") {
+  auto make = [](std::vector<size_t> sizes, MixtureOptions o) {
+    return [=] { MixtureSampler(sizes, o); };
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THAT(option_error(make({}, mixture({}, MixtureEnd::kCycle, 0))),
+             Catch::StartsWith("source_sizes:") && Catch::Contains("no sources"));
+  CHECK_THAT(option_error(make({3, 4}, mixture({1}, MixtureEnd::kCycle, 0))),
+             Catch::StartsWith("weights:") && Catch::Contains("has 1 weights for 2 sources"));
+  CHECK_THAT(option_error(make({3, 4}, mixture({1, -1}, MixtureEnd::kCycle, 0))),
+             Catch::StartsWith("weights:") && Catch::Contains("weights[1] is -1"));
+  CHECK_THAT(option_error(make({3, 4}, mixture({nan, 1}, MixtureEnd::kCycle, 0))),
+             Catch::Contains("weights[0] is nan"));
+  CHECK_THAT(option_error(make({3, 4}, mixture({0, 0}, MixtureEnd::kCycle, 0))),
+             Catch::Contains("all 2 weights are 0"));
+  CHECK_THAT(option_error(make({3, 0}, mixture({1, 1}, MixtureEnd::kCycle, 0))),
+             Catch::StartsWith("source_sizes:") &&
+                 Catch::Contains("source 1 has weight 1 ") && Catch::Contains("no samples"));
+  CHECK(option_error(make({3, 0}, mixture({1, 0}, MixtureEnd::kCycle, 0))) == "no error");
+  CHECK_THAT(option_error(make({3, 4}, mixture({1, 1}, MixtureEnd::kCycle, -5))),
+             Catch::StartsWith("num_samples:") && Catch::Contains("num_samples is -5"));
+  CHECK_THAT(option_error(make({1000000, 10}, mixture({1e-6, 1}, MixtureEnd::kAllExhausted, 0))),
+             Catch::StartsWith("num_samples:") && Catch::Contains("set num_samples to bound it"));
+  CHECK(option_error(make({1000000, 10}, mixture({1e-6, 1}, MixtureEnd::kAllExhausted, 50))) ==
+        "no error");
+  CHECK_THAT(option_error([] {
+               LoaderOptions o;
+               o.sampler = std::make_shared<MixtureSampler>(
+                   std::vector<size_t>{5, 6}, mixture({1, 1}, MixtureEnd::kCycle, 0));
+               Loader(std::make_shared<CountingDataset>(12), o);
+             }),
+             Catch::StartsWith("sampler:") &&
+                 Catch::Contains("built for sources of 11 samples in all, and the dataset has 12"));
+}
