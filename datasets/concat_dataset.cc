@@ -126,9 +126,9 @@ void ConcatDataset::write(int64_t index, SampleWriter& out) {
   // layout over the same memory (its default write() would refuse a field it never returns).
   const size_t fields = out.num_fields() - 1;
   if (fields > 64) throw std::invalid_argument("mploader: a sample holds at most 64 tensors");
-  if (source_layout_.size() != fields) {
-    source_layout_.assign(&out.field(0), &out.field(0) + fields);
-  }
+  std::call_once(source_layout_once_, [&] {
+    for (size_t k = 0; k < fields; ++k) source_layout_.push_back(out.field(k));
+  });
   std::array<uint8_t*, 64> bases{};  // 64: the most fields a batch's tensor table holds
   std::array<size_t, 64> field_bytes{};
   for (size_t k = 0; k < fields; ++k) {

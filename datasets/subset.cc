@@ -83,13 +83,13 @@ void Subset::write_batch(const int64_t* indices, size_t count, BatchWriter& out)
 std::optional<DatasetRecipe> Subset::recipe() const { return detail::subset_recipe(*this); }
 
 int64_t Subset::outer_index_of(int64_t source_index) {
-  if (reverse_.empty()) {  // rare (skips), so built on first need
+  std::call_once(reverse_once_, [this] {  // skips are rare: built on first need
     reverse_.reserve(indices_.size());
     for (size_t i = 0; i < indices_.size(); ++i) {
       reverse_.emplace_back(indices_[i], static_cast<int64_t>(i));
     }
     std::sort(reverse_.begin(), reverse_.end());
-  }
+  });
   const auto it = std::lower_bound(reverse_.begin(), reverse_.end(),
                                    std::make_pair(source_index, int64_t{0}));
   return it != reverse_.end() && it->first == source_index ? it->second : -1;

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -87,7 +88,10 @@ class ConcatDataset : public Dataset {
   std::vector<std::shared_ptr<Dataset>> sources_;
   std::vector<int64_t> cumulative_;
   std::string source_field_;
-  SampleLayout source_layout_;  // the fields before the source field, for the sources' write()
+  // The fields before the source field, for the sources' write(): taken once from the first
+  // writer (the layout is fixed; once_flag: two in-process Loaders may share the dataset).
+  SampleLayout source_layout_;
+  std::once_flag source_layout_once_;
 };
 
 /// The samples of `source` at `indices`, in that order, as PyTorch's Subset: index i is
@@ -124,8 +128,10 @@ class Subset : public Dataset {
 
   std::shared_ptr<Dataset> source_;
   std::vector<int64_t> indices_;
-  // Sorted (source index, subset index) pairs, built on the first skip report that needs them.
+  // Sorted (source index, subset index) pairs, built once, on the first skip report that needs
+  // them (once_flag: two in-process Loaders may share the Subset).
   std::vector<std::pair<int64_t, int64_t>> reverse_;
+  std::once_flag reverse_once_;
   friend class SubsetSkipTranslator;
 };
 
