@@ -13,6 +13,7 @@ thread_local std::optional<LoadingContext> t_context;
 
 void set_process_skip_sink(SkipSink* sink) { g_process_sink = sink; }
 void set_process_loading_context(const LoadingContext& context) { g_process_context = context; }
+SkipSink* current_skip_sink() { return t_sink ? t_sink : g_process_sink; }
 
 ScopedLoadingScope::ScopedLoadingScope(SkipSink* sink, const LoadingContext& context)
     : previous_sink_(t_sink), previous_context_(t_context) {
@@ -32,7 +33,7 @@ std::optional<LoadingContext> loading_context() {
 
 void report_skipped_sample(int64_t index, int64_t substitute, const std::string& source,
                            const std::string& reason) {
-  detail::SkipSink* sink = detail::t_sink ? detail::t_sink : detail::g_process_sink;
+  detail::SkipSink* sink = detail::current_skip_sink();
   if (sink == nullptr) return;
   const std::optional<LoadingContext> context = loading_context();
   sink->add(index, substitute, context ? context->epoch : 0, source, reason);

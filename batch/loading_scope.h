@@ -22,6 +22,9 @@ class SkipSink {
 // A worker process, once: its sink and its context for good. `sink` must outlive every call.
 void set_process_skip_sink(SkipSink* sink);
 void set_process_loading_context(const LoadingContext& context);
+// Where report_skipped_sample() sends a record now (the thread's, else the process's; nullptr
+// outside a Loader), so that a dataset made of others can translate its sources' indices.
+SkipSink* current_skip_sink();
 
 // The calling thread's sink and context while alive; they take precedence over the process's.
 class ScopedLoadingScope {

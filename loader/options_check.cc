@@ -1,5 +1,6 @@
 #include "loader/options_check.h"
 
+#include "datasets/compose_recipes.h"
 #include "ipc/region_layout.h"
 #include "sampler/stream_sampler.h"
 
@@ -65,9 +66,12 @@ void check_spawn(const Dataset& dataset, const LoaderOptions& o) {
           "mploader: start_method spawn and forkserver run this program again; call "
           "mploader::init(argc, argv) first thing in main() (mploader/registry.h)");
   const auto recipe = dataset.recipe();
+  // A ConcatDataset or Subset has none when a source has none: name that source.
+  const std::optional<std::string> gap = recipe ? std::nullopt : composed_recipe_gap(dataset);
   require(recipe.has_value(), "dataset",
           "mploader: start_method spawn rebuilds the dataset in each new worker, but this "
-          "dataset (" + type_name(dataset) + ") has no recipe. Override Dataset::recipe() to "
+          "dataset (" + type_name(dataset) + ") has no recipe" + (gap ? " (" + *gap + ")" : "") +
+          ". Override Dataset::recipe() to "
           "return {factory name, config} and register the factory with "
           "MPLOADER_REGISTER_DATASET(name, [](const std::string& config) {...}); or use "
           "start_method fork");

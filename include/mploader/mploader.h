@@ -4,6 +4,7 @@
 
 #include <mploader/batch.h>
 #include <mploader/collate.h>
+#include <mploader/compose.h>
 #include <mploader/dataset.h>
 #include <mploader/device_prefetcher.h>
 #include <mploader/distributed.h>

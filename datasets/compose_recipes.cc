@@ -1,0 +1,148 @@
+#include "datasets/compose_recipes.h"
+
+#include "batch/recipes.h"
+
+#include <mploader/registry.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+#include <stdexcept>
+#include <typeinfo>
+
+namespace mploader::detail {
+namespace {
+
+using nlohmann::json;
+
+json recipe_json(const DatasetRecipe& recipe) {
+  return json{{"factory", recipe.factory}, {"config", recipe.config}};
+}
+
+// Runs of consecutive indices as ranges, "0-9,15,20-29": a contiguous split stays short.
+std::string encode_indices(const std::vector<int64_t>& indices) {
+  std::string text;
+  for (size_t i = 0; i < indices.size();) {
+    size_t j = i;
+    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
+    if (!text.empty()) text += ',';
+    text += std::to_string(indices[i]);
+    if (j > i) text += '-' + std::to_string(indices[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+std::vector<int64_t> decode_indices(const std::string& text) {
+  std::vector<int64_t> indices;
+  std::istringstream in(text);
+  std::string run;
+  while (std::getline(in, run, ',')) {
+    const size_t dash = run.find('-', 1);
+    const int64_t first = std::stoll(run.substr(0, dash));
+    const int64_t last = dash == std::string::npos ? first : std::stoll(run.substr(dash + 1));
+    if (last < first) throw std::invalid_argument("mploader.subset: a bad run '" + run + "'");
+    for (int64_t i = first; i <= last; ++i) indices.push_back(i);
+  }
+  return indices;
+}
+
+std::optional<std::string> concat_text(const ConcatDataset& dataset) {
+  json sources = json::array();
+  for (const auto& source : dataset.sources()) {
+    const std::optional<DatasetRecipe> recipe = source->recipe();
+    if (!recipe) return std::nullopt;
+    sources.push_back(recipe_json(*recipe));
+  }
+  return json{{"sources", sources}, {"source_field", dataset.source_field()}}.dump();
+}
+
+std::optional<std::string> subset_text(const Subset& dataset) {
+  const std::optional<DatasetRecipe> recipe = dataset.source()->recipe();
+  if (!recipe) return std::nullopt;
+  return json{{"source", recipe_json(*recipe)}, {"indices", encode_indices(dataset.indices())}}
+      .dump();
+}
+
+std::shared_ptr<Dataset> from_recipe(const json& recipe, const std::string& where) {
+  const std::string name = recipe.at("factory").get<std::string>();
+  DatasetFactory factory = find_dataset_factory(name);
+  if (!factory) {
+    throw std::invalid_argument("no dataset factory '" + name + "' (" + where +
+                                "); register it with MPLOADER_REGISTER_DATASET");
+  }
+  return factory(recipe.at("config").get<std::string>());
+}
+
+std::shared_ptr<Dataset> rebuild_concat(const std::string& config) {
+  const json text = json::parse(config);
+  std::vector<std::shared_ptr<Dataset>> sources;
+  for (const json& source : text.at("sources")) {
+    sources.push_back(from_recipe(source, "source " + std::to_string(sources.size()) +
+                                              " of a ConcatDataset"));
+  }
+  return std::make_shared<ConcatDataset>(std::move(sources),
+                                         text.at("source_field").get<std::string>());
+}
+
+std::shared_ptr<Dataset> rebuild_subset(const std::string& config) {
+  const json text = json::parse(config);
+  return std::make_shared<Subset>(from_recipe(text.at("source"), "the source of a Subset"),
+                                  decode_indices(text.at("indices").get<std::string>()));
+}
+
+std::optional<DatasetRecipe> checked(const char* factory, std::optional<std::string> text) {
+  if (!text || text->size() > kMaxComposedRecipeBytes) return std::nullopt;
+  return DatasetRecipe{factory, std::move(*text)};
+}
+
+std::string too_long(size_t bytes) {
+  return "its recipe would be " + std::to_string(bytes) + " bytes, more than the " +
+         std::to_string(kMaxComposedRecipeBytes) + " a spawned worker can be handed (the "
+         "recipe travels in one environment variable). Use start_method fork, or a source "
+         "whose own recipe names a file of the indices";
+}
+
+std::string missing(const std::string& which, const Dataset& source) {
+  std::string text = which + " (" + typeid(source).name() + ") has no recipe";
+  if (std::optional<std::string> inner = composed_recipe_gap(source)) text += ": " + *inner;
+  return text;
+}
+
+}  // namespace
+
+std::optional<DatasetRecipe> concat_recipe(const ConcatDataset& dataset) {
+  return checked("mploader.concat", concat_text(dataset));
+}
+
+std::optional<DatasetRecipe> subset_recipe(const Subset& dataset) {
+  return checked("mploader.subset", subset_text(dataset));
+}
+
+std::optional<std::string> composed_recipe_gap(const Dataset& dataset) {
+  if (const auto* concat = dynamic_cast<const ConcatDataset*>(&dataset)) {
+    for (size_t s = 0; s < concat->num_sources(); ++s) {
+      const Dataset& source = *concat->sources()[s];
+      if (!source.recipe()) {
+        return missing("source " + std::to_string(s) + " of the ConcatDataset", source);
+      }
+    }
+    const std::optional<std::string> text = concat_text(*concat);
+    if (text && text->size() > kMaxComposedRecipeBytes) {
+      return "the ConcatDataset: " + too_long(text->size());
+    }
+  } else if (const auto* subset = dynamic_cast<const Subset*>(&dataset)) {
+    if (!subset->source()->recipe()) return missing("the source of the Subset", *subset->source());
+    const std::optional<std::string> text = subset_text(*subset);
+    if (text && text->size() > kMaxComposedRecipeBytes) {
+      return "the Subset: " + too_long(text->size());
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace mploader::detail
+
+// In the file that the composed datasets' recipe() calls, so a static library keeps it.
+MPLOADER_REGISTER_DATASET("mploader.concat", mploader::detail::rebuild_concat);
+MPLOADER_REGISTER_DATASET("mploader.subset", mploader::detail::rebuild_subset);
