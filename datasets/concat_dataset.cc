@@ -72,6 +72,12 @@ size_t ConcatDataset::size() const { return static_cast<size_t>(cumulative_.back
 
 int64_t ConcatDataset::source_size(size_t s) const { return cumulative_.at(s) - offset(s); }
 
+std::vector<size_t> ConcatDataset::sizes() const {
+  std::vector<size_t> out;
+  for (size_t s = 0; s < sources_.size(); ++s) out.push_back(static_cast<size_t>(source_size(s)));
+  return out;
+}
+
 ConcatDataset::Location ConcatDataset::locate(int64_t index) const {
   if (index < 0 || index >= cumulative_.back()) {
     throw std::out_of_range("mploader: ConcatDataset index " + std::to_string(index) +

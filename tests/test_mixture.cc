@@ -2,6 +2,7 @@
 // source, the three epoch-end rules, a resumed Loader continuing the same mixture, bad input.
 #include "test_datasets.h"
 
+#include <mploader/compose.h>
 #include <mploader/errors.h>
 #include <mploader/loader.h>
 #include <mploader/mixture.h>
@@ -126,9 +127,16 @@ TEST_CASE("mixture: first_exhausted and all_exhausted end where documented",
   CHECK((src0.size() == 5 || src1.size() == 5));
 }
 
-TEST_CASE("mixture: a resumed Loader continues the same mixture, and refuses another",
-          "[sampler][mixture][resume][process]") {
-  const std::vector<size_t> sizes{120, 60, 30};
+TEST_CASE("mixture: a resumed Loader over a ConcatDataset continues the same mixture, and "
+          "refuses another", "[sampler][mixture][resume][process]") {
+  auto data = std::make_shared<ConcatDataset>(
+      std::vector<std::shared_ptr<Dataset>>{std::make_shared<CountingDataset>(120),
+                                            std::make_shared<CountingDataset>(60),
+                                            std::make_shared<CountingDataset>(30)},
+      "source");
+  const std::vector<size_t> sizes = data->sizes();
+  REQUIRE(sizes == std::vector<size_t>{120, 60, 30});
+  const MixtureSampler reference(sizes, mixture({0.5, 0.3, 0.2}, MixtureEnd::kCycle, 400, 8));
   auto options = [&](std::vector<double> weights) {
     LoaderOptions o;
     o.num_workers = 2;
@@ -137,14 +145,16 @@ TEST_CASE("mixture: a resumed Loader continues the same mixture, and refuses ano
         sizes, mixture(std::move(weights), MixtureEnd::kCycle, 400, 8));
     return o;
   };
-  auto data = std::make_shared<CountingDataset>(210);
   std::vector<std::vector<int64_t>> whole;
   {
     Loader loader(data, options({0.5, 0.3, 0.2}));
     loader.set_epoch(2);
     for (Batch& b : loader) {
-      for (int64_t i = 0; i < b["label"].size(0); ++i) {
-        REQUIRE(b["label"][i].item<int64_t>() == b.indices()[static_cast<size_t>(i)]);
+      for (int64_t i = 0; i < b["label"].size(0); ++i) {  // each row from the source drawn
+        const int64_t index = b.indices()[static_cast<size_t>(i)];
+        const size_t source = reference.source_of(index);
+        REQUIRE(b["source"][i].item<int64_t>() == static_cast<int64_t>(source));
+        REQUIRE(b["label"][i].item<int64_t>() == index - data->offset(source));
       }
       whole.push_back(b.indices());
     }

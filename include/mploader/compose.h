@@ -75,6 +75,8 @@ class ConcatDataset : public Dataset {
   size_t num_sources() const { return sources_.size(); }  ///< The number of sources.
   /// The size of source `s` (s < num_sources()).
   int64_t source_size(size_t s) const;
+  /// Every source's size, in order: what MixtureSampler (mixture.h) is built from.
+  std::vector<size_t> sizes() const;
   /// PyTorch's cumulative_sizes: entry s is the total size of sources 0..s.
   const std::vector<int64_t>& cumulative_sizes() const { return cumulative_; }
   /// Where source `s`'s samples start: 0 for the first, cumulative_sizes()[s-1] after.
