@@ -368,7 +368,7 @@ TEST_CASE("pad dims: the estimate covers a batch of first-sample-sized images",
   const std::vector<Sample> batch(8, sample);
   size_t needed = 0;
   for (const TensorLayout& t : pad->layout(batch)) {
-    size_t n = at::elementSize(t.dtype);
+    size_t n = c10::elementSize(t.dtype);
     for (int64_t d : t.shape) n *= static_cast<size_t>(d);
     needed += n;
   }
