@@ -358,7 +358,8 @@ class PadCollator : public Collator {
         shape[d] = std::max(shape[d], t.size(d));
       }
     }
-    const size_t rounded = o_.dims == PadDims::kAll ? shape.size() : std::min<size_t>(1, shape.size());
+    const size_t rounded =
+        o_.dims == PadDims::kAll ? shape.size() : std::min<size_t>(1, shape.size());
     for (size_t d = 0; d < rounded; ++d) shape[d] = round_up(shape[d], o_.pad_to_multiple_of);
     return shape;
   }

@@ -215,7 +215,8 @@ TEST_CASE("pad dims: recipes come back as the same options", "[collate][pad][spa
   CHECK(names_of(rebuilt->layout(samples)) == std::vector<std::string>{"x", "x sizes of"});
   CHECK(rebuilt->layout(samples)[0].shape == std::vector<int64_t>{2, 8, 8});
   // The old texts read as before, infinities included (operator>> could not read them).
-  CHECK(*mploader::detail::collator_from_recipe("pad -3.5 _lengths")->recipe() == "pad -3.5 _lengths");
+  const std::string old_text = "pad -3.5 _lengths";
+  CHECK(*mploader::detail::collator_from_recipe(old_text)->recipe() == old_text);
   CHECK(*mploader::detail::collator_from_recipe("pad -inf _l")->recipe() == "pad -inf _l");
   CHECK_THROWS_WITH(mploader::detail::collator_from_recipe("pad 1 _l\ncolour red"),
                     Catch::Contains("unknown line 'colour red'"));
