@@ -3,6 +3,7 @@
 
 #include "batch/recipes.h"
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -36,6 +37,42 @@ void add(Registry<Factory>& r, const std::string& kind, const std::string& name,
   }
 }
 
+// "pad <value> <lengths suffix>", then "dims all", "sizes <suffix>", "multiple <n>" lines for
+// the options away from their defaults (PadCollator::recipe in collate.cc). The suffix is the
+// rest of the line, so one with spaces comes back whole; strtod reads "nan" and "inf", which
+// the stream's operator>> does not.
+PadOptions pad_options_from_recipe(const std::string& recipe) {
+  std::istringstream lines(recipe);
+  std::string line;
+  std::getline(lines, line);
+  const std::string rest = line.substr(4);
+  const size_t space = rest.find(' ');
+  const std::string value = rest.substr(0, space);
+  char* end = nullptr;
+  PadOptions o;
+  o.pad_value = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0') {
+    throw std::invalid_argument("pad recipe '" + line + "': '" + value + "' is not a number");
+  }
+  o.lengths_suffix = space == std::string::npos ? "" : rest.substr(space + 1);
+  while (std::getline(lines, line)) {
+    const size_t gap = line.find(' ');
+    const std::string key = line.substr(0, gap);
+    const std::string arg = gap == std::string::npos ? "" : line.substr(gap + 1);
+    if (key == "dims" && arg == "all") {
+      o.dims = PadDims::kAll;
+    } else if (key == "sizes") {
+      o.sizes_suffix = arg;
+    } else if (key == "multiple" && !arg.empty() && arg.find_first_not_of("0123456789") ==
+                                                        std::string::npos) {
+      o.pad_to_multiple_of = std::stoll(arg);
+    } else {
+      throw std::invalid_argument("pad recipe: unknown line '" + line + "'");
+    }
+  }
+  return o;
+}
+
 }  // namespace
 
 void register_dataset(const std::string& name, DatasetFactory factory) {
@@ -63,13 +100,7 @@ DatasetFactory find_dataset_factory(const std::string& name) {
 
 std::shared_ptr<Collator> collator_from_recipe(const std::string& recipe) {
   if (recipe == "stack") return stack_collate();
-  if (recipe.rfind("pad ", 0) == 0) {
-    std::istringstream in(recipe.substr(4));
-    double value = 0;
-    std::string suffix;
-    in >> value >> suffix;
-    return pad_collate(value, suffix);
-  }
+  if (recipe.rfind("pad ", 0) == 0) return pad_collate(pad_options_from_recipe(recipe));
   const size_t newline = recipe.find('\n');
   const std::string name = recipe.substr(0, newline);
   const std::string config = newline == std::string::npos ? "" : recipe.substr(newline + 1);

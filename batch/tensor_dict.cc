@@ -39,4 +39,18 @@ std::vector<std::string> TensorDict::names() const {
   return out;
 }
 
+TensorDict TensorDict::prefixed(std::string_view prefix) const {
+  while (!prefix.empty() && prefix.back() == '/') prefix.remove_suffix(1);
+  TensorDict out;
+  for (const Item& item : items_) {
+    const std::string_view name = item.first;
+    if (name.size() > prefix.size() + 1 && name.compare(0, prefix.size(), prefix) == 0 &&
+        name[prefix.size()] == '/') {
+      // Names are unique here, so each stripped one is too: append, no search.
+      out.items_.emplace_back(std::string(name.substr(prefix.size() + 1)), item.second);
+    }
+  }
+  return out;
+}
+
 }  // namespace mploader

@@ -88,8 +88,9 @@ class Collator {
   virtual std::optional<std::vector<TensorLayout>> layout_for_rows(const SampleLayout& sample,
                                                                    size_t batch_size);
 
-  /// How a spawned worker rebuilds this collator: `stack`, `pad <value> <suffix>`, or
-  /// `<factory>` and `<config>` on two lines for one registered with MPLOADER_REGISTER_COLLATOR. nullopt: it
+  /// How a spawned worker rebuilds this collator: `stack`, `pad <value> <suffix>` (then a
+  /// `<key> <value>` line for each PadOptions field away from its default), or `<factory>` and
+  /// `<config>` on two lines for one registered with MPLOADER_REGISTER_COLLATOR. nullopt: it
   /// cannot be rebuilt (function_collate), and start_method spawn is refused.
   virtual std::optional<std::string> recipe() const { return std::nullopt; }
 };
@@ -99,9 +100,44 @@ std::shared_ptr<Collator> stack_collate();
 
 /// Pads tensors of different first-dimension lengths to the longest in the batch with
 /// `pad_value`, and adds `<name><lengths_suffix>` (int64 [B]) for each padded tensor.
-/// Zero-dimensional tensors are stacked.
+/// Zero-dimensional tensors are stacked. The same as pad_collate(PadOptions) with these two
+/// fields set and the others at their defaults.
 std::shared_ptr<Collator> pad_collate(double pad_value = 0.0,
                                       std::string lengths_suffix = "_lengths");
+
+/// Which dimensions of a sample's tensor pad_collate() lets differ between the samples of a
+/// batch.
+enum class PadDims {
+  kFirst,  ///< Only the first (sequences): `<name><lengths_suffix>`, int64 [B], is added.
+  kAll,    ///< Every one (images [C, H, W]): `<name><sizes_suffix>`, int64 [B, ndim], is added.
+};
+
+/// How pad_collate(const PadOptions&) pads. The batch's tensors (names, dtypes, ranks) follow
+/// from these options and the samples' names alone, never from whether a batch happens to
+/// vary: with kAll, a batch of equal-sized images still carries its sizes tensor.
+struct PadOptions {
+  /// What fills the padded elements (converted to each tensor's dtype).
+  double pad_value = 0.0;
+  /// Which dimensions may differ; the others must be equal in every sample of a batch.
+  PadDims dims = PadDims::kFirst;
+  /// With kFirst, `<name><lengths_suffix>` holds each sample's first-dimension length.
+  std::string lengths_suffix = "_lengths";
+  /// With kAll, `<name><sizes_suffix>` holds each sample's shape, one row per sample.
+  std::string sizes_suffix = "_sizes";
+  /// Rounds each padded dimension (the first with kFirst, every one with kAll, channels
+  /// included) up to a multiple of this, as Hugging Face's collators do for tensor cores.
+  /// 1: the batch's largest.
+  int64_t pad_to_multiple_of = 1;
+};
+
+/// Pads every tensor of one or more dimensions to the batch's largest size in each dimension
+/// `options.dims` lets vary, filling the rest with `options.pad_value`; each sample's values
+/// sit at the front (index 0) of every dimension. After each padded tensor comes its lengths
+/// (kFirst) or sizes (kAll) tensor, so nested names ("audio/features") keep their group.
+/// Zero-dimensional tensors are stacked. Samples of different ranks or dtypes in one tensor
+/// are a SampleError naming both samples. Throws OptionError("collate", ...) for an empty
+/// suffix, a suffix with a line break, or pad_to_multiple_of below 1.
+std::shared_ptr<Collator> pad_collate(const PadOptions& options);
 
 /// A collate function: the samples of one batch in, the batch's tensors out.
 using CollateFunction = std::function<TensorDict(const std::vector<Sample>&)>;
