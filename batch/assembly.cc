@@ -140,7 +140,8 @@ BatchFailure assemble_streaming(Assembly& a, size_t count, PlannedBatch& plan) {
       samples[0] = std::move(sample);
       return assemble_samples(a, samples, 1, plan);
     }
-    if (row > 0 && !a.collate([&] { check_no_text(row, sample, plan.layout); }, r)) {
+    if (row > 0 && !sample.texts().empty() &&
+        !a.collate([&] { check_no_text(row, sample, plan.layout); }, r)) {
       return a.failure;
     }
     if (row == 0 &&

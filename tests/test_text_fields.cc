@@ -3,6 +3,7 @@
 #include "crash_test_support.h"
 #include "test_datasets.h"
 
+#include <mploader/device_prefetcher.h>
 #include <mploader/registry.h>
 
 #include <catch2/catch.hpp>
@@ -368,3 +369,23 @@ TEST_CASE("text fields: a dataset with sample_layout() cannot return text from g
              Catch::Contains("carries tensors only"));
 }
 
+
+TEST_CASE("text fields: DevicePrefetcher hands them on as views of host memory",
+          "[text][device][process]") {
+  auto o = speech_options(2, StartMethod::kFork);
+  o.shuffle = false;
+  Loader loader(std::make_shared<SpeechDataset>(12), o);
+  // On a machine without a GPU this passes host batches through; with one, the tensors move
+  // and the text columns come along.
+  DevicePrefetcher prefetcher(loader, c10::Device("cuda:0"));
+  size_t rows = 0;
+  while (std::optional<Batch> b = prefetcher.next()) {
+    CHECK((*b)["feats"].device() == prefetcher.device());
+    for (size_t i = 0; i < b->size(); ++i) {
+      REQUIRE(b->text("transcript")[i] == transcript_of(b->indices()[i]));
+      REQUIRE(b->text("raw")[i] == raw_of(b->indices()[i]));
+      ++rows;
+    }
+  }
+  CHECK(rows == 12);
+}
