@@ -27,7 +27,8 @@ bool text_pair_ok(const ipc::TensorMeta& offsets, const ipc::TensorMeta& bytes) 
 }
 
 void check_meta(const ipc::TensorMeta& m, uint64_t capacity, int worker_id) {
-  bool ok = m.kind <= static_cast<uint32_t>(ipc::FieldKind::kTextBytes) && m.ndim >= 0 && m.ndim <= static_cast<int32_t>(ipc::kMaxDims) && m.dtype >= 0 &&
+  bool ok = m.kind <= static_cast<uint32_t>(ipc::FieldKind::kTextBytes) && m.ndim >= 0 &&
+            m.ndim <= static_cast<int32_t>(ipc::kMaxDims) && m.dtype >= 0 &&
             m.dtype < static_cast<int32_t>(c10::ScalarType::NumOptions) &&
             m.offset % ipc::kPayloadAlign == 0 && m.offset <= capacity &&
             m.nbytes <= capacity - m.offset;

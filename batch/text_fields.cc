@@ -39,7 +39,8 @@ std::string_view TextColumn::operator[](size_t row) const {
     throw std::out_of_range("mploader: text row " + std::to_string(row) + " of a column of " +
                             std::to_string(rows_));
   }
-  return std::string_view(data_ + starts_[row], static_cast<size_t>(starts_[row + 1] - starts_[row]));
+  const int64_t begin = starts_[row];
+  return std::string_view(data_ + begin, static_cast<size_t>(starts_[row + 1] - begin));
 }
 
 std::vector<std::string> TextColumn::to_strings() const {

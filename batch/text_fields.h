@@ -40,8 +40,7 @@ size_t estimate_text_bytes(const Sample& sample, size_t batch_size);
 // The text columns of `plan`'s entries over `base`; their tensors hold `keep_alive`. Each
 // column's offsets are checked against its bytes (TextColumn's constructor throws
 // std::invalid_argument): memory a worker wrote must not make us read outside it.
-std::vector<std::pair<std::string, TextColumn>> text_columns(const PlannedBatch& plan,
-                                                             uint8_t* base,
-                                                             const std::shared_ptr<void>& keep_alive);
+std::vector<std::pair<std::string, TextColumn>> text_columns(
+    const PlannedBatch& plan, uint8_t* base, const std::shared_ptr<void>& keep_alive);
 
 }  // namespace mploader::detail

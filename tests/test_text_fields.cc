@@ -389,3 +389,34 @@ TEST_CASE("text fields: DevicePrefetcher hands them on as views of host memory",
   }
   CHECK(rows == 12);
 }
+
+#include "batch/batch_builder.h"
+
+TEST_CASE("text fields: offsets a worker wrote wrong are refused, not read", "[text]") {
+  namespace detail = mploader::detail;
+  std::vector<TensorLayout> layout{{"id", at::kLong, {3}}, {"id", at::kByte, {5}}};
+  std::vector<ipc::FieldKind> kinds{ipc::FieldKind::kTextOffsets, ipc::FieldKind::kTextBytes};
+  detail::PlannedBatch plan;
+  REQUIRE(detail::plan_batch(layout, plan, kinds).empty());
+  auto descriptor = std::make_unique<ipc::TaskDescriptor>();
+  detail::write_tensor_table(plan, *descriptor);
+  std::vector<uint8_t> memory(plan.total_bytes);
+  auto* offsets = reinterpret_cast<int64_t*>(memory.data() + plan.offsets[0]);
+  std::memcpy(memory.data() + plan.offsets[1], "ab\0cd", 5);
+  offsets[0] = 0;
+  offsets[1] = 3;
+  offsets[2] = 5;
+  const Batch good = detail::BatchBuilder::from_table(*descriptor, memory.data(), memory.size(),
+                                                      nullptr, {7, 8}, 0);
+  CHECK(good.text("id")[0] == std::string_view("ab\0", 3));
+  CHECK(good.text("id")[1] == "cd");
+  offsets[2] = 1 << 20;  // past the bytes, and the mapping
+  CHECK_THROWS_WITH(detail::BatchBuilder::from_table(*descriptor, memory.data(), memory.size(),
+                                                     nullptr, {7, 8}, 0),
+                    Catch::Contains("corrupt tensor table"));
+  offsets[2] = 5;
+  descriptor->tensors[1].kind = static_cast<uint32_t>(ipc::FieldKind::kTensor);  // half a pair
+  CHECK_THROWS_WITH(detail::BatchBuilder::from_table(*descriptor, memory.data(), memory.size(),
+                                                     nullptr, {7, 8}, 0),
+                    Catch::Contains("corrupt tensor table"));
+}
