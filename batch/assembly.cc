@@ -1,6 +1,7 @@
 #include "batch/assembly.h"
 
 #include "batch/exception_text.h"
+#include "batch/text_fields.h"
 #include "util/units.h"
 
 #include <ATen/core/Tensor.h>
@@ -67,11 +68,19 @@ class Assembly {
     }
   }
 
-  // Plans offsets for the collator's layout; a tensor-table limit fails as type "layout".
+  // Plans offsets for the collator's layout, and for the text fields of `texts_of` when given;
+  // a tensor-table limit fails as type "layout".
   template <typename MakeLayout>
-  bool plan(MakeLayout&& make_layout, PlannedBatch& plan, int64_t row) {
+  bool plan(MakeLayout&& make_layout, PlannedBatch& plan, int64_t row,
+            const std::vector<Sample>* texts_of = nullptr) {
     std::string error;
-    if (!collate([&] { error = plan_batch(make_layout(), plan); }, row)) return false;
+    const auto make_plan = [&] {
+      std::vector<TensorLayout> layout = make_layout();
+      std::vector<ipc::FieldKind> kinds;
+      if (texts_of != nullptr) append_text_layout(*texts_of, layout, kinds);
+      error = plan_batch(std::move(layout), plan, std::move(kinds));
+    };
+    if (!collate(make_plan, row)) return false;
     if (error.empty()) return true;
     failure = BatchFailure{ipc::TaskStatus::kCollateError, -1, "layout", error};
     return false;
@@ -79,6 +88,10 @@ class Assembly {
 
   bool open(const PlannedBatch& plan, std::vector<at::Tensor>& views) {
     uint8_t* base = nullptr;
+    return open(plan, views, base);
+  }
+
+  bool open(const PlannedBatch& plan, std::vector<at::Tensor>& views, uint8_t*& base) {
     failure = sink_.open(plan, base);
     if (!failure.ok()) return false;
     return collate([&] { views = views_into(base, plan); }, -1);
@@ -94,14 +107,43 @@ class Assembly {
   BatchSink& sink_;
 };
 
+// The whole batch of samples at once: rows from `loaded` on are loaded here, those before it
+// already are. Text fields are checked before the collator sees the samples (so a field that
+// changes kind is named as such) and written after its tensors.
+BatchFailure assemble_samples(Assembly& a, std::vector<Sample>& samples, size_t loaded,
+                              PlannedBatch& plan) {
+  for (size_t row = loaded; row < samples.size(); ++row) {
+    if (!a.load(row, samples[row])) return a.failure;
+  }
+  std::vector<at::Tensor> views;
+  uint8_t* base = nullptr;
+  if (!a.collate([&] { check_text_fields(samples); }, -1) ||
+      !a.plan([&] { return a.collator().layout(samples); }, plan, -1, &samples) ||
+      !a.open(plan, views, base) || !a.collate([&] { a.collator().fill(samples, views); }, -1) ||
+      !a.collate([&] { fill_text_fields(samples, plan, base); }, -1)) {
+    return a.failure;
+  }
+  return {};
+}
+
 // One sample at a time: the worker holds one sample rather than a batch of them (less memory,
-// and the sample is still in cache when it is copied).
+// and the sample is still in cache when it is copied). A batch with text fields is sized by
+// all its rows' texts, so it is collated from the whole batch of samples instead.
 BatchFailure assemble_streaming(Assembly& a, size_t count, PlannedBatch& plan) {
   std::vector<at::Tensor> views;
   for (size_t row = 0; row < count; ++row) {
     Sample sample;
     if (!a.load(row, sample)) return a.failure;
     const auto r = static_cast<int64_t>(row);
+    if (row == 0 && !sample.texts().empty()) {
+      std::vector<Sample> samples(count);
+      samples[0] = std::move(sample);
+      return assemble_samples(a, samples, 1, plan);
+    }
+    if (row > 0 && !sample.texts().empty() &&
+        !a.collate([&] { check_no_text(row, sample, plan.layout); }, r)) {
+      return a.failure;
+    }
     if (row == 0 &&
         (!a.plan([&] { return a.collator().layout_from_first(sample, count); }, plan, r) ||
          !a.open(plan, views))) {
@@ -249,15 +291,7 @@ BatchFailure assemble_batch(Dataset& dataset, Collator& collator, const int64_t*
   }
   if (collator.streams() && count > 0) return assemble_streaming(a, count, plan);
   std::vector<Sample> samples(count);
-  for (size_t row = 0; row < count; ++row) {
-    if (!a.load(row, samples[row])) return a.failure;
-  }
-  std::vector<at::Tensor> views;
-  if (!a.plan([&] { return collator.layout(samples); }, plan, -1) || !a.open(plan, views) ||
-      !a.collate([&] { collator.fill(samples, views); }, -1)) {
-    return a.failure;
-  }
-  return {};
+  return assemble_samples(a, samples, 0, plan);
 }
 
 BatchFailure probe_batch(Dataset& dataset, Collator& collator, const int64_t* indices,
@@ -279,13 +313,17 @@ BatchFailure probe_batch(Dataset& dataset, Collator& collator, const int64_t* in
   if (!a.collate([&] { estimate = collator.estimate_batch_bytes(samples[0], batch_size); }, 0)) {
     return a.failure;
   }
+  if (estimate) *estimate += estimate_text_bytes(samples[0], batch_size);
   if (!estimate) {
     samples.resize(count);
     for (size_t row = 1; row < count; ++row) {
       if (!a.load(row, samples[row])) return a.failure;
     }
   }
-  if (!a.plan([&] { return collator.layout(samples); }, plan, -1)) return a.failure;
+  if (!a.collate([&] { check_text_fields(samples); }, -1) ||
+      !a.plan([&] { return collator.layout(samples); }, plan, -1, &samples)) {
+    return a.failure;
+  }
   batch_bytes = estimate ? *estimate : plan.total_bytes * batch_size / samples.size();
   return {};
 }

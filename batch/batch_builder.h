@@ -25,6 +25,8 @@ class BatchBuilder {
   static Batch from_plan(const PlannedBatch& plan, uint8_t* base,
                          std::shared_ptr<void> keep_alive, std::vector<int64_t> indices,
                          uint64_t epoch, uint64_t sequence, int worker_id);
+  // The text columns of `from` into `to` (DevicePrefetcher: text stays in host memory).
+  static void copy_texts(const Batch& from, Batch& to);
   static Batch from_tensors(TensorDict tensors, std::vector<int64_t> indices, uint64_t epoch,
                             uint64_t sequence, int worker_id);
 };

@@ -4,13 +4,16 @@
 
 namespace mploader::detail {
 
-std::string plan_batch(std::vector<TensorLayout> layout, PlannedBatch& out) {
+std::string plan_batch(std::vector<TensorLayout> layout, PlannedBatch& out,
+                       std::vector<ipc::FieldKind> kinds) {
   if (layout.size() > ipc::kMaxTensors) {
     return "a batch may hold at most " + std::to_string(ipc::kMaxTensors) +
-           " tensors; the collator produced " + std::to_string(layout.size()) +
-           ". Fix: stack related fields into one tensor per sample";
+           " tensors (a text field counts as two); the collator produced " +
+           std::to_string(layout.size()) + ". Fix: stack related fields into one tensor per sample";
   }
   out = PlannedBatch{};
+  if (kinds.empty()) kinds.assign(layout.size(), ipc::FieldKind::kTensor);
+  out.kinds = std::move(kinds);
   uint64_t offset = 0;
   for (const TensorLayout& t : layout) {
     if (t.name.size() >= ipc::kNameBytes) {
@@ -45,6 +48,7 @@ std::vector<at::Tensor> views_into(uint8_t* base, const PlannedBatch& plan) {
   std::vector<at::Tensor> views;
   views.reserve(plan.layout.size());
   for (size_t i = 0; i < plan.layout.size(); ++i) {
+    if (plan.kinds[i] != ipc::FieldKind::kTensor) continue;
     const TensorLayout& t = plan.layout[i];
     views.push_back(at::from_blob(base + plan.offsets[i], t.shape,
                                   at::TensorOptions().dtype(t.dtype)));
@@ -60,6 +64,7 @@ void write_tensor_table(const PlannedBatch& plan, ipc::TaskDescriptor& d) {
     ipc::copy_text(m.name, sizeof m.name, t.name.c_str());
     m.dtype = static_cast<int32_t>(t.dtype);
     m.ndim = static_cast<int32_t>(t.shape.size());
+    m.kind = static_cast<uint32_t>(plan.kinds[i]);
     for (size_t k = 0; k < t.shape.size(); ++k) m.shape[k] = t.shape[k];
     m.offset = plan.offsets[i];
     m.nbytes = plan.nbytes[i];

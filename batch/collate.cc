@@ -413,6 +413,10 @@ class FunctionCollator : public Collator {
 
   std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override {
     result_ = fn_(samples);
+    if (!result_.texts().empty()) {  // the samples' own text fields reach the batch as they are
+      throw std::invalid_argument("the collate function's batch has text field '" +
+                                  result_.texts()[0].first + "'; it may return tensors only");
+    }
     std::vector<TensorLayout> out;
     for (const auto& [name, t] : result_) {
       const std::string why = not_copyable(t);

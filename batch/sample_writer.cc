@@ -195,6 +195,12 @@ Sample Dataset::get(int64_t index) {
 
 void Dataset::write(int64_t index, SampleWriter& out) {
   const Sample sample = get(index);
+  if (!sample.texts().empty()) {
+    throw std::invalid_argument(
+        "get(" + std::to_string(index) + ") returned text field '" + sample.texts()[0].first +
+        "', but the in-place path (sample_layout()) carries tensors only; return nullopt from "
+        "sample_layout() so that the batch is collated from get()");
+  }
   if (sample.size() != out.num_fields()) {
     throw std::invalid_argument("get(" + std::to_string(index) + ") returned " +
                                 std::to_string(sample.size()) + " tensors but sample_layout() " +

@@ -9,6 +9,7 @@ TensorDict::TensorDict(std::initializer_list<Item> items) {
 }
 
 void TensorDict::set(std::string name, at::Tensor tensor) {
+  if (!texts_.empty()) erase_text(name);
   for (Item& item : items_) {
     if (item.first == name) {
       item.second = std::move(tensor);
@@ -16,6 +17,55 @@ void TensorDict::set(std::string name, at::Tensor tensor) {
     }
   }
   items_.emplace_back(std::move(name), std::move(tensor));
+}
+
+void TensorDict::set_text(std::string name, std::string value) {
+  if (!items_.empty()) erase_tensor(name);
+  for (TextItem& item : texts_) {
+    if (item.first == name) {
+      item.second = std::move(value);
+      return;
+    }
+  }
+  texts_.emplace_back(std::move(name), std::move(value));
+}
+
+void TensorDict::set_bytes(std::string name, const void* data, size_t size) {
+  set_text(std::move(name), std::string(static_cast<const char*>(data), size));
+}
+
+const std::string* TensorDict::find_text(std::string_view name) const {
+  for (const TextItem& item : texts_) {
+    if (item.first == name) return &item.second;
+  }
+  return nullptr;
+}
+
+std::string_view TensorDict::text(std::string_view name) const {
+  if (const std::string* t = find_text(name)) return *t;
+  std::string have;
+  for (const TextItem& item : texts_) have += (have.empty() ? "'" : ", '") + item.first + "'";
+  throw std::out_of_range("mploader: no text field named '" + std::string(name) + "'; " +
+                          (find(name) != nullptr ? "it is a tensor; " : "") + "text fields: " +
+                          (have.empty() ? "none" : have));
+}
+
+void TensorDict::erase_text(std::string_view name) {
+  for (auto it = texts_.begin(); it != texts_.end(); ++it) {
+    if (it->first == name) {
+      texts_.erase(it);
+      return;
+    }
+  }
+}
+
+void TensorDict::erase_tensor(std::string_view name) {
+  for (auto it = items_.begin(); it != items_.end(); ++it) {
+    if (it->first == name) {
+      items_.erase(it);
+      return;
+    }
+  }
 }
 
 const at::Tensor* TensorDict::find(std::string_view name) const {
@@ -29,8 +79,9 @@ const at::Tensor& TensorDict::operator[](std::string_view name) const {
   if (const at::Tensor* t = find(name)) return *t;
   std::string have;
   for (const Item& item : items_) have += (have.empty() ? "'" : ", '") + item.first + "'";
-  throw std::out_of_range("mploader: no tensor named '" + std::string(name) +
-                          "'; this batch has " + (have.empty() ? "none" : have));
+  throw std::out_of_range("mploader: no tensor named '" + std::string(name) + "'; " +
+                          (find_text(name) != nullptr ? "it is a text field (use text()); " : "") +
+                          "the tensors are " + (have.empty() ? "none" : have));
 }
 
 std::vector<std::string> TensorDict::names() const {

@@ -83,6 +83,7 @@ class DeviceCopier {
     copied.record(*side_);
     Batch device = BatchBuilder::from_tensors(std::move(on_device), host.indices(), host.epoch(),
                                               host.sequence(), host.worker_id());
+    BatchBuilder::copy_texts(host, device);  // text fields stay views of the host's slot
     ahead_.emplace(Ahead{std::move(host), std::move(device), std::move(copied)});
   }
 

@@ -30,7 +30,8 @@
 namespace mploader::ipc {
 
 constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
-constexpr uint32_t kLayoutVersion = 6;  // 4: the free-slot stack; 5: failed_call; 6: skip log
+// 4: the free-slot stack; 5: failed_call; 6: skip log; 7: TensorMeta::kind (text fields)
+constexpr uint32_t kLayoutVersion = 7;
 constexpr uint32_t kRingCapacity = 64;
 // Each ring can hold every descriptor id at once, so a push of one can never find it full.
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
@@ -48,10 +49,20 @@ constexpr size_t kMapsBytes = 256 * 1024;
 
 using TaskRing = SpscIndexRing<kRingCapacity>;
 
+// What a tensor-table entry holds. A text field (Sample::set_text) is two entries of one name,
+// offsets then bytes: int64 [B+1] offsets into uint8 [total] bytes, row i = [off[i], off[i+1]).
+enum class FieldKind : uint32_t {
+  kTensor = 0,
+  kTextOffsets = 1,
+  kTextBytes = 2,
+};
+
 struct TensorMeta {
   char name[kNameBytes];
   int32_t dtype;  // c10::ScalarType; both sides run the same binary
   int32_t ndim;
+  uint32_t kind;  // FieldKind
+  uint32_t reserved_kind;
   int64_t shape[kMaxDims];
   uint64_t offset;  // from the start of the payload slot or overflow segment
   uint64_t nbytes;
