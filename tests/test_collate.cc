@@ -1,5 +1,7 @@
 // The built-in collators on their own, without workers: every way a sample's tensor can reach
 // a batch row (contiguous memcpy, another dtype, a strided view, a shorter padded tensor).
+#include "error_text.h"
+
 #include <mploader/collate.h>
 
 #include <ATen/ATen.h>
@@ -8,6 +10,8 @@
 #include <vector>
 
 using mploader::Sample;
+
+using testing_errors::error_of;
 
 namespace {
 
@@ -19,17 +23,6 @@ std::vector<at::Tensor> collate(mploader::Collator& c, const std::vector<Sample>
   }
   c.fill(samples, out);
   return out;
-}
-
-// The message `f` throws, or "no exception".
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no exception";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // ConcatDataset and Subset (mploader/compose.h): PyTorch's index mapping, the source field, every
 // loading path (get, in place, with and without workers, spawn), skip reports in the composed
 // index space, and each bad input.
+#include "error_text.h"
 #include "crash_test_support.h"
 #include "datasets/compose_recipes.h"
 
@@ -18,6 +19,8 @@
 
 using namespace mploader;
 using testing_datasets::CountingDataset;
+
+using testing_errors::option_error;
 
 namespace {
 
@@ -116,15 +119,6 @@ std::vector<Row> rows_of(std::shared_ptr<Dataset> data, const LoaderOptions& o) 
     }
   }
   return rows;
-}
-
-std::string option_error(const std::function<void()>& make) {
-  try {
-    make();
-  } catch (const OptionError& e) {
-    return e.option() + ": " + e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // under the token budget, padding and dropping across ranks, balancing, errors that name the
 // sample and the budget, state round trips, and a Loader (worker processes, pad_collate)
 // resumed mid-epoch from a saved state.
+#include "error_text.h"
+
 #include <mploader/distributed.h>
 #include <mploader/errors.h>
 #include <mploader/loader.h>
@@ -18,6 +20,8 @@ using mploader::BucketSamplerState;
 using mploader::DistributedBucketSampler;
 using Batches = std::vector<std::vector<int64_t>>;
 
+using testing_errors::option_error;
+
 namespace {
 
 // With bucket_ratio 2 the buckets are lengths {0, 1}, {2, 3}, {4..7}; without shuffle, samples
@@ -33,15 +37,6 @@ BucketOptions plain(int64_t max_tokens) {
   o.bucket_ratio = 2.0;
   o.shuffle = false;
   return o;
-}
-
-std::string option_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const mploader::OptionError& e) {
-    return e.option() + ": " + e.what();
-  }
-  return "no error";
 }
 
 // "tokens": int64 [length] filled with the index; "label": the index.

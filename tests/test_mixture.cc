@@ -1,5 +1,6 @@
 // MixtureSampler: a 3-corpus mixture at 0.5 / 0.3 / 0.2 over 100k draws, passes through each
 // source, the three epoch-end rules, a resumed Loader continuing the same mixture, bad input.
+#include "error_text.h"
 #include "test_datasets.h"
 
 #include <mploader/compose.h>
@@ -19,16 +20,9 @@
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
-namespace {
+using testing_errors::option_error;
 
-std::string option_error(const std::function<void()>& make) {
-  try {
-    make();
-  } catch (const OptionError& e) {
-    return e.option() + ": " + e.what();
-  }
-  return "no error";
-}
+namespace {
 
 MixtureOptions mixture(std::vector<double> weights, MixtureEnd end, int64_t num_samples,
                        uint64_t seed = 0) {

@@ -1,6 +1,7 @@
 // pad_collate(PadOptions): images padded in every dimension, with their sizes, checked value by
 // value on their own, through a Loader (2 workers and num_workers = 0) and through spawn (the
 // recipe); the old first-dimension padding unchanged; nested names and TensorDict::prefixed().
+#include "error_text.h"
 #include "batch/recipes.h"
 #include "test_datasets.h"
 
@@ -12,6 +13,9 @@
 #include <sstream>
 
 using namespace mploader;
+
+using testing_errors::error_of;
+using testing_errors::option_error;
 
 namespace {
 
@@ -127,16 +131,6 @@ std::vector<std::string> names_of(const std::vector<TensorLayout>& layout) {
   std::vector<std::string> out;
   for (const TensorLayout& t : layout) out.push_back(t.name);
   return out;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no exception";
 }
 
 }  // namespace

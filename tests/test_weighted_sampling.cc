@@ -2,6 +2,7 @@
 // PyTorch's indices (vectors PyTorch printed once, tests/data/weighted_sampler_vectors.jsonl,
 // and a live comparison when the project's Python has torch), a long-tailed label histogram
 // balanced through a Loader with worker processes, the ranks' shares, resume, and bad input.
+#include "error_text.h"
 #include "python_reference.h"
 #include "test_datasets.h"
 
@@ -23,6 +24,8 @@
 
 using namespace mploader;
 using testing_datasets::CountingDataset;
+
+using testing_errors::option_error;
 
 namespace {
 
@@ -83,15 +86,6 @@ nlohmann::json random_config(std::mt19937_64& rng, int i) {
   c["replacement"] = replacement;
   c["num_samples"] = replacement ? 1 + rng() % (3 * n) : 1 + rng() % positive;
   return c;
-}
-
-std::string option_error(const std::function<void()>& make) {
-  try {
-    make();
-  } catch (const OptionError& e) {
-    return e.option() + ": " + e.what();
-  }
-  return "no error";
 }
 
 // Label-only samples: "label" is the class of each index, classes in long-tailed proportions.
