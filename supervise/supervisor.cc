@@ -87,7 +87,9 @@ void Supervisor::stop() {
 // any later death.
 void Supervisor::watch(size_t worker) {
   Watch& w = watches_[worker];
+  const uint64_t generation = w.generation + 1;
   w = Watch{};
+  w.generation = generation;
   const detail::WorkerProcess& p = pool_.channel(worker).process;
   if (p.pidfd) {
     w.pidfd.reset(fcntl(p.pidfd.get(), F_DUPFD_CLOEXEC, 0));
@@ -115,7 +117,7 @@ void Supervisor::run() {
   auto last_sample = Clock::now();
   for (;;) {
     std::vector<pollfd> fds{{wake_.fd(), POLLIN, 0}};
-    std::vector<size_t> who;
+    std::vector<std::pair<size_t, uint64_t>> who;  // worker, generation of the polled process
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (stopping_) return;
@@ -123,7 +125,7 @@ void Supervisor::run() {
         const Watch& watch = watches_[w];
         if (watch.pidfd && !watch.record && !watch.gathering) {
           fds.push_back({watch.pidfd.get(), POLLIN, 0});
-          who.push_back(w);
+          who.emplace_back(w, watch.generation);
         }
       }
     }
@@ -136,7 +138,7 @@ void Supervisor::run() {
       if (stopping_) return;
     }
     for (size_t i = 0; i < who.size(); ++i) {
-      if (fds[i + 1].revents & POLLIN) report(who[i], false, 0);
+      if (fds[i + 1].revents & POLLIN) report(who[i].first, false, 0, who[i].second);
     }
     if (Clock::now() - last_sample >= std::chrono::milliseconds(kSampleEveryMs)) {
       sample_memory();
@@ -173,15 +175,22 @@ std::shared_ptr<const DeathRecord> Supervisor::hang_of(size_t worker, int64_t ti
   return report(worker, true, timeout_ms);
 }
 
-// One report per death, whoever asks first; a second caller waits for the first.
+// One report per death, whoever asks first; a second caller waits for the first. The watch
+// thread may ask about a process the dispatcher has replaced since the poll (the pidfd it
+// polled is closed, its number maybe reused): it gets null, as it does when the replacement
+// happens while it waits. Without the generation, that wait would never end (the new watch
+// has no record and no gatherer to announce one) and stop() would block on the thread.
 std::shared_ptr<const DeathRecord> Supervisor::report(size_t worker, bool hang,
-                                                      int64_t timeout_ms) {
+                                                      int64_t timeout_ms,
+                                                      std::optional<uint64_t> generation) {
   std::unique_lock<std::mutex> lock(mutex_);
   Watch& w = watches_[worker];
+  const uint64_t asked_about = generation.value_or(w.generation);
+  if (w.generation != asked_about) return nullptr;
   if (w.record) return w.record;
   if (w.gathering) {
-    gathered_.wait(lock, [&] { return w.record != nullptr; });
-    return w.record;
+    gathered_.wait(lock, [&] { return w.record != nullptr || w.generation != asked_about; });
+    return w.generation == asked_about ? w.record : nullptr;
   }
   w.gathering = true;
   const Seen seen = w.seen;

@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,11 +76,17 @@ class Supervisor {
     Seen seen;
     bool gathering = false;
     std::shared_ptr<const DeathRecord> record;
+    // Counts the processes watched in this slot: a report that was asked for one process
+    // must not wait on, or be given, the record of the next (worker_replaced()).
+    uint64_t generation = 0;
   };
 
   void run();
   void sample_memory();
-  std::shared_ptr<const DeathRecord> report(size_t worker, bool hang, int64_t timeout_ms);
+  // `generation`: the watch thread's, of the process it polled; nullopt for the dispatcher's
+  // own questions, which always mean the current process.
+  std::shared_ptr<const DeathRecord> report(size_t worker, bool hang, int64_t timeout_ms,
+                                            std::optional<uint64_t> generation = std::nullopt);
   std::shared_ptr<const DeathRecord> gather(size_t worker, bool hang, int64_t timeout_ms,
                                             const Seen& seen);
   void watch(size_t worker);
