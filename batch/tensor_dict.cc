@@ -92,14 +92,21 @@ std::vector<std::string> TensorDict::names() const {
 
 TensorDict TensorDict::prefixed(std::string_view prefix) const {
   while (!prefix.empty() && prefix.back() == '/') prefix.remove_suffix(1);
+  // The rest of `name` after "<prefix>/", or empty when it does not start so.
+  auto rest_of = [prefix](std::string_view name) {
+    const bool nested = name.size() > prefix.size() + 1 &&
+                        name.compare(0, prefix.size(), prefix) == 0 && name[prefix.size()] == '/';
+    return nested ? name.substr(prefix.size() + 1) : std::string_view();
+  };
+  // Names are unique here, so each stripped one is too: append, no search.
   TensorDict out;
   for (const Item& item : items_) {
-    const std::string_view name = item.first;
-    if (name.size() > prefix.size() + 1 && name.compare(0, prefix.size(), prefix) == 0 &&
-        name[prefix.size()] == '/') {
-      // Names are unique here, so each stripped one is too: append, no search.
-      out.items_.emplace_back(std::string(name.substr(prefix.size() + 1)), item.second);
-    }
+    const std::string_view rest = rest_of(item.first);
+    if (!rest.empty()) out.items_.emplace_back(std::string(rest), item.second);
+  }
+  for (const TextItem& item : texts_) {
+    const std::string_view rest = rest_of(item.first);
+    if (!rest.empty()) out.texts_.emplace_back(std::string(rest), item.second);
   }
   return out;
 }

@@ -352,6 +352,14 @@ TEST_CASE("pad dims: nested names keep their order, and prefixed() takes a group
   CHECK(deep.prefixed("a").names() == std::vector<std::string>{"b/c", "d"});
   CHECK(deep.prefixed("a").prefixed("b").names() == std::vector<std::string>{"c"});
   CHECK(deep.prefixed("a/b").names() == std::vector<std::string>{"c"});
+
+  Sample utterance{{"audio/features", at::zeros({2})}};  // text fields group the same way
+  utterance.set_text("audio/id", "spk03-utt0017");
+  utterance.set_text("transcript", "hello");
+  const TensorDict group = utterance.prefixed("audio");
+  CHECK(group.names() == std::vector<std::string>{"features"});
+  REQUIRE(group.texts().size() == 1);
+  CHECK(group.text("id") == "spk03-utt0017");
 }
 
 TEST_CASE("pad dims: the estimate covers a batch of first-sample-sized images",

@@ -60,8 +60,8 @@ class TensorDict {
   std::vector<Item>::const_iterator end() const { return items_.end(); }  ///< End of the items.
   std::vector<std::string> names() const;  ///< The names in insertion order.
 
-  /// The entries whose names start with `prefix` and a '/', in order, with that start
-  /// removed: nested names group tensors, so `batch.tensors().prefixed("audio")["features"]`
+  /// The entries (tensors and text fields) whose names start with `prefix` and a '/', in
+  /// order, with that start removed: nested names group tensors, so `batch.tensors().prefixed("audio")["features"]`
   /// is the batch's "audio/features". The tensors are shared, not copied; "audio/x/y" comes
   /// back as "x/y", and a trailing '/' on `prefix` is ignored. Empty when no name has it.
   TensorDict prefixed(std::string_view prefix) const;
