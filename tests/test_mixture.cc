@@ -1,5 +1,6 @@
 // MixtureSampler: a 3-corpus mixture at 0.5 / 0.3 / 0.2 over 100k draws, passes through each
-// source, the three epoch-end rules, a resumed Loader continuing the same mixture, bad input.
+// source, the three epoch-end rules, a resumed Loader continuing the same mixture, token
+// corpora (TokenStream) as sources, bad input.
 #include "error_text.h"
 #include "test_datasets.h"
 
@@ -7,15 +8,21 @@
 #include <mploader/errors.h>
 #include <mploader/loader.h>
 #include <mploader/mixture.h>
+#include <mploader/token_stream.h>
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace mploader;
 using testing_datasets::CountingDataset;
@@ -206,4 +213,54 @@ TEST_CASE("mixture: bad weights, sizes and counts are OptionErrors naming them",
              }),
              Catch::StartsWith("sampler:") &&
                  Catch::Contains("built for sources of 11 samples in all, and the dataset has 12"));
+}
+
+TEST_CASE("mixture: token corpora (TokenStream sources) mixed 0.5/0.3/0.2 through 2 workers",
+          "[sampler][mixture][tokens][process]") {
+  // Three corpora whose token ids keep apart (web [0, 20000), books [20000, 40000), code
+  // [40000, 60000)), so every window says which corpus it was cut from.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("mploader-mixture-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const int64_t context = 16;
+  std::vector<std::shared_ptr<Dataset>> corpora;
+  for (const auto& [name, windows, first] :
+       std::vector<std::tuple<std::string, int64_t, uint16_t>>{
+           {"web", 200, 0}, {"books", 150, 20000}, {"code", 100, 40000}}) {
+    const std::filesystem::path path = dir / (name + ".bin");
+    std::ofstream out(path, std::ios::binary);
+    for (int64_t i = 0; i < windows * context + 1; ++i) {
+      const uint16_t id = static_cast<uint16_t>(first + i % 20000);
+      out.write(reinterpret_cast<const char*>(&id), sizeof id);
+    }
+    out.close();
+    TokenStreamOptions t;
+    t.context = context;
+    corpora.push_back(std::make_shared<TokenStream>(std::vector<std::string>{path.string()}, t));
+  }
+  auto data = std::make_shared<ConcatDataset>(corpora, "corpus");
+  // Sequential windows start at an offset per epoch, so a file holds one window less.
+  REQUIRE(data->sizes() == std::vector<size_t>{199, 149, 99});
+  const MixtureOptions mix = mixture({0.5, 0.3, 0.2}, MixtureEnd::kCycle, 3000, 4);
+  const MixtureSampler reference(data->sizes(), mix);
+  LoaderOptions o;
+  o.num_workers = 2;
+  o.batch_size = 50;
+  o.sampler = std::make_shared<MixtureSampler>(data->sizes(), mix);
+  Loader loader(data, o);
+  std::vector<int64_t> per_corpus(3, 0);
+  for (Batch& b : loader) {
+    for (int64_t r = 0; r < b["input"].size(0); ++r) {
+      const size_t corpus = reference.source_of(b.indices()[static_cast<size_t>(r)]);
+      REQUIRE(b["corpus"][r].item<int64_t>() == static_cast<int64_t>(corpus));
+      REQUIRE(b["input"][r][0].item<int64_t>() / 20000 == static_cast<int64_t>(corpus));
+      ++per_corpus[corpus];
+    }
+  }
+  std::filesystem::remove_all(dir);
+  const std::vector<double> p{0.5, 0.3, 0.2};
+  for (size_t k = 0; k < 3; ++k) {
+    INFO("corpus " << k << ": " << per_corpus[k] << " of 3000 windows");
+    CHECK(std::abs(per_corpus[k] - 3000 * p[k]) < 5 * std::sqrt(3000 * p[k] * (1 - p[k])));
+  }
 }
