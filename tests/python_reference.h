@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -30,6 +32,20 @@ inline std::optional<std::string> torch_missing(const std::string& python) {
     return python + " cannot import torch (scripts/install-deps makes .venv)";
   }
   return std::nullopt;
+}
+
+// Runs `command` with `input` on its standard input (through a temporary file, removed
+// after); its stdout, or nullopt when it exits non-zero or the file cannot be made.
+inline std::optional<std::string> run_with_input(const std::string& command,
+                                                 const std::string& input) {
+  char path[] = "/tmp/mploader-reference-input-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return std::nullopt;
+  close(fd);
+  std::ofstream(path) << input;
+  auto out = run(command + " < " + path);
+  unlink(path);
+  return out;
 }
 
 }  // namespace testing_python

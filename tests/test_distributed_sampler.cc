@@ -82,22 +82,15 @@ TEST_CASE("distributed sampler: matches live PyTorch over 400 random configurati
     return;
   }
   std::mt19937_64 rng(20240605);
-  char path[] = "/tmp/mploader-distributed-configs-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  {
-    std::ofstream configs(path);
-    for (int i = 0; i < 400; ++i) {
-      const uint64_t world = 1 + rng() % 64;
-      const uint64_t size = i % 10 == 0 ? rng() % 5000 : rng() % 200;
-      configs << size << ' ' << world << ' ' << rng() % world << ' ' << rng() % (1ULL << 40)
-              << ' ' << rng() % 50 << ' ' << rng() % 2 << ' ' << rng() % 2 << '\n';
-    }
+  std::ostringstream configs;
+  for (int i = 0; i < 400; ++i) {
+    const uint64_t world = 1 + rng() % 64;
+    const uint64_t size = i % 10 == 0 ? rng() % 5000 : rng() % 200;
+    configs << size << ' ' << world << ' ' << rng() % world << ' ' << rng() % (1ULL << 40)
+            << ' ' << rng() % 50 << ' ' << rng() % 2 << ' ' << rng() % 2 << '\n';
   }
-  const std::optional<std::string> out = testing_python::run(python + " " + kDataDir +
-                                             "/distributed_sampler_reference.py < " + path);
-  unlink(path);
+  const std::optional<std::string> out = testing_python::run_with_input(
+      python + " " + kDataDir + "/distributed_sampler_reference.py", configs.str());
   REQUIRE(out.has_value());
   std::istringstream lines(*out);
   const std::vector<Reference> refs = parse_lines(lines);

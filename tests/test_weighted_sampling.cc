@@ -140,17 +140,10 @@ TEST_CASE("weighted sampling: matches live PyTorch over 300 random configuration
     return;
   }
   std::mt19937_64 rng(20261124);
-  char path[] = "/tmp/mploader-weighted-configs-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  {
-    std::ofstream configs(path);
-    for (int i = 0; i < 300; ++i) configs << random_config(rng, i).dump() << '\n';
-  }
-  const auto out = testing_python::run(python + " " + kDataDir +
-                                       "/weighted_sampler_reference.py < " + path);
-  unlink(path);
+  std::ostringstream configs;
+  for (int i = 0; i < 300; ++i) configs << random_config(rng, i).dump() << '\n';
+  const auto out = testing_python::run_with_input(
+      python + " " + kDataDir + "/weighted_sampler_reference.py", configs.str());
   REQUIRE(out.has_value());
   std::istringstream lines(*out);
   CHECK(compare_lines(lines) == 300);
