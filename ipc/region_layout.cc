@@ -55,6 +55,7 @@ void RegionView::initialize(void* base, const RegionGeometry& g, int worker_id) 
   h->skips_total.store(0);
   h->skips_written.store(0);
   h->skips_read.store(0);
+  h->skips_counted.store(0);
   // Slot 0 on top: a fresh region hands out slots 0, 1, 2, ... in that order.
   h->free_slots.reset();
   for (uint32_t s = g.num_slots; s > 0; --s) h->free_slots.push(s - 1);

@@ -159,6 +159,7 @@ struct alignas(64) RegionHeader {
   alignas(64) std::atomic<uint64_t> skips_total;    // worker: every skip, listed or not
   std::atomic<uint64_t> skips_written;              // worker: records filled
   alignas(64) std::atomic<uint64_t> skips_read;     // main: records taken
+  std::atomic<uint64_t> skips_counted;  // main: the part of skips_total in the Loader's count
   SkipRecord skip_log[kSkipLogCapacity];
 };
 

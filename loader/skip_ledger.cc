@@ -28,11 +28,12 @@ void SkipLedger::drain(ipc::RegionHeader& header) {
   }
   // Release: our reads of the records happen before the worker reuses them.
   header.skips_read.store(read, std::memory_order_release);
+  // The count already taken lives in the region itself: a map keyed by the header's address
+  // lost skips when a new pool's region was mapped where an old one had been and its worker
+  // had counted past the old total before the first drain.
   const uint64_t total = header.skips_total.load(std::memory_order_relaxed);
-  uint64_t& seen = seen_totals_[&header];
-  if (total < seen) seen = 0;
-  total_ += total - seen;
-  seen = total;
+  total_ += total - header.skips_counted.load(std::memory_order_relaxed);  // only we store it
+  header.skips_counted.store(total, std::memory_order_relaxed);
 }
 
 void SkipLedger::fill(LoaderStats& stats) const {

@@ -8,7 +8,6 @@
 #include <mploader/stats.h>
 
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 namespace mploader::detail {
@@ -30,9 +29,6 @@ class SkipLedger : public SkipSink {
   mutable std::mutex mutex_;
   uint64_t total_ = 0;
   std::vector<SkippedSample> listed_;
-  // Each region's skips_total when last drained. A restarted worker gets a new region, which
-  // may be mapped where an old one was: a count below the one seen starts over.
-  std::unordered_map<const ipc::RegionHeader*, uint64_t> seen_totals_;
 };
 
 }  // namespace mploader::detail
