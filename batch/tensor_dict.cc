@@ -8,26 +8,41 @@ TensorDict::TensorDict(std::initializer_list<Item> items) {
   for (const Item& item : items) set(item.first, item.second);
 }
 
-void TensorDict::set(std::string name, at::Tensor tensor) {
-  if (!texts_.empty()) erase_text(name);
-  for (Item& item : items_) {
-    if (item.first == name) {
-      item.second = std::move(tensor);
-      return;
-    }
-  }
-  items_.emplace_back(std::move(name), std::move(tensor));
-}
+namespace {
 
-void TensorDict::set_text(std::string name, std::string value) {
-  if (!items_.empty()) erase_tensor(name);
-  for (TextItem& item : texts_) {
+// Replaces the value stored under `name` in `items`, or appends it: one name, one entry.
+template <typename Value>
+void put(std::vector<std::pair<std::string, Value>>& items, std::string name, Value value) {
+  for (auto& item : items) {
     if (item.first == name) {
       item.second = std::move(value);
       return;
     }
   }
-  texts_.emplace_back(std::move(name), std::move(value));
+  items.emplace_back(std::move(name), std::move(value));
+}
+
+// Removes the entry called `name` from `items`, if there is one.
+template <typename Value>
+void drop(std::vector<std::pair<std::string, Value>>& items, std::string_view name) {
+  for (auto it = items.begin(); it != items.end(); ++it) {
+    if (it->first == name) {
+      items.erase(it);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void TensorDict::set(std::string name, at::Tensor tensor) {
+  if (!texts_.empty()) erase_text(name);
+  put(items_, std::move(name), std::move(tensor));
+}
+
+void TensorDict::set_text(std::string name, std::string value) {
+  if (!items_.empty()) erase_tensor(name);
+  put(texts_, std::move(name), std::move(value));
 }
 
 void TensorDict::set_bytes(std::string name, const void* data, size_t size) {
@@ -50,23 +65,9 @@ std::string_view TensorDict::text(std::string_view name) const {
                           (have.empty() ? "none" : have));
 }
 
-void TensorDict::erase_text(std::string_view name) {
-  for (auto it = texts_.begin(); it != texts_.end(); ++it) {
-    if (it->first == name) {
-      texts_.erase(it);
-      return;
-    }
-  }
-}
+void TensorDict::erase_text(std::string_view name) { drop(texts_, name); }
 
-void TensorDict::erase_tensor(std::string_view name) {
-  for (auto it = items_.begin(); it != items_.end(); ++it) {
-    if (it->first == name) {
-      items_.erase(it);
-      return;
-    }
-  }
-}
+void TensorDict::erase_tensor(std::string_view name) { drop(items_, name); }
 
 const at::Tensor* TensorDict::find(std::string_view name) const {
   for (const Item& item : items_) {

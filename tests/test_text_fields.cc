@@ -135,6 +135,17 @@ std::string worker_error_text(const std::shared_ptr<Dataset>& data, const Loader
   return "";
 }
 
+// CountingDataset with an utterance id ("id") as a text field.
+class IdDataset : public CountingDataset {
+ public:
+  using CountingDataset::CountingDataset;
+  Sample get(int64_t index) override {
+    Sample s = CountingDataset::get(index);
+    s.set_text("id", utterance_id(index));
+    return s;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("text fields: speech samples cross fork, spawn and num_workers = 0 exactly, "
@@ -168,15 +179,6 @@ TEST_CASE("text fields: speech samples cross fork, spawn and num_workers = 0 exa
 
 TEST_CASE("text fields: with stack_collate, and resumed in order in a new loader",
           "[text][process]") {
-  class IdDataset : public CountingDataset {
-   public:
-    using CountingDataset::CountingDataset;
-    Sample get(int64_t index) override {
-      Sample s = CountingDataset::get(index);
-      s.set_text("id", utterance_id(index));
-      return s;
-    }
-  };
   LoaderOptions o;
   o.num_workers = 2;
   o.batch_size = 5;
@@ -351,16 +353,11 @@ TEST_CASE("text fields: Sample keeps one kind per name, and TextColumn checks it
 
 TEST_CASE("text fields: a dataset with sample_layout() cannot return text from get()",
           "[text][process]") {
-  class LaidOut : public CountingDataset {
+  class LaidOut : public IdDataset {
    public:
-    using CountingDataset::CountingDataset;
+    using IdDataset::IdDataset;
     std::optional<SampleLayout> sample_layout() const override {
       return SampleLayout{{"x", at::kFloat, {4}}, {"label", at::kLong, {}}};
-    }
-    Sample get(int64_t index) override {
-      Sample s = CountingDataset::get(index);
-      s.set_text("id", utterance_id(index));
-      return s;
     }
   };
   LoaderOptions o;
