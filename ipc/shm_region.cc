@@ -97,6 +97,20 @@ ShmRegion& ShmRegion::operator=(ShmRegion&& other) noexcept {
   return *this;
 }
 
+Status ShmRegion::map_all_pages() {
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14; older headers lack the name
+#endif
+  if (base_ == nullptr || size_ == 0) return Ok{};
+  if (madvise(base_, size_, MADV_POPULATE_READ) == 0) return Ok{};
+  if (errno != EINVAL) return last_error("madvise(MADV_POPULATE_READ)");
+  // An older kernel: one read per page faults each in.
+  const long page = sysconf(_SC_PAGESIZE);
+  const auto* bytes = static_cast<const volatile unsigned char*>(base_);
+  for (size_t at = 0; at < size_; at += static_cast<size_t>(page)) (void)bytes[at];
+  return Ok{};
+}
+
 void ShmRegion::reset() {
   if (base_ != nullptr) munmap(base_, size_);
   base_ = nullptr;

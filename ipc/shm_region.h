@@ -37,6 +37,11 @@ class ShmRegion {
   void reset();
   // Closes the fd but keeps the mapping (workers do not need the fd once mapped).
   void close_fd();
+  // Maps every page into this process now (the pages exist already: create() reserves them).
+  // The owner does this so that, in every other process mapping the region, its pages count
+  // as shared, not private (smaps): a worker's private memory is then its own allocations and
+  // copy-on-write copies alone, which is what the memory-growth warning watches.
+  [[nodiscard]] Status map_all_pages();
 
  private:
   void* base_ = nullptr;

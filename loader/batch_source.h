@@ -3,6 +3,7 @@
 #pragma once
 
 #include <mploader/batch.h>
+#include <mploader/stats.h>
 
 #include <optional>
 #include <vector>
@@ -30,6 +31,8 @@ class BatchSource {
   virtual std::optional<Batch> next() = 0;
   // Time next() waited for the batch due while later ones were ready (LoaderStats).
   virtual uint64_t head_of_line_ns() const { return 0; }
+  // Fills each worker's memory and the memory-growth warnings (LoaderStats); no workers here.
+  virtual void add_memory(LoaderStats& stats) const { (void)stats; }
 };
 
 }  // namespace mploader::detail

@@ -52,6 +52,7 @@ SupervisorSettings supervisor_settings(const LoaderOptions& options) {
   s.num_workers = options.num_workers;
   s.batch_size = options.batch_size;
   s.prefetch_factor = options.prefetch_factor;
+  s.persistent_workers = options.persistent_workers;
   return s;
 }
 

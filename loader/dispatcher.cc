@@ -69,6 +69,14 @@ void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches,
   next_deliver_ = 0;
   reissue_.clear();
   restarts_this_epoch_ = 0;
+  supervisor_.epoch_started(epoch);
+}
+
+void Dispatcher::add_memory(LoaderStats& stats) const {
+  for (size_t w = 0; w < pool_.size() && w < stats.workers.size(); ++w) {
+    stats.workers[w].memory = supervisor_.memory_of(w);
+  }
+  stats.memory_growth_warnings += supervisor_.memory_growth_warnings();
 }
 
 std::optional<Batch> Dispatcher::next() {

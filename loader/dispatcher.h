@@ -49,6 +49,7 @@ class Dispatcher : public BatchSource {
                    std::vector<int32_t> streams, uint64_t epoch) override;
   std::optional<Batch> next() override;
   uint64_t head_of_line_ns() const override { return head_of_line_ns_; }
+  void add_memory(LoaderStats& stats) const override;
 
  private:
   struct WorkerState {

@@ -134,7 +134,10 @@ LoaderStats WorkerRuntime::stats() const {
     s.workers[w].busy_ns += h.busy_ns.load(std::memory_order_relaxed);
     s.workers[w].batches += h.tasks_done.load(std::memory_order_relaxed);
   }
-  if (source_) s.head_of_line_ns += source_->head_of_line_ns();
+  if (source_) {
+    s.head_of_line_ns += source_->head_of_line_ns();
+    source_->add_memory(s);
+  }
   return s;
 }
 

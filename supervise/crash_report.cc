@@ -50,18 +50,39 @@ json crash_json(const std::optional<ipc::CrashSnapshot>& c, int signal) {
           {k::kMappingFsFreeBytes, c->mapping_fs_free}};
 }
 
+// The memory section: resident memory when last sampled, and private and shared memory over
+// the epoch. Null when the worker was never sampled.
+json memory_json(const DeathEvidence& e) {
+  if (!e.memory && e.memory_history.summary.samples == 0) return nullptr;
+  namespace k = key::memory;
+  const WorkerMemory& m = e.memory_history.summary;
+  json series = json::array();
+  for (const MemoryPoint& p : e.memory_history.series) {
+    series.push_back({{key::sample::kMs, p.ms}, {key::sample::kBatches, p.tasks},
+                      {key::sample::kPrivateBytes, p.private_bytes},
+                      {key::sample::kSharedBytes, p.shared_bytes}});
+  }
+  return {{k::kLastRssBytes, e.memory ? e.memory->rss_bytes : -1},
+          {k::kPeakRssBytes, e.memory ? e.memory->hwm_bytes : -1},
+          {k::kSampledMsBeforeDeath, e.memory_age_ms},
+          {k::kRingBytes, e.ring_bytes},
+          {k::kEpoch, m.epoch},
+          {k::kPrivateStartBytes, m.private_start_bytes},
+          {k::kPrivateBytes, m.private_bytes},
+          {k::kPrivatePeakBytes, m.private_peak_bytes},
+          {k::kSharedStartBytes, m.shared_start_bytes},
+          {k::kSharedBytes, m.shared_bytes},
+          {k::kGrowthWarned, m.growth_warned},
+          {k::kSeries, series}};
+}
+
 json evidence_json(const DeathEvidence& e) {
   json in_flight = json::array();
   for (const InFlightBatch& b : e.in_flight) {
     in_flight.push_back({{key::batch::kEpoch, b.epoch}, {key::batch::kSequence, b.sequence},
                          {key::batch::kIndices, b.indices}});
   }
-  json memory = nullptr;
-  if (e.memory) {
-    namespace k = key::memory;
-    memory = {{k::kLastRssBytes, e.memory->rss_bytes}, {k::kPeakRssBytes, e.memory->hwm_bytes},
-              {k::kSampledMsBeforeDeath, e.memory_age_ms}, {k::kRingBytes, e.ring_bytes}};
-  }
+  const json memory = memory_json(e);
   const json oom = {{key::oom::kSource, e.oom_after.source},
                     {key::oom::kCgroup, e.oom_after.path},
                     {key::oom::kLimitBytes, e.oom_after.limit_bytes},

@@ -90,7 +90,24 @@ inline constexpr const char* kLastRssBytes = "last_rss_bytes";
 inline constexpr const char* kPeakRssBytes = "peak_rss_bytes";
 inline constexpr const char* kSampledMsBeforeDeath = "sampled_ms_before_death";
 inline constexpr const char* kRingBytes = "ring_bytes";
+// The worker's private and shared memory over the epoch (WorkerMemory), and its samples.
+inline constexpr const char* kEpoch = "epoch";
+inline constexpr const char* kPrivateStartBytes = "private_start_bytes";
+inline constexpr const char* kPrivateBytes = "private_bytes";
+inline constexpr const char* kPrivatePeakBytes = "private_peak_bytes";
+inline constexpr const char* kSharedStartBytes = "shared_start_bytes";
+inline constexpr const char* kSharedBytes = "shared_bytes";
+inline constexpr const char* kGrowthWarned = "growth_warned";
+inline constexpr const char* kSeries = "series";  // array of sample::, oldest first
 }  // namespace memory
+
+// One sample of memory::kSeries.
+namespace sample {
+inline constexpr const char* kMs = "ms";  // since the epoch (or the process) began
+inline constexpr const char* kBatches = "batches";  // the process had finished
+inline constexpr const char* kPrivateBytes = "private_bytes";
+inline constexpr const char* kSharedBytes = "shared_bytes";
+}  // namespace sample
 
 namespace oom {
 inline constexpr const char* kSource = "source";

@@ -124,6 +124,14 @@ void diagnose_kill(const DeathEvidence& e, Diagnosis& d) {
              human_bytes(e.memory->hwm_bytes) + ", " + std::to_string(e.memory_age_ms) +
              " ms before death), of which the ring is at most " + human_bytes(e.ring_bytes);
   }
+  const WorkerMemory& m = e.memory_history.summary;
+  if (m.samples > 1) {
+    memory += (memory.empty() ? "" : "; ") + std::string("private memory ") +
+              human_bytes(static_cast<uint64_t>(m.private_start_bytes)) + " at the start of epoch " +
+              std::to_string(m.epoch) + ", " +
+              human_bytes(static_cast<uint64_t>(m.private_bytes)) + " when last sampled" +
+              (m.growth_warned ? " (it kept growing: the loader warned)" : "");
+  }
   if (oom) {
     d.cause = DeathCause::kOutOfMemory;
     d.what_happened = "killed by the kernel's OOM killer " + where(e);

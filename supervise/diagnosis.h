@@ -4,6 +4,7 @@
 
 #include "ipc/crash_record.h"
 #include "supervise/memory_evidence.h"
+#include "supervise/memory_trend.h"
 #include "supervise/symbolize.h"
 #include "process/worker_process.h"
 
@@ -38,6 +39,7 @@ struct DeathEvidence {
   std::string maps;        // the worker's /proc/self/maps, copied by its signal handler
   std::optional<ProcessMemory> memory;  // the last sample taken while it lived
   int64_t memory_age_ms = -1;
+  MemoryHistory memory_history;  // private and shared memory over the epoch
   OomCounter oom_before;
   OomCounter oom_after;
   uint64_t ring_bytes = 0;

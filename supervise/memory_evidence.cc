@@ -89,6 +89,24 @@ std::optional<ProcessMemory> read_process_memory(pid_t pid) {
   return m;
 }
 
+std::optional<MemorySplit> read_memory_split(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  if (!in) return std::nullopt;
+  in.ignore(1 << 16, '\n');  // the [rollup] line: an address range
+  int64_t private_kb = -1;
+  int64_t shared_kb = 0;
+  bool shared_seen = false;
+  std::string key;
+  int64_t kb = 0;
+  while (in >> key >> kb) {
+    if (key == "Private_Dirty:") private_kb = kb;
+    if (key == "Shared_Clean:" || key == "Shared_Dirty:") shared_kb += kb, shared_seen = true;
+    in.ignore(1 << 16, '\n');  // the unit
+  }
+  if (private_kb < 0 || !shared_seen) return std::nullopt;  // a zombie's file is empty
+  return MemorySplit{private_kb * 1024, shared_kb * 1024};
+}
+
 OomCounter read_oom_counter(pid_t pid) {
   std::string v1_path;
   std::string v2_path;
@@ -127,6 +145,12 @@ OomCounter reread_oom_counter(const OomCounter& before) {
   if (before.source == "cgroup v2") return from_v2(before.path);
   if (before.source == "cgroup v1") return from_v1(before.path);
   return from_vmstat();
+}
+
+int64_t cgroup_usage_bytes(const OomCounter& counter) {
+  if (counter.source == "cgroup v2") return single_value(counter.path + "/memory.current");
+  if (counter.source == "cgroup v1") return single_value(counter.path + "/memory.usage_in_bytes");
+  return -1;
 }
 
 }  // namespace mploader::detail

@@ -19,6 +19,18 @@ struct ProcessMemory {
 // Reads /proc/<pid>/status; nullopt once the process has no memory map (a zombie).
 std::optional<ProcessMemory> read_process_memory(pid_t pid);
 
+// A process's memory by who holds it (/proc/<pid>/smaps_rollup, one read however many
+// mappings). Private: pages only this process maps, written (Private_Dirty): its allocations
+// and its copy-on-write copies. Shared: pages other processes map too (Shared_Clean and
+// Shared_Dirty): inherited and untouched, mapped files, shared memory.
+struct MemorySplit {
+  int64_t private_bytes = -1;
+  int64_t shared_bytes = -1;
+};
+
+// nullopt when the file cannot be read (the process is gone, or a kernel before 4.14).
+std::optional<MemorySplit> read_memory_split(pid_t pid);
+
 struct OomCounter {
   std::string source;   // "cgroup v2", "cgroup v1" or "/proc/vmstat"
   std::string path;     // the cgroup directory (empty for vmstat)
@@ -30,5 +42,8 @@ struct OomCounter {
 OomCounter read_oom_counter(pid_t pid);
 // The same counter again, from the same place, after the process is gone.
 OomCounter reread_oom_counter(const OomCounter& before);
+// What the cgroup `counter` came from holds now (memory.current, memory.usage_in_bytes);
+// -1 for the machine-wide counter or when unreadable.
+int64_t cgroup_usage_bytes(const OomCounter& counter);
 
 }  // namespace mploader::detail

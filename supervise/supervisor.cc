@@ -18,6 +18,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kSampleEveryMs = 250;
+constexpr uint64_t kSplitEverySamples = 2;  // smaps_rollup walks page tables: every 500 ms
 constexpr int kStackWaitMs = 500;   // how long a hung worker has to answer the stack request
 constexpr int kKillWaitMs = 2000;   // how long a SIGKILLed worker may take to be gone
 
@@ -59,7 +60,8 @@ Supervisor::Supervisor(WorkerPool& pool, const InFlightTable& in_flight,
       in_flight_(in_flight),
       settings_(settings),
       crash_dir_(crash_directory(settings.crash_dir)),
-      watches_(pool.size()) {
+      watches_(pool.size()),
+      trends_(pool.size()) {
   auto wake = ipc::EventFd::create();
   if (!wake.ok()) throw Error("mploader: supervisor: " + wake.error().describe());
   wake_ = wake.take();
@@ -105,6 +107,24 @@ void Supervisor::watch(size_t worker) {
   s.oom = read_oom_counter(p.pid);
   s.memory = read_process_memory(p.pid);
   s.memory_time = Clock::now();
+  trends_[worker].new_process(s.memory_time,
+                              pool_.channel(worker).view.header().tasks_done.load());
+}
+
+void Supervisor::epoch_started(uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = Clock::now();
+  for (MemoryTrend& t : trends_) t.new_epoch(epoch, now);
+}
+
+WorkerMemory Supervisor::memory_of(size_t worker) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return trends_[worker].summary();
+}
+
+uint64_t Supervisor::memory_growth_warnings() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return growth_warnings_;
 }
 
 void Supervisor::worker_replaced(size_t worker) {
@@ -152,7 +172,16 @@ void Supervisor::run() {
 // "before" of a death only once the worker has lived through one more interval after it.
 // Otherwise a reading taken between the kill and the exit would hide the OOM.
 void Supervisor::sample_memory() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> warnings;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sample_resident_memory();
+    if (samples_taken_++ % kSplitEverySamples == 0) warnings = follow_memory_growth();
+  }
+  for (const std::string& warning : warnings) log().warn(warning);
+}
+
+void Supervisor::sample_resident_memory() {
   for (Watch& w : watches_) {
     Seen& s = w.seen;
     if (w.record || w.gathering || s.pid <= 0) continue;
@@ -165,6 +194,27 @@ void Supervisor::sample_memory() {
     if (s.pending) s.oom = *s.pending;
     s.pending = counter;
   }
+}
+
+// Reads smaps_rollup of each live worker; a worker that died since has no memory map left
+// (nullopt) and is skipped.
+std::vector<std::string> Supervisor::follow_memory_growth() {
+  std::vector<std::string> warnings;
+  const auto now = Clock::now();
+  for (size_t worker = 0; worker < watches_.size(); ++worker) {
+    const Watch& w = watches_[worker];
+    if (w.record || w.gathering || w.seen.pid <= 0) continue;
+    const std::optional<MemorySplit> split = read_memory_split(w.seen.pid);
+    if (!split) continue;
+    const uint64_t tasks = pool_.channel(worker).view.header().tasks_done.load();
+    const std::optional<MemoryGrowth> growth = trends_[worker].add(*split, tasks, now);
+    if (!growth) continue;
+    ++growth_warnings_;
+    warnings.push_back(memory_growth_warning(
+        static_cast<int>(worker), w.seen.pid, *growth, w.seen.oom,
+        cgroup_usage_bytes(w.seen.oom), settings_.num_workers, settings_.persistent_workers));
+  }
+  return warnings;
 }
 
 std::shared_ptr<const DeathRecord> Supervisor::death_of(size_t worker) {
@@ -194,8 +244,9 @@ std::shared_ptr<const DeathRecord> Supervisor::report(size_t worker, bool hang,
   }
   w.gathering = true;
   const Seen seen = w.seen;
+  MemoryHistory history = trends_[worker].history();
   lock.unlock();
-  auto record = gather(worker, hang, timeout_ms, seen);
+  auto record = gather(worker, hang, timeout_ms, seen, std::move(history));
   lock.lock();
   w.record = record;
   w.gathering = false;
@@ -216,7 +267,8 @@ void Supervisor::end_hung_worker(ipc::RegionHeader& h, detail::ProcessRef proces
 
 // Collects the evidence of one death, classifies it, writes the report and logs the summary.
 std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
-                                                      int64_t timeout_ms, const Seen& w) {
+                                                      int64_t timeout_ms, const Seen& w,
+                                                      MemoryHistory history) {
   WorkerChannel& c = pool_.channel(worker);
   ipc::RegionHeader& h = c.view.header();
   DeathEvidence e;
@@ -238,6 +290,7 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.memory = w.memory;
   e.memory_age_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
                                                                           w.memory_time).count();
+  e.memory_history = std::move(history);
   e.oom_before = w.oom;
   e.oom_after = reread_oom_counter(w.oom);
   e.ring_bytes = c.region->size();

@@ -1,7 +1,9 @@
 // supervise/: watching workers, explaining their deaths, checking the machine.
 //
 // Supervisor: watches the workers from a thread of its own. Every 250 ms it samples each live
-// worker's resident memory and its memory cgroup's OOM-kill counter; when a worker's pidfd
+// worker's resident memory and its memory cgroup's OOM-kill counter, and every 500 ms its
+// private and shared memory (memory_trend.h: it warns, once per worker per epoch, when the
+// private memory keeps growing, before the OOM killer acts); when a worker's pidfd
 // becomes readable it gathers the evidence (exit status without reaping, the crash record the
 // worker's signal handler left, memory, OOM counters, the batches in flight), classifies the
 // death, writes the crash report and logs the summary, all within a second of the death,
@@ -15,6 +17,7 @@
 #include "process/worker_pool.h"
 #include "supervise/diagnosis.h"
 #include "supervise/in_flight.h"
+#include "supervise/memory_trend.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -35,6 +38,7 @@ struct SupervisorSettings {
   int64_t num_workers = 0;
   int64_t batch_size = 0;
   int64_t prefetch_factor = 0;
+  bool persistent_workers = false;  // named in the memory-growth warning's remedies
 };
 
 struct DeathRecord {
@@ -59,6 +63,12 @@ class Supervisor {
   void worker_replaced(size_t worker);
   // Stops watching (before an orderly shutdown makes every worker exit).
   void stop();
+  // The dispatcher starts `epoch`: memory is followed, and may be warned about, anew.
+  void epoch_started(uint64_t epoch);
+  // `worker`'s memory over the epoch so far (LoaderStats).
+  WorkerMemory memory_of(size_t worker) const;
+  // Memory-growth warnings given so far.
+  uint64_t memory_growth_warnings() const;
 
  private:
   // What is known of a worker while it lives. Copied for gather(), which runs unlocked.
@@ -83,12 +93,15 @@ class Supervisor {
 
   void run();
   void sample_memory();
+  void sample_resident_memory();
   // `generation`: the watch thread's, of the process it polled; nullopt for the dispatcher's
   // own questions, which always mean the current process.
   std::shared_ptr<const DeathRecord> report(size_t worker, bool hang, int64_t timeout_ms,
                                             std::optional<uint64_t> generation = std::nullopt);
   std::shared_ptr<const DeathRecord> gather(size_t worker, bool hang, int64_t timeout_ms,
-                                            const Seen& seen);
+                                            const Seen& seen, MemoryHistory history);
+  // Feeds each live worker's private and shared memory to its trend; returns the warnings.
+  std::vector<std::string> follow_memory_growth();
   void watch(size_t worker);
   static void end_hung_worker(ipc::RegionHeader& header, detail::ProcessRef process,
                               DeathEvidence& evidence);
@@ -100,6 +113,9 @@ class Supervisor {
   mutable std::mutex mutex_;
   std::condition_variable gathered_;
   std::vector<Watch> watches_;
+  std::vector<MemoryTrend> trends_;  // per slot, across the processes in it
+  uint64_t growth_warnings_ = 0;
+  uint64_t samples_taken_ = 0;
   ipc::EventFd wake_;
   bool stopping_ = false;
   std::thread thread_;

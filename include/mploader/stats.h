@@ -12,12 +12,37 @@
 
 namespace mploader {
 
+/// One worker's memory over the epoch running (or the last one), from the samples the loader
+/// takes of /proc/<pid>/smaps_rollup about twice a second. Byte counts are -1 until a sample
+/// exists.
+///
+/// Private memory (Private_Dirty) is what only this worker holds: what it allocated and the
+/// pages it inherited at fork and then wrote to, each a copy (copy-on-write). It is what
+/// grows when a dataset caches samples, leaks, or writes to data loaded before the Loader
+/// started. Shared memory (Shared_Clean + Shared_Dirty) is held with other processes: pages
+/// inherited at fork and not written, mapped files, the loader's rings; it grows harmlessly
+/// as mapped files are read.
+struct WorkerMemory {
+  uint64_t epoch = 0;                 ///< The epoch these numbers cover.
+  int64_t private_start_bytes = -1;   ///< At the epoch's (or this process's) first sample.
+  int64_t private_bytes = -1;         ///< At the latest sample.
+  int64_t private_peak_bytes = -1;    ///< The most seen in the epoch.
+  int64_t shared_start_bytes = -1;    ///< At the epoch's (or this process's) first sample.
+  int64_t shared_bytes = -1;          ///< At the latest sample.
+  uint64_t samples = 0;               ///< Samples taken in the epoch.
+  /// Whether the loader warned in this epoch that the worker's private memory keeps growing
+  /// (once per worker per epoch; see LoaderStats::memory_growth_warnings).
+  bool growth_warned = false;
+};
+
 /// One worker's counters (see LoaderStats).
 struct WorkerStats {
   /// Time spent building batches (Dataset::get, collation, publishing), from taking a task to
   /// handing it back. Idle time waiting for tasks is not counted.
   uint64_t busy_ns = 0;
   uint64_t batches = 0;  ///< Tasks finished, cancelled ones included.
+  /// Its private and shared memory over the epoch (WorkerMemory).
+  WorkerMemory memory;
 };
 
 /// A sample a dataset could not load and replaced with another (report_skipped_sample()).
@@ -49,6 +74,9 @@ struct LoaderStats {
   /// skips more than 32 samples between two batches the Loader receives has the rest counted
   /// in skipped_samples but not listed.
   std::vector<SkippedSample> skipped;
+  /// Warnings that a worker's private memory keeps growing (at most one per worker per
+  /// epoch), in every epoch so far.
+  uint64_t memory_growth_warnings = 0;
 };
 
 }  // namespace mploader
