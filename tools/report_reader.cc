@@ -136,7 +136,7 @@ std::string abbreviate(const json& indices, size_t max_runs = 6) {
   size_t runs = 0;
   for (size_t i = 0; i < v.size(); ++runs) {
     size_t end = i + 1;
-    while (end < v.size() && v[end] == v[end - 1] + 1) ++end;
+    while (end < v.size() && v[end - 1] < INT64_MAX && v[end] == v[end - 1] + 1) ++end;
     if (runs == max_runs) {
       s += ", ...";
       break;
@@ -179,7 +179,7 @@ bool parse_report(const std::string& path, const std::string& text, Report& repo
                   std::string& error) {
   try {
     report.body = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1E400
     std::string what = e.what();
     what.erase(0, what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
     error = "not valid JSON (" + what + ")";
