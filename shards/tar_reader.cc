@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -113,11 +114,16 @@ void TarReader::read_pending(Member& out) {
   out = std::move(pending_);
   has_pending_ = false;
   const bool sized = pending_size_ >= 0;
-  out.bytes.resize(sized ? static_cast<size_t>(pending_size_) : kBlockBytes);
+  // The buffer grows with the data that is really there: a header's size is only a claim (a
+  // compressed tar's cannot be checked against the file), and must not allocate by itself.
+  const size_t want = sized ? static_cast<size_t>(pending_size_) : SIZE_MAX;
+  out.bytes.resize(std::min(want, kBlockBytes));
   size_t total = 0;
   for (;;) {
-    if (!sized && total == out.bytes.size()) out.bytes.resize(total * 2);
-    if (total == out.bytes.size()) break;
+    if (total == out.bytes.size()) {
+      if (total == want) break;
+      out.bytes.resize(std::min(want, total * 2));
+    }
     const la_ssize_t n = archive_read_data(archive_, out.bytes.data() + total,
                                            out.bytes.size() - total);
     if (n < 0) {
@@ -127,7 +133,7 @@ void TarReader::read_pending(Member& out) {
     if (n == 0) break;
     total += static_cast<size_t>(n);
   }
-  if (sized && total < out.bytes.size()) {
+  if (sized && total < want) {
     fail("member " + in_quotes(out.name) + " is cut short: " + std::to_string(total) + " of its " +
          std::to_string(pending_size_) + " bytes are there");
   }
