@@ -95,11 +95,18 @@ bool TarReader::next_member() {
     pending_ = Member{name, std::move(ext), {}};
     pending_key_ = std::move(key);
     pending_size_ = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1;
+    if (archive_entry_size_is_set(entry) && pending_size_ < 0) {
+      // libarchive then reads on past the file's end (2 GB of data from a 4 KB tar).
+      throw std::runtime_error(in_quotes(path_) + ": member " + in_quotes(pending_.name) +
+                               " has a size of " + std::to_string(pending_size_) + " bytes in its "
+                               "header: the header is damaged");
+    }
     // The scan reads no data, so a tar cut inside its last member would pass unnoticed: the
     // member's data must end inside the file (the header's offset is in the uncompressed tar).
-    const int64_t data_end = archive_read_header_position(archive_) + kTarHeaderBytes +
-                             std::max<int64_t>(pending_size_, 0);
-    if (!compressed_ && data_end > file_bytes_) {
+    // Compared as a difference: a size near 2^63 must not overflow the sum.
+    const int64_t data_start = archive_read_header_position(archive_) + kTarHeaderBytes;
+    if (!compressed_ && std::max<int64_t>(pending_size_, 0) > file_bytes_ - data_start) {
+      const uint64_t data_end = static_cast<uint64_t>(data_start) + pending_size_;
       throw std::runtime_error(in_quotes(path_) + " is cut short: member " + in_quotes(pending_.name) +
                                " (" + std::to_string(pending_size_) + " bytes) ends past byte " +
                                std::to_string(data_end) + " but the file has " +
