@@ -157,12 +157,6 @@ class FaultInjectingDataset : public mploader::Dataset {
 
 }  // namespace
 
-const std::vector<std::string>& fault_names() {
-  static const std::vector<std::string> names = {"segv", "bus",  "fpe",       "abort", "oom",
-                                                 "kill", "exit", "exception", "hang"};
-  return names;
-}
-
 std::shared_ptr<mploader::Dataset> inject_fault(std::shared_ptr<mploader::Dataset> inner,
                                                 const FaultSpec& spec) {
   return std::make_shared<FaultInjectingDataset>(std::move(inner), spec);

@@ -43,6 +43,12 @@ at::ScalarType dtype_of(const std::string& path, const std::string& descr) {
              "to int64 or float32) before saving");
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text;
+  for (int64_t d : shape) text += (text.empty() ? "" : ", ") + std::to_string(d);
+  return text;
+}
+
 struct Header {
   std::string descr;
   bool fortran = false;
@@ -75,9 +81,18 @@ Header parse_header(const std::string& path, const uint8_t* bytes, uint64_t size
     fail(path, "header has no 'shape': " + text);
   }
   const std::string dims = m[1];  // "60000, 28, 28" or "5," or ""
+  if (dims.find_first_not_of("0123456789, L") != std::string::npos) {  // L: Python 2's longs
+    fail(path, "the header's shape (" + dims + ") is not a tuple of whole numbers; the header "
+               "is damaged: write the file again");
+  }
   for (size_t at = dims.find_first_of("0123456789"); at != std::string::npos;
        at = dims.find_first_of("0123456789", dims.find_first_not_of("0123456789", at))) {
-    h.shape.push_back(std::stoll(dims.substr(at)));
+    const std::string digits = dims.substr(at, dims.find_first_not_of("0123456789", at) - at);
+    if (digits.size() > 18) {  // more would not fit int64 (std::stoll throws out_of_range)
+      fail(path, "the header's shape (" + dims + ") has a dimension of " + digits +
+                     ", more than any array holds; the header is damaged: write the file again");
+    }
+    h.shape.push_back(std::stoll(digits));
   }
   return h;
 }
@@ -102,10 +117,19 @@ NpyArray::NpyArray(const std::string& path) : path_(path) {
   if (h.fortran) fail(path, "Fortran-ordered arrays are not supported; save np.ascontiguousarray(a)");
   dtype_ = dtype_of(path, h.descr);
   shape_ = h.shape;
-  uint64_t elements = 1;
-  for (size_t i = 1; i < shape_.size(); ++i) elements *= static_cast<uint64_t>(shape_[i]);
-  row_bytes_ = elements * c10::elementSize(dtype_);
-  const uint64_t needed = h.data_offset + row_bytes_ * static_cast<uint64_t>(rows());
+  // Every product checked: a damaged shape must not wrap around to a size the file has.
+  bool wraps = false;
+  row_bytes_ = c10::elementSize(dtype_);
+  for (size_t i = 1; i < shape_.size(); ++i) {
+    wraps |= __builtin_mul_overflow(row_bytes_, static_cast<uint64_t>(shape_[i]), &row_bytes_);
+  }
+  uint64_t needed = 0;
+  wraps |= __builtin_mul_overflow(row_bytes_, static_cast<uint64_t>(rows()), &needed);
+  wraps |= __builtin_add_overflow(needed, h.data_offset, &needed);
+  if (wraps) {
+    fail(path, "the header's shape (" + shape_text(shape_) + ") of '" + h.descr + "' is more "
+               "than 2^64 bytes; the header is damaged: write the file again");
+  }
   if (size < needed) {
     fail(path, "truncated: the header promises " + std::to_string(needed) + " bytes, the file has " +
                    std::to_string(size) + "; write it again");
@@ -136,51 +160,6 @@ at::Tensor NpyArray::tensor() const {
   auto keep = mapping_;
   return at::from_blob(const_cast<uint8_t*>(data_), shape_, [keep](void*) {},
                        at::TensorOptions().dtype(dtype_));
-}
-
-NpyDataset::NpyDataset(const std::vector<std::pair<std::string, std::string>>& arrays) {
-  if (arrays.empty()) throw Error("mploader: NpyDataset needs at least one (name, path) array");
-  for (const auto& [name, path] : arrays) arrays_.emplace_back(name, NpyArray(path));
-  rows_ = static_cast<size_t>(arrays_.front().second.rows());
-  for (const auto& [name, array] : arrays_) {
-    if (static_cast<size_t>(array.rows()) != rows_) {
-      throw Error("mploader: NpyDataset: '" + name + "' (" + array.path() + ") has " +
-                  std::to_string(array.rows()) + " rows but '" + arrays_.front().first + "' has " +
-                  std::to_string(rows_) + "; every array needs one row per sample");
-    }
-  }
-}
-
-Sample NpyDataset::get(int64_t index) {
-  Sample s;
-  for (const auto& [name, array] : arrays_) s.set(name, array.row(index));
-  return s;
-}
-
-}  // namespace mploader
-
-namespace mploader {
-
-std::optional<SampleLayout> NpyDataset::sample_layout() const {
-  SampleLayout layout;
-  for (const auto& [name, array] : arrays_) {
-    const auto& shape = array.shape();
-    layout.push_back({name, array.dtype(),
-                      std::vector<int64_t>(shape.begin() + (shape.empty() ? 0 : 1), shape.end())});
-  }
-  return layout;
-}
-
-void NpyDataset::write(int64_t index, SampleWriter& out) {
-  for (size_t k = 0; k < arrays_.size(); ++k) arrays_[k].second.copy_row(index, out.bytes(k));
-}
-
-void NpyDataset::write_batch(const int64_t* indices, size_t count, BatchWriter& out) {
-  for (size_t k = 0; k < arrays_.size(); ++k) {
-    const NpyArray& array = arrays_[k].second;
-    auto* dst = static_cast<uint8_t*>(out.bytes(k));
-    for (size_t r = 0; r < count; ++r) array.copy_row(indices[r], dst + r * array.row_bytes());
-  }
 }
 
 }  // namespace mploader

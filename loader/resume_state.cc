@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <type_traits>
 
 namespace mploader::detail {
 namespace {
@@ -14,6 +15,9 @@ using nlohmann::json;
 
 constexpr const char* kVersionKey = "mploader_loader_state";
 constexpr uint64_t kVersion = 1;
+// A plan holds every batch's index list (at least 32 bytes each): 2^32 batches are over
+// 128 GiB, so no saved epoch had more, and a bigger count would only allocate `delivered`.
+constexpr uint64_t kMaxBatches = uint64_t{1} << 32;
 const std::string kFix =
     " Pass load_state_dict() the unmodified text a Loader::state_dict() returned, or start "
     "without it.";
@@ -82,16 +86,26 @@ json settings_json(const RecordedSettings& s) {
               {"in_order", s.in_order},     {"num_workers", s.num_workers}};
 }
 
+// One recorded setting; `fallback` when it is missing or of another type (json::value() would
+// throw json::type_error for a true where a number belongs).
+template <typename T>
+T setting(const json& j, const char* name, T fallback) {
+  const auto it = j.find(name);
+  if (it == j.end()) return fallback;
+  const bool fits = std::is_same_v<T, bool> ? it->is_boolean() : it->is_number_integer();
+  return fits ? it->template get<T>() : fallback;
+}
+
 // Only for naming differences; a missing or odd value is left at its default.
 RecordedSettings settings_from(const json& j) {
   RecordedSettings s;
   if (!j.is_object()) return s;
-  s.batch_size = j.value("batch_size", int64_t{0});
-  s.drop_last = j.value("drop_last", false);
-  s.shuffle = j.value("shuffle", false);
-  s.seed = j.value("seed", uint64_t{0});
-  s.in_order = j.value("in_order", true);
-  s.num_workers = j.value("num_workers", int64_t{0});
+  s.batch_size = setting(j, "batch_size", int64_t{0});
+  s.drop_last = setting(j, "drop_last", false);
+  s.shuffle = setting(j, "shuffle", false);
+  s.seed = setting(j, "seed", uint64_t{0});
+  s.in_order = setting(j, "in_order", true);
+  s.num_workers = setting(j, "num_workers", int64_t{0});
   return s;
 }
 
@@ -205,7 +219,7 @@ ResumeState from_text(const std::string& text) {
   json body;
   try {
     body = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error; out_of_range for a number like 1e400
     refuse("the text (" + std::to_string(text.size()) + " bytes) is not valid JSON, it may be "
            "truncated (" + e.what() + ")");
   }
@@ -226,6 +240,11 @@ ResumeState from_text(const std::string& text) {
   state.epoch = unsigned_field(body, "epoch");
   state.plan.dataset_size = unsigned_field(body, "dataset_size");
   state.plan.num_batches = unsigned_field(body, "num_batches");
+  if (state.plan.num_batches > kMaxBatches) {
+    refuse("the field \"num_batches\" is " + std::to_string(state.plan.num_batches) +
+           ", more than the " + std::to_string(kMaxBatches) + " batches any Loader's epoch "
+           "plan can hold in memory");
+  }
   state.plan.hash = hex_field(body, "plan_hash");
   state.delivered = delivered_from(field(body, "delivered"), state.plan.num_batches);
   state.settings = settings_from(field(body, "settings"));

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -94,11 +95,18 @@ bool TarReader::next_member() {
     pending_ = Member{name, std::move(ext), {}};
     pending_key_ = std::move(key);
     pending_size_ = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1;
+    if (archive_entry_size_is_set(entry) && pending_size_ < 0) {
+      // libarchive then reads on past the file's end (2 GB of data from a 4 KB tar).
+      throw std::runtime_error(in_quotes(path_) + ": member " + in_quotes(pending_.name) +
+                               " has a size of " + std::to_string(pending_size_) + " bytes in its "
+                               "header: the header is damaged");
+    }
     // The scan reads no data, so a tar cut inside its last member would pass unnoticed: the
     // member's data must end inside the file (the header's offset is in the uncompressed tar).
-    const int64_t data_end = archive_read_header_position(archive_) + kTarHeaderBytes +
-                             std::max<int64_t>(pending_size_, 0);
-    if (!compressed_ && data_end > file_bytes_) {
+    // Compared as a difference: a size near 2^63 must not overflow the sum.
+    const int64_t data_start = archive_read_header_position(archive_) + kTarHeaderBytes;
+    if (!compressed_ && std::max<int64_t>(pending_size_, 0) > file_bytes_ - data_start) {
+      const uint64_t data_end = static_cast<uint64_t>(data_start) + pending_size_;
       throw std::runtime_error(in_quotes(path_) + " is cut short: member " + in_quotes(pending_.name) +
                                " (" + std::to_string(pending_size_) + " bytes) ends past byte " +
                                std::to_string(data_end) + " but the file has " +
@@ -113,11 +121,16 @@ void TarReader::read_pending(Member& out) {
   out = std::move(pending_);
   has_pending_ = false;
   const bool sized = pending_size_ >= 0;
-  out.bytes.resize(sized ? static_cast<size_t>(pending_size_) : kBlockBytes);
+  // The buffer grows with the data that is really there: a header's size is only a claim (a
+  // compressed tar's cannot be checked against the file), and must not allocate by itself.
+  const size_t want = sized ? static_cast<size_t>(pending_size_) : SIZE_MAX;
+  out.bytes.resize(std::min(want, kBlockBytes));
   size_t total = 0;
   for (;;) {
-    if (!sized && total == out.bytes.size()) out.bytes.resize(total * 2);
-    if (total == out.bytes.size()) break;
+    if (total == out.bytes.size()) {
+      if (total == want) break;
+      out.bytes.resize(std::min(want, total * 2));
+    }
     const la_ssize_t n = archive_read_data(archive_, out.bytes.data() + total,
                                            out.bytes.size() - total);
     if (n < 0) {
@@ -127,7 +140,7 @@ void TarReader::read_pending(Member& out) {
     if (n == 0) break;
     total += static_cast<size_t>(n);
   }
-  if (sized && total < out.bytes.size()) {
+  if (sized && total < want) {
     fail("member " + in_quotes(out.name) + " is cut short: " + std::to_string(total) + " of its " +
          std::to_string(pending_size_) + " bytes are there");
   }

@@ -28,7 +28,7 @@ done
 # A new folder must be given its place in the order.
 for folder in */; do
   folder=${folder%/}
-  case " $layers include bench tests tools examples docs configs cmake scripts build " in
+  case " $layers include bench tests fuzz tools examples docs configs cmake scripts build " in
     *" $folder "*) ;;
     *) case "$folder" in build*) ;; *) ls "$folder"/*.cc >/dev/null 2>&1 && {
          echo "$folder/ holds library code but has no place in the layer order of $0"; bad=1; } ;;

@@ -1,0 +1,72 @@
+// Fuzzes the parser and checks behind Loader::load_state_dict (loader/resume_state.cc): any
+// bytes as the saved state, against a fixed small Loader's plan (10 samples, batch_size 4: 3
+// batches). A state is checksummed, so mutated text mostly stops at the checksum; an input
+// that starts with 's' is signed first (the rest, re-checksummed when it is a JSON object), so
+// that the fuzzer reaches the fields behind the checksum as a user editing a state would.
+// Refusing with OptionError is fine; a crash, UB, another exception, or an accepted state that
+// does not survive to_text() and back, is not.
+#include "loader/resume_state.h"
+
+#include <mploader/errors.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+using namespace mploader::detail;
+
+// The checksum resume_state.cc writes: FNV-1a over the compact text without "checksum".
+std::string signed_text(const std::string& text) {
+  nlohmann::json body = nlohmann::json::parse(text, nullptr, false);
+  if (!body.is_object()) return text;
+  body.erase("checksum");
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : body.dump()) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  body["checksum"] = hex;
+  return body.dump();
+}
+
+const PlanFingerprint& loader_plan() {
+  static const PlanFingerprint plan = fingerprint({{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}, 10);
+  return plan;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  if (!text.empty() && text[0] == 's') text = signed_text(text.substr(1));
+  ResumeState saved;
+  try {
+    saved = from_text(text);
+  } catch (const mploader::OptionError&) {
+    return 0;
+  }
+  // What a loaded state must give back: the same state when saved again.
+  const ResumeState again = from_text(to_text(saved));
+  if (again.delivered != saved.delivered || again.epoch != saved.epoch ||
+      again.plan.hash != saved.plan.hash || again.stream.has_value() != saved.stream.has_value()) {
+    std::fprintf(stderr, "an accepted state changed when saved again\n");
+    std::abort();
+  }
+  RecordedSettings settings;
+  settings.batch_size = 4;
+  std::optional<StreamProgress> stream;
+  if (saved.stream) stream = StreamProgress{2, 0x1234, 1, 0, {}};
+  try {
+    check_same_stream(saved, stream);
+    check_same_plan(saved, loader_plan(), settings);
+  } catch (const mploader::OptionError&) {
+  }
+  return 0;
+}
