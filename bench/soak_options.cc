@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <vector>
 
 namespace bench::soak {
 namespace {
@@ -59,7 +60,19 @@ struct RawOptions {
   std::string epochs = "200", workers = "2", samples = "4096", batch_size = "32";
   std::string payload_bytes = "4096", kill_probability = "0.5", max_kills = "2", seed = "1";
   std::string check_from = "10", report_every = "10";
+  std::string inject;
 };
+
+Injection parse_injection(const std::string& text) {
+  const std::vector<std::string>& names = injection_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == text) return static_cast<Injection>(i + 1);
+  }
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  throw SoakUsageError("--inject: unknown fault '" + text + "'; give one of " + list +
+                       ", e.g. --inject fd");
+}
 
 void add_options(CLI::App& app, RawOptions& raw, SoakOptions& options) {
   app.add_option("--epochs", raw.epochs, "epochs to run")->capture_default_str();
@@ -78,6 +91,9 @@ void add_options(CLI::App& app, RawOptions& raw, SoakOptions& options) {
                  "RSS stay within 1 % of it")->capture_default_str();
   app.add_option("--report-every", raw.report_every, "a progress line every this many epochs")
       ->capture_default_str();
+  app.add_option("--inject", raw.inject,
+                 "self-test: plant a fault one epoch after --check-from (fd, thread, child, shm, "
+                 "rss, lost-batch or duplicate-batch); the soak must then FAIL naming it");
   app.add_option("--shm-dir", options.shm_dir, "tmpfs folder for the rings (default: memfd)");
   app.add_option("--crash-dir", options.crash_dir,
                  "folder for the crash reports of killed workers (default: a temporary folder, "
@@ -100,6 +116,13 @@ void validate(const RawOptions& raw, SoakOptions& o) {
                          "); give an epoch from 1 to " + std::to_string(o.epochs));
   }
   o.report_every = parse_count("--report-every", raw.report_every, 1, kMaxCount, "10");
+  if (!raw.inject.empty()) o.inject = parse_injection(raw.inject);
+  if (o.inject != Injection::kNone && o.check_from >= o.epochs) {
+    throw SoakUsageError("--inject: the fault goes in after epoch --check-from " +
+                         std::to_string(o.check_from) + ", and --epochs " +
+                         std::to_string(o.epochs) + " ends there; give --epochs " +
+                         std::to_string(o.check_from + 1) + " or more");
+  }
   if (!o.shm_dir.empty()) require_folder("--shm-dir", o.shm_dir, "/dev/shm");
   if (!o.crash_dir.empty()) require_folder("--crash-dir", o.crash_dir, "/tmp");
 }

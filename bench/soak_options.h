@@ -2,6 +2,8 @@
 // one-line message names the option, the value and the fix (main exits with 2).
 #pragma once
 
+#include "soak_inject.h"
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -28,6 +30,7 @@ struct SoakOptions {
   int64_t report_every = 10;   // a progress line every this many epochs
   std::string shm_dir;         // LoaderOptions::shm_dir; "" is memfd
   std::string crash_dir;       // "" is a fresh folder under /tmp, removed at the end
+  Injection inject = Injection::kNone;  // a fault planted after epoch check_from (self-test)
 };
 
 // Fills `options` from the command line. Returns false when it printed the help (exit 0);

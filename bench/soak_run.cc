@@ -1,6 +1,7 @@
 #include "soak_run.h"
 
 #include "soak_dataset.h"
+#include "soak_inject.h"
 #include "soak_kills.h"
 #include "soak_log.h"
 #include "soak_probe.h"
@@ -63,7 +64,7 @@ class Soak {
   Soak(const SoakOptions& options, std::ostream& out)
       : options_(options), out_(out), random_(options.seed),
         ledger_(options.samples, options.payload_bytes),
-        log_tally_(LoaderLogTally::install()) {}
+        log_tally_(LoaderLogTally::install()), injector_(options.inject) {}
 
   int run();
 
@@ -86,6 +87,7 @@ class Soak {
   std::mt19937_64 random_;
   DeliveryLedger ledger_;
   LoaderLogTally& log_tally_;
+  Injector injector_;  // --inject: planted in epoch check_from + 1
   std::string crash_dir_;
   LoaderTrack tracks_[2];  // [0] persistent, odd epochs; [1] not, even epochs
   Clock::time_point start_ = Clock::now();
@@ -129,13 +131,16 @@ std::string Soak::run_epoch(LoaderTrack& track, int64_t epoch) {
   const int64_t restarts_before = log_tally_.restarts();
   ledger_.start_epoch();
   size_t next_kill = 0;
+  const bool inject = epoch == options_.check_from + 1;
   for (int64_t batch = 0; std::optional<mploader::Batch> b = loader.next(); ++batch) {
-    ledger_.record(*b);
+    const int times = inject ? injector_.times_recorded(batch) : 1;
+    for (int t = 0; t < times; ++t) ledger_.record(*b);
     for (; next_kill < kills.size() && kills[next_kill] == batch; ++next_kill) {
       if (kill_random_worker(loader, random_, track.killed) > 0) ++track.kills;
     }
   }
   track.restarts += log_tally_.restarts() - restarts_before;
+  if (inject) injector_.plant();
   if (!track.persistent) {
     track.absorbed += track.pending();  // its stopped pool reaped them
     track.killed.clear();
