@@ -28,9 +28,11 @@ int64_t parse_count(const std::string& option, const std::string& text, int64_t 
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (*end != '\0') throw SoakUsageError(option + ": '" + text + "' is not a whole number; " + want);
-  if (errno == ERANGE || v > max) throw SoakUsageError(option + ": " + text + " is too large; " + want);
-  if (v < min) throw SoakUsageError(option + ": " + text + " is too small; " + want);
+  std::string wrong;
+  if (*end != '\0') wrong = "'" + text + "' is not a whole number";
+  else if (errno == ERANGE || v > max) wrong = text + " is too large";
+  else if (v < min) wrong = text + " is too small";
+  if (!wrong.empty()) throw SoakUsageError(option + ": " + wrong + "; " + want);
   return v;
 }
 
@@ -75,22 +77,22 @@ Injection parse_injection(const std::string& text) {
 }
 
 void add_options(CLI::App& app, RawOptions& raw, SoakOptions& options) {
-  app.add_option("--epochs", raw.epochs, "epochs to run")->capture_default_str();
-  app.add_option("--workers", raw.workers, "fork workers of each loader")->capture_default_str();
-  app.add_option("--samples", raw.samples, "samples per epoch, each carrying its index")->capture_default_str();
-  app.add_option("--batch-size", raw.batch_size, "samples per batch")->capture_default_str();
+  app.option_defaults()->always_capture_default();  // --help shows each default
+  app.add_option("--epochs", raw.epochs, "epochs to run");
+  app.add_option("--workers", raw.workers, "fork workers of each loader");
+  app.add_option("--samples", raw.samples, "samples per epoch, each carrying its index");
+  app.add_option("--batch-size", raw.batch_size, "samples per batch");
   app.add_option("--payload-bytes", raw.payload_bytes,
-                 "bytes of checked payload per sample beside its index")->capture_default_str();
+                 "bytes of checked payload per sample beside its index");
   app.add_option("--kill-probability", raw.kill_probability,
-                 "chance that an epoch has worker kills (SIGKILL at random batches)")->capture_default_str();
+                 "chance that an epoch has worker kills (SIGKILL at random batches)");
   app.add_option("--max-kills", raw.max_kills,
-                 "kills per epoch at most; also the loaders' max_restarts_per_epoch")->capture_default_str();
-  app.add_option("--seed", raw.seed, "seeds the kill schedule and the shuffling")->capture_default_str();
+                 "kills per epoch at most; also the loaders' max_restarts_per_epoch");
+  app.add_option("--seed", raw.seed, "seeds the kill schedule and the shuffling");
   app.add_option("--check-from", raw.check_from,
                  "from this epoch on, fds, threads, children and shm must equal its values and "
-                 "RSS stay within 1 % of it")->capture_default_str();
-  app.add_option("--report-every", raw.report_every, "a progress line every this many epochs")
-      ->capture_default_str();
+                 "RSS stay within 1 % of it");
+  app.add_option("--report-every", raw.report_every, "a progress line every this many epochs");
   app.add_option("--inject", raw.inject,
                  "self-test: plant a fault one epoch after --check-from (fd, thread, child, shm, "
                  "rss, lost-batch or duplicate-batch); the soak must then FAIL naming it");

@@ -55,7 +55,10 @@ std::string mib(int64_t kib) { return fixed(static_cast<double>(kib) / 1024.0, 1
 // A folder for the killed workers' crash reports (mploader writes one per death).
 std::string make_crash_dir() {
   char dir[] = "/tmp/mploader-soak-crashes-XXXXXX";
-  if (!mkdtemp(dir)) throw std::runtime_error("cannot create a folder under /tmp for crash reports");
+  if (!mkdtemp(dir)) {
+    throw std::runtime_error("cannot create a folder under /tmp for the crash reports; give "
+                             "--crash-dir");
+  }
   return dir;
 }
 

@@ -12,8 +12,7 @@ add_test(NAME "soak: short"
           --check-from 10 --seed 18)
 set_tests_properties("soak: short" PROPERTIES
   TIMEOUT 120
-  PASS_REGULAR_EXPRESSION
-  "PASS: 30 epochs of 4096 samples, every index delivered exactly once in each; [0-9]+ workers killed: [1-9][0-9]* restarted.*from epoch 10 to 30 fds [0-9]+, threads [0-9]+, children 2, shm 0 named \\+ 2 mapped stayed equal.*exit status 0")
+  PASS_REGULAR_EXPRESSION "PASS: 30 epochs of 4096 samples, every index delivered exactly once in each; [0-9]+ workers killed: [1-9][0-9]* restarted.*from epoch 10 to 30 fds [0-9]+, threads [0-9]+, children 2, shm [0-9]+ named \\+ 2 mapped stayed equal.*exit status 0")
 foreach(case
     "fd|open fds [0-9]+ \\(epoch 2 had [0-9]+\\)"
     "thread|threads [0-9]+ \\(epoch 2 had [0-9]+\\)"
@@ -32,6 +31,7 @@ foreach(case
   set_tests_properties("${name}" PROPERTIES TIMEOUT 60
     PASS_REGULAR_EXPRESSION "FAIL: epoch 3: ${expected}.*exit status 1")
 endforeach()
+# "option|arguments|expected message"
 foreach(case
     "epochs|--epochs 0|--epochs: 0 is too small; give a whole number from 1"
     "check-from|--epochs 10 --check-from 11|--check-from: epoch 11 is after the last one \\(--epochs 10\\)"
