@@ -91,4 +91,9 @@ bool LoaderLogTally::diagnosed(int pid) const {
   return diagnosed_pids.count(pid) != 0;
 }
 
+void LoaderLogTally::forget(int pid) {
+  std::lock_guard<std::mutex> lock(diagnosed_mutex);
+  diagnosed_pids.erase(pid);
+}
+
 }  // namespace bench::soak

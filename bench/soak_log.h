@@ -27,6 +27,9 @@ class LoaderLogTally {
   int64_t other_deaths() const;
   // Whether the death of process `pid` has been diagnosed (of any cause).
   bool diagnosed(int pid) const;
+  // Drops `pid` from what diagnosed() remembers, so that a long soak's bookkeeping does not
+  // grow the RSS it measures.
+  void forget(int pid);
 
  private:
   LoaderLogTally() = default;

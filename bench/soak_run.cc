@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -32,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 struct LoaderTrack {
   std::unique_ptr<mploader::Loader> loader;
   bool persistent = false;
-  std::set<int> killed;  // worker pids this soak killed
+  std::set<int> killed;  // worker pids this soak killed and has not yet seen diagnosed
   int64_t kills = 0;
   int64_t restarts = 0;  // the loader's restarts, counted in its own epochs
   // Kills no restart answered because the loader did not need to: the worker died after the
@@ -75,7 +76,7 @@ class Soak {
   mploader::LoaderOptions loader_options(bool persistent) const;
   void build_loaders();
   std::string run_epoch(LoaderTrack& track, int64_t epoch);
-  void wait_for_diagnoses(const LoaderTrack& track) const;
+  void settle(LoaderTrack& track);
   void check_flat(int64_t epoch, const ProcessCounts& counts);
   std::string death_problem() const;
   void print_header() const;
@@ -146,7 +147,6 @@ std::string Soak::run_epoch(LoaderTrack& track, int64_t epoch) {
   if (inject) injector_.plant();
   if (!track.persistent) {
     track.absorbed += track.pending();  // its stopped pool reaped them
-    track.killed.clear();
   }
   return ledger_.problems();
 }
@@ -154,13 +154,18 @@ std::string Soak::run_epoch(LoaderTrack& track, int64_t epoch) {
 // A persistent loader's Supervisor diagnoses a death on its own thread, writing a crash report,
 // also after the epoch (a worker killed near its end). Measuring meanwhile would catch the
 // report's descriptor: wait (at most 10 s) until every worker the soak killed is diagnosed.
-void Soak::wait_for_diagnoses(const LoaderTrack& track) const {
-  if (!track.persistent) return;  // its pool, Supervisor and all, stopped with the epoch
+// Then the soak forgets the pids it no longer needs, so that its own bookkeeping stays flat.
+void Soak::settle(LoaderTrack& track) {
   const Clock::time_point give_up = Clock::now() + std::chrono::seconds(10);
-  for (int pid : track.killed) {
-    while (!log_tally_.diagnosed(pid) && Clock::now() < give_up) {
+  for (auto pid = track.killed.begin(); pid != track.killed.end();) {
+    // A non-persistent loader's pool, Supervisor and all, stopped with the epoch.
+    while (track.persistent && !log_tally_.diagnosed(*pid) && Clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+    // A diagnosed worker is a zombie or gone: kill_random_worker() passes it by anyway.
+    const bool done = !track.persistent || log_tally_.diagnosed(*pid);
+    log_tally_.forget(*pid);
+    pid = done ? track.killed.erase(pid) : std::next(pid);
   }
 }
 
@@ -227,7 +232,7 @@ int Soak::run() {
       failure = "epoch " + std::to_string(epoch) + ": " + failure;
       break;
     }
-    wait_for_diagnoses(tracks_[(epoch - 1) % 2]);
+    settle(tracks_[(epoch - 1) % 2]);
     const ProcessCounts counts = measure_process_steady(options_.shm_dir);
     check_flat(epoch, counts);
     if (epoch % options_.report_every == 0 || epoch == options_.epochs) {
