@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -145,9 +144,7 @@ std::string Soak::run_epoch(LoaderTrack& track, int64_t epoch) {
   }
   track.restarts += log_tally_.restarts() - restarts_before;
   if (inject) injector_.plant();
-  if (!track.persistent) {
-    track.absorbed += track.pending();  // its stopped pool reaped them
-  }
+  if (!track.persistent) track.absorbed += track.pending();  // its stopped pool reaped them
   return ledger_.problems();
 }
 
@@ -163,9 +160,12 @@ void Soak::settle(LoaderTrack& track) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     // A diagnosed worker is a zombie or gone: kill_random_worker() passes it by anyway.
-    const bool done = !track.persistent || log_tally_.diagnosed(*pid);
+    if (track.persistent && !log_tally_.diagnosed(*pid)) {
+      ++pid;  // still undiagnosed after 10 s: kept, the counts will tell
+      continue;
+    }
     log_tally_.forget(*pid);
-    pid = done ? track.killed.erase(pid) : std::next(pid);
+    pid = track.killed.erase(pid);
   }
 }
 
