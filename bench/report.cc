@@ -40,6 +40,11 @@ std::string json_line(const RunResult& r) {
   j["head_of_line_s"] = r.head_of_line_s;
   j["corrupt"] = r.corrupt;
   j["corrupt_examples"] = r.corrupt_examples;
+  if (r.epochs >= 0) {
+    j["epochs"] = r.epochs;
+    j["memory_growth_warnings"] = r.memory_growth_warnings;
+    j["worker_private_growth_mb"] = r.worker_private_growth_mb;
+  }
   if (!r.note.empty()) j["note"] = r.note;
   return j.dump();
 }
@@ -68,6 +73,9 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line) try 
   r.head_of_line_s = j.value("head_of_line_s", -1.0);
   r.corrupt = j.value("corrupt", int64_t{0});
   r.corrupt_examples = j.value("corrupt_examples", std::vector<int64_t>{});
+  r.epochs = j.value("epochs", int64_t{-1});
+  r.memory_growth_warnings = j.value("memory_growth_warnings", int64_t{-1});
+  r.worker_private_growth_mb = j.value("worker_private_growth_mb", -1.0);
   if (j.contains("note")) r.note = j.at("note").get<std::string>();
   return r;
 } catch (const nlohmann::json::exception& e) {

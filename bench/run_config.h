@@ -75,6 +75,12 @@ struct RunResult {
   // few of their dataset indices.
   int64_t corrupt = 0;
   std::vector<int64_t> corrupt_examples;
+  // mploader only (-1 elsewhere): epochs begun, the loader's memory-growth warnings, and the
+  // most any worker's private memory grew from the end of the first epoch to the end of the
+  // run (MiB; -1 with a single epoch): memory that workers kept across epochs.
+  int64_t epochs = -1;
+  int64_t memory_growth_warnings = -1;
+  double worker_private_growth_mb = -1;
   std::string note;  // what the runner did differently, e.g. PyTorch's JPEG decoder
 };
 

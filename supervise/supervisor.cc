@@ -111,10 +111,17 @@ void Supervisor::watch(size_t worker) {
                               pool_.channel(worker).view.header().tasks_done.load());
 }
 
+// Every epoch starts with a sample: epochs shorter than the sampling interval still leave one
+// per epoch, so that memory kept from epoch to epoch shows however fast they run.
 void Supervisor::epoch_started(uint64_t epoch) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto now = Clock::now();
-  for (MemoryTrend& t : trends_) t.new_epoch(epoch, now);
+  std::vector<std::string> warnings;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto now = Clock::now();
+    for (MemoryTrend& t : trends_) t.new_epoch(epoch, now);
+    warnings = follow_memory_growth();
+  }
+  for (const std::string& warning : warnings) log().warn(warning);
 }
 
 WorkerMemory Supervisor::memory_of(size_t worker) const {

@@ -1,8 +1,8 @@
 // supervise/: watching workers, explaining their deaths, checking the machine.
 //
 // Supervisor: watches the workers from a thread of its own. Every 250 ms it samples each live
-// worker's resident memory and its memory cgroup's OOM-kill counter, and every 500 ms its
-// private and shared memory (memory_trend.h: it warns, once per worker per epoch, when the
+// worker's resident memory and its memory cgroup's OOM-kill counter, and every 500 ms and at
+// each epoch's start its private and shared memory (memory_trend.h: it warns, once per worker per epoch, when the
 // private memory keeps growing, before the OOM killer acts); when a worker's pidfd
 // becomes readable it gathers the evidence (exit status without reaping, the crash record the
 // worker's signal handler left, memory, OOM counters, the batches in flight), classifies the

@@ -62,7 +62,7 @@ TEST_CASE("memory trend: steady growth warns once per epoch, a single step or wa
   CHECK(trend.summary().private_start_bytes == 680 * kMiB);
 }
 
-TEST_CASE("memory trend: creeping growth adds up; a replaced worker starts warm-up again") {
+TEST_CASE("memory trend: creeping growth adds up, and a replaced worker starts warm-up again") {
   auto now = MemoryTrend::Clock::now();
   MemoryTrend trend;
   trend.new_process(now, 40);  // the slot's counter runs on across processes
