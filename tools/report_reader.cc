@@ -9,6 +9,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -190,6 +192,52 @@ bool parse_report(const std::string& path, const std::string& text, Report& repo
   return error.empty();
 }
 
+// The integer at `name` in `o`, or nullopt when absent or of another type (reports before the
+// memory section lack it; a damaged one must still print).
+std::optional<int64_t> integer_at(const json& o, const char* name) {
+  if (!o.is_object() || !o.contains(name) || !o[name].is_number_integer()) return std::nullopt;
+  return o[name].get<int64_t>();
+}
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+// "Memory:" lines: the worker's private and shared memory over the epoch, and up to 16 of its
+// private samples; nothing when the report has no memory samples.
+void print_memory(std::ostream& out, const json& details) {
+  namespace m = key::memory;
+  if (!details.is_object() || !details.contains(key::details::kMemory)) return;
+  const json& memory = details[key::details::kMemory];
+  const auto epoch = integer_at(memory, m::kEpoch);
+  const auto p0 = integer_at(memory, m::kPrivateStartBytes);
+  const auto p1 = integer_at(memory, m::kPrivateBytes);
+  const auto s0 = integer_at(memory, m::kSharedStartBytes);
+  const auto s1 = integer_at(memory, m::kSharedBytes);
+  if (!epoch || !p0 || !p1 || !s0 || !s1 || *p0 < 0) return;
+  const auto peak = integer_at(memory, m::kPrivatePeakBytes);
+  const bool warned = memory.contains(m::kGrowthWarned) && memory[m::kGrowthWarned] == true;
+  out << "Memory:        epoch " << *epoch << ": private " << mib(*p0) << " -> " << mib(*p1)
+      << (peak ? " (peak " + mib(*peak) + ")" : "") << ", shared " << mib(*s0) << " -> "
+      << mib(*s1) << (warned ? "; the loader warned that it kept growing" : "") << "\n";
+  const json& series = memory.contains(m::kSeries) ? memory[m::kSeries] : json();
+  if (!series.is_array() || series.size() < 2) return;
+  std::string values;
+  const size_t shown = std::min<size_t>(series.size(), 16);
+  for (size_t i = 0; i < shown; ++i) {
+    const json& point = series[i * (series.size() - 1) / (shown - 1)];
+    const auto bytes = integer_at(point, key::sample::kPrivateBytes);
+    values += (i ? " " : "") + (bytes ? std::to_string(*bytes >> 20) : std::string("?"));
+  }
+  const auto ms = integer_at(series.back(), key::sample::kMs);
+  const auto batches = integer_at(series.back(), key::sample::kBatches);
+  out << "Private (MiB): " << values << " (" << series.size() << " samples"
+      << (ms ? ", to " + std::to_string(*ms / 1000) + " s" : "")
+      << (batches ? " and " + std::to_string(*batches) + " batches" : "") << ")\n";
+}
+
 void print_report(std::ostream& out, const Report& r) {
   namespace top = key::top;
   const json& j = r.body;
@@ -206,6 +254,7 @@ void print_report(std::ostream& out, const Report& r) {
     out << "In flight:     batch " << b[key::batch::kSequence] << " of epoch "
         << b[key::batch::kEpoch] << ", indices " << abbreviate(b[key::batch::kIndices]) << "\n";
   }
+  print_memory(out, j[top::kDetails]);
   const json& frames = j[top::kFrames];
   if (frames.empty()) out << "Frames:        none recorded\n";
   else out << "Frames:\n";
