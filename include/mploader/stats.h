@@ -13,8 +13,8 @@
 namespace mploader {
 
 /// One worker's memory over the epoch running (or the last one), from the samples the loader
-/// takes of /proc/<pid>/smaps_rollup about twice a second. Byte counts are -1 until a sample
-/// exists.
+/// takes of the worker's smaps_rollup in /proc twice a second and at each epoch's start. Byte
+/// counts are -1 until a sample exists.
 ///
 /// Private memory (Private_Dirty) is what only this worker holds: what it allocated and the
 /// pages it inherited at fork and then wrote to, each a copy (copy-on-write). It is what
