@@ -7,14 +7,15 @@
 //     dies of SIGBUS in the dataset's file, the death is classified shm_full with the remedy,
 //     and the ring, reserved when it was made, never faulted;
 //  3. the remedy applied (the dataset's files on a larger tmpfs): every index arrives.
+// ATen before Catch: libtorch defines a CHECK of its own, which must not replace Catch's.
+#include <ATen/ATen.h>
+#include <mploader/mploader.h>
+
 #include "tmpfs_mount.h"
 #include "stderr_capture.h"
 
 #include <catch2/catch.hpp>
 
-#include <mploader/mploader.h>
-
-#include <ATen/ATen.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <nlohmann/json.hpp>

@@ -2,14 +2,15 @@
 // whose private memory grows (a per-sample cache; copy-on-write of a buffer inherited at fork)
 // and one whose does not, with the warning's text, Loader::stats() and the crash report's
 // memory section.
+// ATen before Catch: libtorch defines a CHECK of its own, which must not replace Catch's.
+#include <ATen/ATen.h>
+#include <mploader/mploader.h>
+
 #include "supervise/memory_trend.h"
 #include "stderr_capture.h"
 
 #include <catch2/catch.hpp>
 
-#include <mploader/mploader.h>
-
-#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
