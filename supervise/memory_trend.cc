@@ -1,7 +1,8 @@
 #include "supervise/memory_trend.h"
 
+#include "util/units.h"
+
 #include <algorithm>
-#include <cstdio>
 
 namespace mploader::detail {
 namespace {
@@ -9,12 +10,6 @@ namespace {
 // A rise is a sample at least this far above the last one: creeping growth adds up to one.
 int64_t rise_step(int64_t warm_private) {
   return std::max<int64_t>(int64_t{4} << 20, warm_private / 100);
-}
-
-std::string mib(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
 }
 
 }  // namespace
@@ -105,7 +100,7 @@ std::string cause_and_remedies(const MemoryGrowth& g, bool persistent_workers) {
   const int64_t grew = g.now.private_bytes - g.warm.private_bytes;
   const int64_t shared_fell = g.warm.shared_bytes - g.now.shared_bytes;
   if (shared_fell >= grew / 2) {
-    return "Its shared memory fell by " + mib(shared_fell) +
+    return "Its shared memory fell by " + mebibytes(shared_fell) +
            " meanwhile: the worker writes to memory it inherited at fork, and each page it "
            "writes becomes a private copy (copy-on-write). That is data the main process "
            "loaded before the Loader started, which the dataset now modifies (a cache filled "
@@ -118,8 +113,8 @@ std::string cause_and_remedies(const MemoryGrowth& g, bool persistent_workers) {
                                           : "persistent_workers = true would make the copies "
                                             "once per run rather than once per epoch.");
   }
-  return "Its shared memory stayed level (" + mib(g.warm.shared_bytes) + " -> " +
-         mib(g.now.shared_bytes) +
+  return "Its shared memory stayed level (" + mebibytes(g.warm.shared_bytes) + " -> " +
+         mebibytes(g.now.shared_bytes) +
          "): the growth is memory the worker allocates and keeps between batches, a "
          "per-sample cache or a leak in the dataset or a library it calls. Remedies: cache "
          "less per sample, or bound the cache and size it for num_workers copies; read large "
@@ -141,13 +136,14 @@ std::string headroom(const MemoryGrowth& g, const OomCounter& cgroup, int64_t us
            "runs out.";
   }
   std::string text = " Its memory cgroup (" + cgroup.path + ") allows " +
-                     mib(cgroup.limit_bytes) + " and holds " + mib(usage) + " now";
+                     mebibytes(cgroup.limit_bytes) + " and holds " + mebibytes(usage) + " now";
   const uint64_t batches = g.now.tasks - g.warm.tasks;
   const int64_t per_batch =
       batches > 0 ? (g.now.private_bytes - g.warm.private_bytes) / static_cast<int64_t>(batches)
                   : 0;
   if (per_batch > 0 && usage < cgroup.limit_bytes) {
-    const int64_t left = (cgroup.limit_bytes - usage) / (per_batch * std::max<int64_t>(1, num_workers));
+    const int64_t workers = std::max<int64_t>(1, num_workers);
+    const int64_t left = (cgroup.limit_bytes - usage) / (per_batch * workers);
     text += "; if all " + std::to_string(num_workers) + " workers grow alike, that is room for "
             "about " + std::to_string(left) + " more batches per worker";
   }
@@ -162,11 +158,12 @@ std::string memory_growth_warning(int worker, int pid, const MemoryGrowth& g,
   const uint64_t batches = g.now.tasks - g.warm.tasks;
   const int64_t grew = g.now.private_bytes - g.warm.private_bytes;
   std::string rate;
-  if (batches > 0) rate = ", " + mib(grew / static_cast<int64_t>(batches)) + " per batch";
+  if (batches > 0) rate = ", " + mebibytes(grew / static_cast<int64_t>(batches)) + " per batch";
   return "mploader: worker " + std::to_string(worker) + " (pid " + std::to_string(pid) +
          ") keeps growing its private memory in epoch " + std::to_string(g.epoch) + ": " +
-         mib(g.warm.private_bytes) + " once warm -> " + mib(g.now.private_bytes) + " now (+" +
-         mib(grew) + " over " + std::to_string(batches) + " batches" + rate + ", rising in " +
+         mebibytes(g.warm.private_bytes) + " once warm -> " + mebibytes(g.now.private_bytes) +
+         " now (+" + mebibytes(grew) + " over " + std::to_string(batches) + " batches" + rate +
+         ", rising in " +
          std::to_string(g.rises) + " samples). " + cause_and_remedies(g, persistent_workers) +
          headroom(g, cgroup, cgroup_usage, num_workers) +
          " Loader::stats().workers[" + std::to_string(worker) +

@@ -140,9 +140,10 @@ std::pair<std::string, mploader::LoaderStats> run(Growth growth, size_t n, int e
 // The warnings' (worker, epoch) pairs, each as often as it was logged.
 std::map<std::pair<int, int>, int> warnings_in(const std::string& log) {
   std::map<std::pair<int, int>, int> seen;
-  const std::regex warning(R"(worker (\d+) \(pid \d+\) keeps growing its private memory in epoch (\d+))");
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), warning); it != std::sregex_iterator();
-       ++it) {
+  const std::regex warning(
+      R"(worker (\d+) \(pid \d+\) keeps growing its private memory in epoch (\d+))");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), warning);
+       it != std::sregex_iterator(); ++it) {
     ++seen[{std::stoi((*it)[1]), std::stoi((*it)[2])}];
   }
   return seen;

@@ -3,6 +3,7 @@
 #include "tools/report_reader.h"
 
 #include "supervise/crash_report_format.h"
+#include "util/units.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -18,6 +19,7 @@ namespace mploader::report_tool {
 namespace {
 
 using nlohmann::json;
+using detail::mebibytes;
 namespace key = mploader::crash_report;  // the format, shared with the writer
 
 // ---- Checking a report ---------------------------------------------------------------------
@@ -199,12 +201,6 @@ std::optional<int64_t> integer_at(const json& o, const char* name) {
   return o[name].get<int64_t>();
 }
 
-std::string mib(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
-}
-
 // "Memory:" lines: the worker's private and shared memory over the epoch, and up to 16 of its
 // private samples; nothing when the report has no memory samples.
 void print_memory(std::ostream& out, const json& details) {
@@ -219,9 +215,10 @@ void print_memory(std::ostream& out, const json& details) {
   if (!epoch || !p0 || !p1 || !s0 || !s1 || *p0 < 0) return;
   const auto peak = integer_at(memory, m::kPrivatePeakBytes);
   const bool warned = memory.contains(m::kGrowthWarned) && memory[m::kGrowthWarned] == true;
-  out << "Memory:        epoch " << *epoch << ": private " << mib(*p0) << " -> " << mib(*p1)
-      << (peak ? " (peak " + mib(*peak) + ")" : "") << ", shared " << mib(*s0) << " -> "
-      << mib(*s1) << (warned ? "; the loader warned that it kept growing" : "") << "\n";
+  out << "Memory:        epoch " << *epoch << ": private " << mebibytes(*p0) << " -> "
+      << mebibytes(*p1) << (peak ? " (peak " + mebibytes(*peak) + ")" : "") << ", shared "
+      << mebibytes(*s0) << " -> " << mebibytes(*s1)
+      << (warned ? "; the loader warned that it kept growing" : "") << "\n";
   const json& series = memory.contains(m::kSeries) ? memory[m::kSeries] : json();
   if (!series.is_array() || series.size() < 2) return;
   std::string values;

@@ -21,6 +21,13 @@ inline std::string human_bytes(uint64_t bytes) {
   return std::string(buf) + " (" + std::to_string(bytes) + " bytes)";
 }
 
+// "96.0 MiB": a size in a line that gives many (the memory-growth warning, mploader-report).
+inline std::string mebibytes(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
 // "3, 9, 12 (3 in all)", with at most `limit` listed.
 inline std::string index_list(const std::vector<int64_t>& indices, size_t limit = 12) {
   std::string s;
