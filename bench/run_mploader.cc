@@ -116,17 +116,17 @@ std::vector<int64_t> private_memory_at_epoch_start(const mploader::LoaderStats& 
   return bytes;
 }
 
-// Memory workers kept across epochs: the most one grew from `first_epoch_end` (the sample the
+// Memory workers kept across epochs: the most one grew from `epoch1_start` (the sample the
 // loader takes at the start of epoch 1) to the end.
-void add_memory(const mploader::LoaderStats& stats, const std::vector<int64_t>& first_epoch_end,
+void add_memory(const mploader::LoaderStats& stats, const std::vector<int64_t>& epoch1_start,
                 uint64_t epochs, RunResult& result) {
   result.epochs = static_cast<int64_t>(epochs);
   result.memory_growth_warnings = static_cast<int64_t>(stats.memory_growth_warnings);
-  for (size_t w = 0; w < stats.workers.size() && w < first_epoch_end.size(); ++w) {
+  for (size_t w = 0; w < stats.workers.size() && w < epoch1_start.size(); ++w) {
     const int64_t now = stats.workers[w].memory.private_bytes;
-    if (now < 0 || first_epoch_end[w] < 0) continue;
+    if (now < 0 || epoch1_start[w] < 0) continue;
     result.worker_private_growth_mb = std::max(
-        result.worker_private_growth_mb, static_cast<double>(now - first_epoch_end[w]) / (1 << 20));
+        result.worker_private_growth_mb, static_cast<double>(now - epoch1_start[w]) / (1 << 20));
   }
 }
 
@@ -140,7 +140,7 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
   uint64_t checksum = 14695981039346656037ULL;
   // With num_workers = 0 the dataset loads here and learns its epoch only from us.
   uint64_t epoch = 0;
-  std::vector<int64_t> first_epoch_end;
+  std::vector<int64_t> epoch1_start;
   set_loading_epoch(*data, epoch);
   while (timer.batches() < config.batches) {
     timer.waiting();
@@ -154,8 +154,8 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
       continue;
     }
     empty_in_a_row = 0;
-    if (epoch == 1 && first_epoch_end.empty()) {
-      first_epoch_end = private_memory_at_epoch_start(loader->stats());
+    if (epoch == 1 && epoch1_start.empty()) {
+      epoch1_start = private_memory_at_epoch_start(loader->stats());
     }
     if (config.checksum) checksum = hash_batch(*b, checksum);
     // The rows of the batch's first tensor: "image", or the stream workload's "input".
@@ -167,7 +167,7 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
   timer.torn_down();
   RunResult result = timer.finish(config, data->size());
   add_stats(stats, timer.loop_s(), result);
-  add_memory(stats, first_epoch_end, epoch + 1, result);
+  add_memory(stats, epoch1_start, epoch + 1, result);
   if (config.checksum) {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(checksum));

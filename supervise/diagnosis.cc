@@ -127,8 +127,8 @@ void diagnose_kill(const DeathEvidence& e, Diagnosis& d) {
   const WorkerMemory& m = e.memory_history.summary;
   if (m.samples > 1) {
     memory += (memory.empty() ? "" : "; ") + std::string("private memory ") +
-              human_bytes(static_cast<uint64_t>(m.private_start_bytes)) + " at the start of epoch " +
-              std::to_string(m.epoch) + ", " +
+              human_bytes(static_cast<uint64_t>(m.private_start_bytes)) +
+              " at the start of epoch " + std::to_string(m.epoch) + ", " +
               human_bytes(static_cast<uint64_t>(m.private_bytes)) + " when last sampled" +
               (m.growth_warned ? " (it kept growing: the loader warned)" : "");
   }

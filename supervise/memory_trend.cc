@@ -19,23 +19,21 @@ void MemoryTrend::new_process(Clock::time_point now, uint64_t tasks_done) {
   high_ = 0;
   rises_ = 0;
   tasks_at_start_ = tasks_done;
-  const uint64_t epoch = epoch_;
-  const bool warned = warned_this_epoch_;
-  new_epoch(epoch, now);
-  warned_this_epoch_ = warned;
-  summary_.growth_warned = warned;
+  start_samples(now, summary_.epoch, summary_.growth_warned);
 }
 
 void MemoryTrend::new_epoch(uint64_t epoch, Clock::time_point now) {
-  epoch_ = epoch;
+  start_samples(now, epoch, false);
+}
+
+void MemoryTrend::start_samples(Clock::time_point now, uint64_t epoch, bool warned) {
   origin_ = now;
-  warned_this_epoch_ = false;
   summary_ = WorkerMemory{};
   summary_.epoch = epoch;
+  summary_.growth_warned = warned;
   series_.clear();
   latest_.reset();
   stride_ = 1;
-  seen_ = 0;
 }
 
 // Keeps every stride_-th sample; when that makes too many, every other one of those.
@@ -44,12 +42,12 @@ void MemoryTrend::record(const MemoryPoint& p) {
     summary_.private_start_bytes = p.private_bytes;
     summary_.shared_start_bytes = p.shared_bytes;
   }
-  ++summary_.samples;
+  const uint64_t number = summary_.samples++;
   summary_.private_bytes = p.private_bytes;
   summary_.shared_bytes = p.shared_bytes;
   summary_.private_peak_bytes = std::max(summary_.private_peak_bytes, p.private_bytes);
   latest_ = p;
-  if (seen_++ % stride_ != 0) return;
+  if (number % stride_ != 0) return;
   series_.push_back(p);
   if (series_.size() <= kMaxPoints) return;
   size_t kept = 0;
@@ -79,13 +77,10 @@ std::optional<MemoryGrowth> MemoryTrend::add(const MemorySplit& memory, uint64_t
   ++rises_;
   const int64_t growth = p.private_bytes - warm_->private_bytes;
   const int64_t needed = std::max(kMinGrowthBytes, warm_->private_bytes / 4);
-  if (warned_this_epoch_ || rises_ < kMinRises || growth < needed) return std::nullopt;
-  warned_this_epoch_ = true;
+  if (summary_.growth_warned || rises_ < kMinRises || growth < needed) return std::nullopt;
   summary_.growth_warned = true;
-  return MemoryGrowth{epoch_, *warm_, p, rises_, summary_.shared_start_bytes};
+  return MemoryGrowth{summary_.epoch, *warm_, p, rises_, summary_.shared_start_bytes};
 }
-
-WorkerMemory MemoryTrend::summary() const { return summary_; }
 
 std::vector<MemoryPoint> MemoryTrend::series() const {
   std::vector<MemoryPoint> out = series_;

@@ -66,19 +66,20 @@ class MemoryTrend {
   std::optional<MemoryGrowth> add(const MemorySplit& memory, uint64_t tasks_done,
                                   Clock::time_point now);
 
-  WorkerMemory summary() const;
-  MemoryHistory history() const { return {summary(), series()}; }
+  // The epoch's numbers; also where the epoch and whether it was warned about are kept.
+  WorkerMemory summary() const { return summary_; }
+  MemoryHistory history() const { return {summary_, series()}; }
   // This epoch's samples, oldest first, thinned evenly when there were more than kMaxPoints;
   // the latest always last.
   std::vector<MemoryPoint> series() const;
 
  private:
   void record(const MemoryPoint& point);
+  // Begins the epoch's numbers and series again at `now`.
+  void start_samples(Clock::time_point now, uint64_t epoch, bool warned);
 
-  uint64_t epoch_ = 0;
   Clock::time_point origin_{};  // the epoch's start, or the process's if later
   uint64_t tasks_at_start_ = 0;
-  bool warned_this_epoch_ = false;
   std::optional<MemoryPoint> warm_;  // of the current process
   int64_t high_ = 0;                 // the highest private level since warm_
   int rises_ = 0;
@@ -86,7 +87,6 @@ class MemoryTrend {
   std::vector<MemoryPoint> series_;
   std::optional<MemoryPoint> latest_;
   uint64_t stride_ = 1;  // keep every stride_-th sample once thinned
-  uint64_t seen_ = 0;    // samples offered to the series this epoch
 };
 
 // The warning for `growth` of worker `worker` (pid `pid`), with the numbers, the likely cause
