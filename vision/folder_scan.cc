@@ -12,13 +12,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <unistd.h>
 
 namespace mploader::vision::detail {
 namespace {
 
-constexpr int kMaxDepth = 64;  // below a class folder; deeper is a symlink loop
+constexpr int kMaxDepth = 64;  // folders below a class folder
 constexpr const char* kCacheMagic = "mploader-image-folder-cache 1";
 
 struct Entry {
@@ -74,29 +75,46 @@ std::vector<Entry> list_folder(const std::string& dir) {
 struct ScanState {
   const std::vector<std::string>& extensions;
   std::vector<std::pair<std::string, int64_t>> folders;  // scanned, with their mtimes
+  // Every folder listed, by (device, inode), with the path it was listed by: a symbolic link
+  // back to a folder already listed (a loop, or another class's folder) is not followed again.
+  std::map<std::pair<dev_t, ino_t>, std::string> listed;
 };
 
-void record_folder(const std::string& dir, ScanState& state) {
+// Records `dir` as listed; "" when it is new, else the path it was listed by before.
+std::string enter_folder(const std::string& dir, ScanState& state) {
   struct stat st;
-  state.folders.emplace_back(dir, stat(dir.c_str(), &st) == 0 ? mtime_ns(st) : -1);
+  if (stat(dir.c_str(), &st) != 0) {
+    state.folders.emplace_back(dir, -1);  // opendir will name the problem
+    return "";
+  }
+  const auto [at, added] = state.listed.emplace(std::make_pair(st.st_dev, st.st_ino), dir);
+  if (!added) return at->second;
+  state.folders.emplace_back(dir, mtime_ns(st));
+  return "";
 }
 
-// Appends the images under `dir` (any depth, sorted) to `paths`.
+// Appends the images under `dir` (any depth, sorted) to `paths`; each folder once.
 void collect_images(const std::string& dir, int depth, ScanState& state,
                     std::vector<std::string>& paths) {
-  record_folder(dir, state);
   for (const Entry& e : list_folder(dir)) {
     const std::string path = dir + "/" + e.name;
-    if (e.is_dir) {
-      if (depth >= kMaxDepth) {
-        throw OptionError("root", "ImageFolder: " + path + " is more than " +
-                                      std::to_string(kMaxDepth) +
-                                      " folders deep: a symbolic link loop? Remove it");
-      }
-      collect_images(path, depth + 1, state, paths);
-    } else if (ends_with_any(e.name, state.extensions)) {
-      paths.push_back(path);
+    if (!e.is_dir) {
+      if (ends_with_any(e.name, state.extensions)) paths.push_back(path);
+      continue;
     }
+    if (const std::string before = enter_folder(path, state); !before.empty()) {
+      mploader::detail::log().warn(
+          "mploader: ImageFolder does not follow {}: it is the folder {} again (a symbolic "
+          "link), whose images are listed once",
+          path, before);
+      continue;
+    }
+    if (depth >= kMaxDepth) {
+      throw OptionError("root", "ImageFolder: " + path + " is more than " +
+                                    std::to_string(kMaxDepth) +
+                                    " folders deep; give a shallower tree");
+    }
+    collect_images(path, depth + 1, state, paths);
   }
 }
 
@@ -116,19 +134,32 @@ ImageList scan(const std::string& root, ScanState& state) {
                                                std::strerror(errno)) +
                                   "; give a folder with one subfolder of images per class");
   }
-  record_folder(root, state);
-  ImageList list;
+  enter_folder(root, state);
+  // Every class folder is claimed before any is walked, so that a link into another class's
+  // folder is skipped whichever class sorts first.
+  std::vector<std::string> class_names;
   for (const Entry& e : list_folder(root)) {
     if (!e.is_dir) continue;
+    const std::string folder = root + "/" + e.name;
+    if (const std::string before = enter_folder(folder, state); !before.empty()) {
+      throw OptionError("root", "ImageFolder: the class folder " + folder +
+                                    " is the same folder as " + before +
+                                    " (a symbolic link): its images would have two labels; "
+                                    "remove one of them");
+    }
+    class_names.push_back(e.name);
+  }
+  ImageList list;
+  for (const std::string& name : class_names) {
     std::vector<std::string> paths;
-    collect_images(root + "/" + e.name, 0, state, paths);
+    collect_images(root + "/" + name, 0, state, paths);
     if (paths.empty()) {
-      throw OptionError("root", "ImageFolder: the class folder " + root + "/" + e.name +
+      throw OptionError("root", "ImageFolder: the class folder " + root + "/" + name +
                                     " holds no image (files ending in " +
                                     joined(state.extensions) + "); add images or remove it");
     }
     const auto label = static_cast<int64_t>(list.classes.size());
-    list.classes.push_back(e.name);
+    list.classes.push_back(name);
     for (std::string& p : paths) {
       list.paths.push_back(std::move(p));
       list.labels.push_back(label);
@@ -202,7 +233,7 @@ bool has_newline(const ImageList& list) {
 }  // namespace
 
 ImageList scan_class_folders(const std::string& root, const std::vector<std::string>& extensions) {
-  ScanState state{extensions, {}};
+  ScanState state{extensions, {}, {}};
   return scan(root, state);
 }
 
@@ -211,7 +242,7 @@ ImageList scan_class_folders_cached(const std::string& root,
                                     const std::string& cache_file) {
   ImageList cached;
   if (read_cache(cache_file, root, extensions, cached)) return cached;
-  ScanState state{extensions, {}};
+  ScanState state{extensions, {}, {}};
   ImageList list = scan(root, state);
   if (has_newline(list) || !write_cache(cache_file, root, extensions, list, state)) {
     mploader::detail::log().warn("mploader: ImageFolder could not write its scan cache {} ({}); the folder "
