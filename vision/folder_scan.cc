@@ -20,6 +20,10 @@ namespace mploader::vision::detail {
 namespace {
 
 constexpr int kMaxDepth = 64;  // folders below a class folder
+// A list file's labels may skip numbers (a subset of the classes), but classes() holds a name
+// for every number up to the largest: labels are bounded by this or the number of images,
+// whichever is larger, so that a typo'd label is an error and not billions of class names.
+constexpr int64_t kLabelsWithoutImages = 100000;
 constexpr const char* kCacheMagic = "mploader-image-folder-cache 1";
 
 struct Entry {
@@ -230,6 +234,24 @@ bool has_newline(const ImageList& list) {
          std::any_of(list.classes.begin(), list.classes.end(), nl);
 }
 
+// Throws OptionError naming the line of the largest label when it is beyond the bound.
+void check_label_bound(const std::string& list_file, size_t images, int64_t max_label,
+                       int line) {
+  const int64_t label_bound =
+      std::max(static_cast<int64_t>(images), kLabelsWithoutImages);
+  if (max_label >= label_bound) {
+    throw OptionError("list_file", "ImageFolder: line " + std::to_string(line) +
+                                       " of " + list_file + " has the label " +
+                                       std::to_string(max_label) + ", but the file lists " +
+                                       std::to_string(images) +
+                                       " images: labels must be below " +
+                                       std::to_string(label_bound) +
+                                       " (the number of images, or 100000 if larger), since "
+                                       "classes() names every label up to the largest; is it "
+                                       "a typo?");
+  }
+}
+
 }  // namespace
 
 ImageList scan_class_folders(const std::string& root, const std::vector<std::string>& extensions) {
@@ -262,6 +284,7 @@ ImageList read_image_list(const std::string& list_file) {
   const std::string base = slash == std::string::npos ? "" : list_file.substr(0, slash + 1);
   ImageList list;
   int64_t max_label = -1;
+  int max_label_line = 0;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const size_t last = line.find_last_not_of(" \t\r");
@@ -281,12 +304,16 @@ ImageList read_image_list(const std::string& list_file) {
     if (path[0] != '/') path = base + path;
     list.paths.push_back(std::move(path));
     list.labels.push_back(label);
-    max_label = std::max<int64_t>(max_label, label);
+    if (label > max_label) {
+      max_label = label;
+      max_label_line = number;
+    }
   }
   if (list.paths.empty()) {
     throw OptionError("list_file", "ImageFolder: the list file " + list_file +
                                        " names no image; write one \"<path> <label>\" per line");
   }
+  check_label_bound(list_file, list.paths.size(), max_label, max_label_line);
   for (int64_t c = 0; c <= max_label; ++c) list.classes.push_back(std::to_string(c));
   return list;
 }

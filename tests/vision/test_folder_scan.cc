@@ -1,4 +1,5 @@
-// ImageFolder's listing against hostile trees: symbolic link loops.
+// ImageFolder's listing against hostile trees and list files: symbolic link loops and a label
+// that is a typo.
 #include "image_folder_test_support.h"
 
 #include <mploader/errors.h>
@@ -80,4 +81,18 @@ TEST_CASE("vision: two symbolic links to their own folder do not make the scan e
   fs::create_directory_symlink("../cat", dir.path + "/dog/cats");
   // Each folder once, in its own class: cat's images are not listed under dog again.
   REQUIRE(scan_size_within(dir.path, 30) == 4);
+}
+
+TEST_CASE("vision: a list file's label far beyond its number of images names the line") {
+  ScratchDir dir;
+  vision_test::make_classes(dir.path, {"cat"}, 2);
+  const std::string list = dir.path + "/list.txt";
+  std::ofstream(list) << "cat/0.jpg 0\n/x/img.jpg 123456789012\ncat/1.jpg 1\n";
+  REQUIRE_THROWS_AS(ImageFolder::from_list(list, small()), mploader::OptionError);
+  REQUIRE_THROWS_WITH(ImageFolder::from_list(list, small()),
+                      Catch::Contains("line 2") && Catch::Contains(list) &&
+                          Catch::Contains("123456789012"));
+  // Labels need not be dense: a few images of many classes is a subset, not a typo.
+  std::ofstream(list) << "cat/0.jpg 999\ncat/1.jpg 3\n";
+  REQUIRE(ImageFolder::from_list(list, small())->classes().size() == 1000);
 }

@@ -73,7 +73,9 @@ class ImageFolder : public Dataset {
   /// A dataset from a list file: one image per line, "<path> <label>" (the label, a
   /// non-negative integer, is the line's last field; a relative path is relative to the list
   /// file's folder; empty lines and lines starting with '#' are skipped). classes() are then
-  /// the labels' numbers. Throws OptionError naming the file and the line for a malformed one.
+  /// the labels' numbers, every one up to the largest, which must be below the number of images
+  /// or 100000, whichever is larger. Throws OptionError naming the file and the line for a
+  /// malformed line or a label beyond that.
   static std::shared_ptr<ImageFolder> from_list(const std::string& list_file, Compose transform,
                                                 ImageFolderOptions options = {});
 
