@@ -39,6 +39,9 @@ struct ImageFolderOptions {
   OnBadImage on_bad_image = OnBadImage::kRaise;  ///< See OnBadImage.
   /// Images with more pixels are refused from their header, before anything is allocated.
   int64_t max_pixels = kDefaultMaxPixels;
+  /// Files of more bytes are refused (after their header, before the rest is read): 1 GiB by
+  /// default, more than any image of max_pixels needs.
+  int64_t max_file_bytes = int64_t{1} << 30;
   /// The file name endings (compared without case) that are images; others are not listed.
   std::vector<std::string> extensions = {".jpg", ".jpeg", ".png"};
   /// Seeds the random transforms with sample_seed(seed, epoch, index). Unset: the seed of the
@@ -116,6 +119,10 @@ class ImageFolder : public Dataset {
   void give_back(std::unique_ptr<Decoding> decoding);
   uint64_t seed_of(int64_t index) const;
   bool load(int64_t index, uint64_t seed, Decoding& d, std::string& error);
+  // The next good file after `index` (within max_consecutive_bad), loaded into `d`; throws
+  // naming `index`'s `error` and how many files were tried when there is none.
+  int64_t load_substitute(int64_t index, uint64_t seed, Decoding& d, const std::string& error);
+  std::string missing_file_hint() const;
 
   Source source_;
   Compose transform_;
