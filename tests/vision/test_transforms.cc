@@ -211,3 +211,10 @@ TEST_CASE("vision: Resize of a panorama too wide for an int says so with the ima
   REQUIRE_THROWS_WITH(Compose({Resize(256, 4096), CenterCrop(224)}).plan(1 << 28, 1, 0),
                       Catch::Contains("CenterCrop(224, 224) is larger than the image"));
 }
+
+TEST_CASE("vision: Normalize refuses a mean that is not a finite number") {
+  for (double bad : {std::nan(""), HUGE_VAL}) {
+    REQUIRE_THROWS_WITH(Compose({CenterCrop(8), ToTensor(), Normalize({0.5, bad, 0.5}, {1, 1, 1})}),
+                        Catch::Contains("mean"));
+  }
+}
