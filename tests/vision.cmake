@@ -12,6 +12,7 @@ add_executable(mploader_vision_tests
   vision/test_transforms.cc
   vision/test_folder_scan.cc
   vision/test_bad_files.cc
+  vision/test_full_decode.cc
 )
 mploader_test_binary(mploader_vision_tests)
 target_link_libraries(mploader_vision_tests PRIVATE mploader_vision)

@@ -111,9 +111,12 @@ bool ImageFolder::load(int64_t index, uint64_t seed, Decoding& d, std::string& e
     const ImageInfo info = detail::read_image_file(
         path(index), {options_.max_file_bytes, missing_file_hint()}, d.decoder, d.file);
     d.plan = transform_.plan(info.width, info.height, seed);
+    const Rect whole{0, 0, static_cast<double>(info.width), static_cast<double>(info.height)};
     d.decoder.decode(d.file.data(), d.file.size(),
-                     transform_.needed_region(d.plan, info.width, info.height),
-                     transform_.min_scale(d.plan), d.image);
+                     options_.full_decode
+                         ? whole
+                         : transform_.needed_region(d.plan, info.width, info.height),
+                     options_.full_decode ? 1.0 : transform_.min_scale(d.plan), d.image);
     return true;
   } catch (const std::bad_alloc&) {
     error = "out of memory while loading it (std::bad_alloc)";

@@ -19,7 +19,8 @@ json options_json(const ImageFolderOptions& o) {
             {"max_file_bytes", o.max_file_bytes},
             {"extensions", o.extensions},
             {"cache_file", o.cache_file},
-            {"max_consecutive_bad", o.max_consecutive_bad}};
+            {"max_consecutive_bad", o.max_consecutive_bad},
+            {"full_decode", o.full_decode}};
   if (o.seed) j["seed"] = *o.seed;
   return j;
 }
@@ -32,6 +33,7 @@ ImageFolderOptions options_from(const json& j) {
   o.extensions = j.at("extensions").get<std::vector<std::string>>();
   o.cache_file = j.at("cache_file").get<std::string>();
   o.max_consecutive_bad = j.at("max_consecutive_bad").get<int>();
+  o.full_decode = j.at("full_decode").get<bool>();
   if (j.contains("seed")) o.seed = j.at("seed").get<uint64_t>();
   return o;
 }

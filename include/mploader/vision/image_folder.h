@@ -50,6 +50,11 @@ struct ImageFolderOptions {
   /// When set, the folder scan is kept in this file and read back while no folder under the
   /// root has changed since (their modification times are stored with it). Written atomically.
   std::string cache_file;
+  /// Decode every image whole and at full size, as PIL does, instead of only the rows and
+  /// columns the crop needs at the smallest DCT scale (1/8, 1/4, 1/2) that keeps it sharp. The
+  /// output then matches torchvision's PIL path within a level; by default a shrinking JPEG
+  /// differs by a few levels on average (README, "Images"). Slower: every pixel is decoded.
+  bool full_decode = false;
   /// With OnBadImage::kSkip, how many files in a row may fail before the sample fails anyway
   /// (a folder of bad files should stop the job, not be skipped through).
   int max_consecutive_bad = 64;
