@@ -10,6 +10,9 @@ add_executable(mploader_vision_tests
   vision/test_image_folder.cc
   vision/test_decode.cc
   vision/test_transforms.cc
+  vision/test_folder_scan.cc
+  vision/test_bad_files.cc
+  vision/test_full_decode.cc
 )
 mploader_test_binary(mploader_vision_tests)
 target_link_libraries(mploader_vision_tests PRIVATE mploader_vision)

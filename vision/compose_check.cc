@@ -73,6 +73,9 @@ std::string parameter_problem(const Transform& step) {
     for (double s : t->std) {
       if (!(s > 0) || !std::isfinite(s)) return "every std must be a positive number";
     }
+    for (double m : t->mean) {
+      if (!std::isfinite(m)) return "every mean must be a finite number";
+    }
   }
   return "";
 }

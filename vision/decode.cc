@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 namespace mploader::vision {
 namespace {
@@ -15,8 +16,7 @@ constexpr uint8_t kPngMagic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
 ImageFormat format_of(const uint8_t* data, size_t size) {
   if (size == 0) throw DecodeError("the file is empty (0 bytes)");
-  if (size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff) return ImageFormat::kJpeg;
-  if (size >= 8 && std::memcmp(data, kPngMagic, 8) == 0) return ImageFormat::kPng;
+  if (const std::optional<ImageFormat> format = detail::image_signature(data, size)) return *format;
   std::string start;
   for (size_t i = 0; i < std::min<size_t>(size, 8); ++i) {
     char hex[4];
@@ -31,6 +31,12 @@ ImageFormat format_of(const uint8_t* data, size_t size) {
 }  // namespace
 
 namespace detail {
+std::optional<ImageFormat> image_signature(const uint8_t* data, size_t size) {
+  if (size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff) return ImageFormat::kJpeg;
+  if (size >= 8 && std::memcmp(data, kPngMagic, 8) == 0) return ImageFormat::kPng;
+  return std::nullopt;
+}
+
 void covering_range(double from, double extent, int source, int scaled, int& first, int& end) {
   const double ratio = static_cast<double>(scaled) / source;
   first = std::clamp(static_cast<int>(std::floor(from * ratio)), 0, scaled - 1);

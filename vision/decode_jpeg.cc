@@ -60,6 +60,30 @@ int scale_eighths(double min_scale) {
   return 8;
 }
 
+// Whether the data reaches its end-of-image marker (EOI). Marker segments are skipped by their
+// lengths and entropy-coded data is scanned for the next marker (0xFF followed by neither a
+// stuffed 0x00, a restart marker nor fill), as libjpeg reads it; bytes after the EOI (a camera's
+// trailer) are allowed. A memchr-speed pass: cheap next to decoding, and it makes a truncated
+// file bad whatever rows the crop needs.
+bool reaches_end_marker(const uint8_t* data, size_t size) {
+  size_t pos = 2;  // after SOI
+  while (pos + 1 < size) {
+    const auto* next = static_cast<const uint8_t*>(std::memchr(data + pos, 0xff, size - pos));
+    if (next == nullptr || next + 1 >= data + size) return false;
+    pos = static_cast<size_t>(next - data);
+    const uint8_t marker = data[pos + 1];
+    if (marker == 0xd9) return true;
+    const bool restart = marker >= 0xd0 && marker <= 0xd7;
+    if (marker == 0xff || marker == 0x00 || marker == 0x01 || restart) {
+      pos += marker == 0xff ? 1 : 2;  // fill, stuffing, TEM or RSTn: no length follows
+      continue;
+    }
+    if (pos + 4 > size) return false;
+    pos += 2 + ((size_t{data[pos + 2]} << 8) | data[pos + 3]);  // a segment, by its length
+  }
+  return false;
+}
+
 // Reads the rows and columns of `request` (scaled, widened to iMCUs) into out. Returns false with
 // trap.message set on a libjpeg error; throws DecodeError for a size check_image_size refuses.
 bool read_region(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
@@ -148,6 +172,11 @@ ImageInfo jpeg_info(const uint8_t* data, size_t size, int64_t max_pixels) {
 
 void jpeg_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
                  std::vector<uint8_t>& row) {
+  if (!reaches_end_marker(data, size)) {
+    throw DecodeError("corrupt or truncated JPEG: Premature end of JPEG file: its " +
+                      std::to_string(size) +
+                      " bytes end without the end-of-image marker (EOI); the file was cut short");
+  }
   JpegTrap trap;
   if (!read_region(data, size, request, out, row, trap)) {
     throw DecodeError(std::string("corrupt or truncated JPEG: ") + trap.message);

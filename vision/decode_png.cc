@@ -115,6 +115,22 @@ int read_png(PngInput* in, const DecodeRequest* request, RgbImage* out,
   return 0;
 }
 
+// Whether the chunks, followed by their lengths from the signature on, reach IEND: a few
+// hundred jumps, which make a truncated file bad whatever rows the crop needs.
+bool reaches_end_chunk(const uint8_t* data, size_t size) {
+  size_t pos = 8;
+  while (size - pos >= 8) {
+    const size_t length = (size_t{data[pos]} << 24) | (size_t{data[pos + 1]} << 16) |
+                          (size_t{data[pos + 2]} << 8) | data[pos + 3];
+    if (std::memcmp(data + pos + 4, "IEND", 4) == 0) return true;
+    if (length > size - pos - 8) return false;  // chunk data and CRC past the end
+    pos += 8 + length;
+    if (size - pos < 4) return false;
+    pos += 4;  // CRC
+  }
+  return false;
+}
+
 }  // namespace
 
 ImageInfo png_info(const uint8_t* data, size_t size, int64_t max_pixels) {
@@ -129,6 +145,10 @@ ImageInfo png_info(const uint8_t* data, size_t size, int64_t max_pixels) {
 
 void png_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
                 std::vector<uint8_t>& full) {
+  if (!reaches_end_chunk(data, size)) {
+    throw DecodeError("corrupt or truncated PNG: its " + std::to_string(size) +
+                      " bytes end before the IEND chunk; the file was cut short (truncated)");
+  }
   PngInput in{data, size, 0, {}};
   ImageInfo info;
   const int result = read_png(&in, &request, &out, &full, false, &info);

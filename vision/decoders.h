@@ -4,6 +4,7 @@
 
 #include <mploader/vision/decode.h>
 
+#include <optional>
 #include <vector>
 
 namespace mploader::vision::detail {
@@ -24,6 +25,9 @@ ImageInfo png_info(const uint8_t* data, size_t size, int64_t max_pixels);
 // `full` is scratch for an interlaced image, which libpng gives only whole.
 void png_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
                 std::vector<uint8_t>& full);
+
+// The format whose signature `data` starts with, if any.
+std::optional<ImageFormat> image_signature(const uint8_t* data, size_t size);
 
 // The columns or rows [first, end) of an axis of `scaled` pixels (`source` at full size) that
 // cover [from, from + extent) in source coordinates.

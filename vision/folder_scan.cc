@@ -12,13 +12,18 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <unistd.h>
 
 namespace mploader::vision::detail {
 namespace {
 
-constexpr int kMaxDepth = 64;  // below a class folder; deeper is a symlink loop
+constexpr int kMaxDepth = 64;  // folders below a class folder
+// A list file's labels may skip numbers (a subset of the classes), but classes() holds a name
+// for every number up to the largest: labels are bounded by this or the number of images,
+// whichever is larger, so that a typo'd label is an error and not billions of class names.
+constexpr int64_t kLabelsWithoutImages = 100000;
 constexpr const char* kCacheMagic = "mploader-image-folder-cache 1";
 
 struct Entry {
@@ -74,29 +79,46 @@ std::vector<Entry> list_folder(const std::string& dir) {
 struct ScanState {
   const std::vector<std::string>& extensions;
   std::vector<std::pair<std::string, int64_t>> folders;  // scanned, with their mtimes
+  // Every folder listed, by (device, inode), with the path it was listed by: a symbolic link
+  // back to a folder already listed (a loop, or another class's folder) is not followed again.
+  std::map<std::pair<dev_t, ino_t>, std::string> listed;
 };
 
-void record_folder(const std::string& dir, ScanState& state) {
+// Records `dir` as listed; "" when it is new, else the path it was listed by before.
+std::string enter_folder(const std::string& dir, ScanState& state) {
   struct stat st;
-  state.folders.emplace_back(dir, stat(dir.c_str(), &st) == 0 ? mtime_ns(st) : -1);
+  if (stat(dir.c_str(), &st) != 0) {
+    state.folders.emplace_back(dir, -1);  // opendir will name the problem
+    return "";
+  }
+  const auto [at, added] = state.listed.emplace(std::make_pair(st.st_dev, st.st_ino), dir);
+  if (!added) return at->second;
+  state.folders.emplace_back(dir, mtime_ns(st));
+  return "";
 }
 
-// Appends the images under `dir` (any depth, sorted) to `paths`.
+// Appends the images under `dir` (any depth, sorted) to `paths`; each folder once.
 void collect_images(const std::string& dir, int depth, ScanState& state,
                     std::vector<std::string>& paths) {
-  record_folder(dir, state);
   for (const Entry& e : list_folder(dir)) {
     const std::string path = dir + "/" + e.name;
-    if (e.is_dir) {
-      if (depth >= kMaxDepth) {
-        throw OptionError("root", "ImageFolder: " + path + " is more than " +
-                                      std::to_string(kMaxDepth) +
-                                      " folders deep: a symbolic link loop? Remove it");
-      }
-      collect_images(path, depth + 1, state, paths);
-    } else if (ends_with_any(e.name, state.extensions)) {
-      paths.push_back(path);
+    if (!e.is_dir) {
+      if (ends_with_any(e.name, state.extensions)) paths.push_back(path);
+      continue;
     }
+    if (const std::string before = enter_folder(path, state); !before.empty()) {
+      mploader::detail::log().warn(
+          "mploader: ImageFolder does not follow {}: it is the folder {} again (a symbolic "
+          "link), whose images are listed once",
+          path, before);
+      continue;
+    }
+    if (depth >= kMaxDepth) {
+      throw OptionError("root", "ImageFolder: " + path + " is more than " +
+                                    std::to_string(kMaxDepth) +
+                                    " folders deep; give a shallower tree");
+    }
+    collect_images(path, depth + 1, state, paths);
   }
 }
 
@@ -116,19 +138,32 @@ ImageList scan(const std::string& root, ScanState& state) {
                                                std::strerror(errno)) +
                                   "; give a folder with one subfolder of images per class");
   }
-  record_folder(root, state);
-  ImageList list;
+  enter_folder(root, state);
+  // Every class folder is claimed before any is walked, so that a link into another class's
+  // folder is skipped whichever class sorts first.
+  std::vector<std::string> class_names;
   for (const Entry& e : list_folder(root)) {
     if (!e.is_dir) continue;
+    const std::string folder = root + "/" + e.name;
+    if (const std::string before = enter_folder(folder, state); !before.empty()) {
+      throw OptionError("root", "ImageFolder: the class folder " + folder +
+                                    " is the same folder as " + before +
+                                    " (a symbolic link): its images would have two labels; "
+                                    "remove one of them");
+    }
+    class_names.push_back(e.name);
+  }
+  ImageList list;
+  for (const std::string& name : class_names) {
     std::vector<std::string> paths;
-    collect_images(root + "/" + e.name, 0, state, paths);
+    collect_images(root + "/" + name, 0, state, paths);
     if (paths.empty()) {
-      throw OptionError("root", "ImageFolder: the class folder " + root + "/" + e.name +
+      throw OptionError("root", "ImageFolder: the class folder " + root + "/" + name +
                                     " holds no image (files ending in " +
                                     joined(state.extensions) + "); add images or remove it");
     }
     const auto label = static_cast<int64_t>(list.classes.size());
-    list.classes.push_back(e.name);
+    list.classes.push_back(name);
     for (std::string& p : paths) {
       list.paths.push_back(std::move(p));
       list.labels.push_back(label);
@@ -199,10 +234,28 @@ bool has_newline(const ImageList& list) {
          std::any_of(list.classes.begin(), list.classes.end(), nl);
 }
 
+// Throws OptionError naming the line of the largest label when it is beyond the bound.
+void check_label_bound(const std::string& list_file, size_t images, int64_t max_label,
+                       int line) {
+  const int64_t label_bound =
+      std::max(static_cast<int64_t>(images), kLabelsWithoutImages);
+  if (max_label >= label_bound) {
+    throw OptionError("list_file", "ImageFolder: line " + std::to_string(line) +
+                                       " of " + list_file + " has the label " +
+                                       std::to_string(max_label) + ", but the file lists " +
+                                       std::to_string(images) +
+                                       " images: labels must be below " +
+                                       std::to_string(label_bound) +
+                                       " (the number of images, or 100000 if larger), since "
+                                       "classes() names every label up to the largest; is it "
+                                       "a typo?");
+  }
+}
+
 }  // namespace
 
 ImageList scan_class_folders(const std::string& root, const std::vector<std::string>& extensions) {
-  ScanState state{extensions, {}};
+  ScanState state{extensions, {}, {}};
   return scan(root, state);
 }
 
@@ -211,7 +264,7 @@ ImageList scan_class_folders_cached(const std::string& root,
                                     const std::string& cache_file) {
   ImageList cached;
   if (read_cache(cache_file, root, extensions, cached)) return cached;
-  ScanState state{extensions, {}};
+  ScanState state{extensions, {}, {}};
   ImageList list = scan(root, state);
   if (has_newline(list) || !write_cache(cache_file, root, extensions, list, state)) {
     mploader::detail::log().warn("mploader: ImageFolder could not write its scan cache {} ({}); the folder "
@@ -231,6 +284,7 @@ ImageList read_image_list(const std::string& list_file) {
   const std::string base = slash == std::string::npos ? "" : list_file.substr(0, slash + 1);
   ImageList list;
   int64_t max_label = -1;
+  int max_label_line = 0;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const size_t last = line.find_last_not_of(" \t\r");
@@ -250,12 +304,16 @@ ImageList read_image_list(const std::string& list_file) {
     if (path[0] != '/') path = base + path;
     list.paths.push_back(std::move(path));
     list.labels.push_back(label);
-    max_label = std::max<int64_t>(max_label, label);
+    if (label > max_label) {
+      max_label = label;
+      max_label_line = number;
+    }
   }
   if (list.paths.empty()) {
     throw OptionError("list_file", "ImageFolder: the list file " + list_file +
                                        " names no image; write one \"<path> <label>\" per line");
   }
+  check_label_bound(list_file, list.paths.size(), max_label, max_label_line);
   for (int64_t c = 0; c <= max_label; ++c) list.classes.push_back(std::to_string(c));
   return list;
 }

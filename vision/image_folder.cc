@@ -1,16 +1,13 @@
 #include <mploader/vision/image_folder.h>
 
 #include "vision/folder_scan.h"
+#include "vision/image_file.h"
 
 #include <mploader/errors.h>
 #include <mploader/worker_info.h>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <algorithm>
+#include <new>
 #include <stdexcept>
 
 namespace mploader::vision {
@@ -24,42 +21,15 @@ struct ImageFolder::Decoding {
   RgbImage image;
   ImagePlan plan;
   RenderScratch scratch;
+
+  // After each sample: one huge file or image does not keep its memory for the rest of the run.
+  void release_large_buffers() {
+    detail::release_if_large(file);
+    detail::release_if_large(image.pixels);
+  }
 };
 
 namespace {
-
-// Reads `path` whole into `bytes`; false with `error` set (the call and errno) when it cannot.
-bool read_file(const std::string& path, std::vector<uint8_t>& bytes, std::string& error) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = std::string("open: ") + std::strerror(errno) +
-            (errno == ENOENT ? " (the file vanished after the folder was scanned)" : "");
-    return false;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    error = std::string("fstat: ") + std::strerror(errno);
-    close(fd);
-    return false;
-  }
-  bytes.resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = n < 0 ? std::string("read: ") + std::strerror(errno)
-                    : "the file shrank while it was read (" + std::to_string(done) + " of " +
-                          std::to_string(bytes.size()) + " bytes)";
-      close(fd);
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  if (bytes.empty()) error = "the file is empty (0 bytes)";
-  return !bytes.empty();
-}
 
 // Gives a Decoding back to its dataset however write() leaves.
 template <typename GiveBack>
@@ -96,6 +66,11 @@ ImageFolder::ImageFolder(Source source, Compose transform, ImageFolderOptions op
                                         std::to_string(options_.max_pixels) +
                                         "; it must be at least 1");
   }
+  if (options_.max_file_bytes < 1) {
+    throw OptionError("max_file_bytes", "ImageFolderOptions::max_file_bytes is " +
+                                            std::to_string(options_.max_file_bytes) +
+                                            "; it must be at least 1");
+  }
   detail::ImageList list;
   if (!source_.list_file.empty()) {
     list = detail::read_image_list(source_.list_file);
@@ -123,25 +98,59 @@ uint64_t ImageFolder::seed_of(int64_t index) const {
   return sample_seed(seed, epoch, index);
 }
 
+std::string ImageFolder::missing_file_hint() const {
+  if (source_.list_file.empty()) return " (the file vanished after the folder was scanned)";
+  return " (the list file " + source_.list_file +
+         " names a file that does not exist; correct its line or restore the file)";
+}
+
 bool ImageFolder::load(int64_t index, uint64_t seed, Decoding& d, std::string& error) {
-  if (!read_file(path(index), d.file, error)) return false;
+  // Every failure here belongs to this one file (its bytes, its header, its size against the
+  // transforms, even an allocation its size asks for), so kSkip can skip it.
   try {
-    const ImageInfo info = d.decoder.info(d.file.data(), d.file.size());
+    const ImageInfo info = detail::read_image_file(
+        path(index), {options_.max_file_bytes, missing_file_hint()}, d.decoder, d.file);
     d.plan = transform_.plan(info.width, info.height, seed);
-    d.decoder.decode(d.file.data(), d.file.size(), transform_.needed_region(d.plan, info.width, info.height),
-                     transform_.min_scale(d.plan), d.image);
+    const Rect whole{0, 0, static_cast<double>(info.width), static_cast<double>(info.height)};
+    d.decoder.decode(d.file.data(), d.file.size(),
+                     options_.full_decode
+                         ? whole
+                         : transform_.needed_region(d.plan, info.width, info.height),
+                     options_.full_decode ? 1.0 : transform_.min_scale(d.plan), d.image);
     return true;
-  } catch (const DecodeError& e) {
-    error = e.what();
-  } catch (const TransformError& e) {
+  } catch (const std::bad_alloc&) {
+    error = "out of memory while loading it (std::bad_alloc)";
+  } catch (const std::exception& e) {
     error = e.what();
   }
   return false;
 }
 
+int64_t ImageFolder::load_substitute(int64_t index, uint64_t seed, Decoding& d,
+                                     const std::string& error) {
+  const auto n = static_cast<int64_t>(size());
+  const int64_t tries = std::min<int64_t>(options_.max_consecutive_bad, n - 1);
+  std::string next_error;
+  for (int64_t step = 1; step <= tries; ++step) {
+    if (load((index + step) % n, seed, d, next_error)) return (index + step) % n;
+  }
+  const std::string others =
+      tries == n - 1
+          ? (n == 1 ? "; the dataset has no other file"
+                    : "; nor any of the other " + std::to_string(tries) +
+                          " files: every file of the dataset failed")
+          : "; nor any of the next " + std::to_string(tries) +
+                " files (ImageFolderOptions::max_consecutive_bad)";
+  throw std::runtime_error("ImageFolder: cannot load " + path(index) + ": " + error + others +
+                           ": is the folder readable and are these images?");
+}
+
 void ImageFolder::write(int64_t index, SampleWriter& out) {
   std::unique_ptr<Decoding> d = take_decoding();
-  ReturnOnExit on_exit{[&] { give_back(std::move(d)); }};
+  ReturnOnExit on_exit{[&] {
+    d->release_large_buffers();
+    give_back(std::move(d));
+  }};
   const uint64_t seed = seed_of(index);
   std::string error;
   int64_t chosen = index;
@@ -151,22 +160,7 @@ void ImageFolder::write(int64_t index, SampleWriter& out) {
                                " (ImageFolderOptions::on_bad_image = kSkip loads the next good "
                                "file in its place and counts the skip)");
     }
-    chosen = -1;
-    const auto n = static_cast<int64_t>(size());
-    std::string next_error;
-    for (int64_t step = 1; step <= options_.max_consecutive_bad && step < n; ++step) {
-      if (load((index + step) % n, seed, *d, next_error)) {
-        chosen = (index + step) % n;
-        break;
-      }
-    }
-    if (chosen < 0) {
-      throw std::runtime_error("ImageFolder: cannot load " + path(index) + ": " + error +
-                               "; nor any of the next " +
-                               std::to_string(options_.max_consecutive_bad) +
-                               " files (ImageFolderOptions::max_consecutive_bad): is the "
-                               "folder readable and are these images?");
-    }
+    chosen = load_substitute(index, seed, *d, error);
     report_skipped_sample(index, chosen, path(index), error);
   }
   void* pixels = out.bytes(0);

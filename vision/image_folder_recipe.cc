@@ -16,9 +16,11 @@ using nlohmann::json;
 json options_json(const ImageFolderOptions& o) {
   json j = {{"on_bad_image", o.on_bad_image == OnBadImage::kSkip ? "skip" : "raise"},
             {"max_pixels", o.max_pixels},
+            {"max_file_bytes", o.max_file_bytes},
             {"extensions", o.extensions},
             {"cache_file", o.cache_file},
-            {"max_consecutive_bad", o.max_consecutive_bad}};
+            {"max_consecutive_bad", o.max_consecutive_bad},
+            {"full_decode", o.full_decode}};
   if (o.seed) j["seed"] = *o.seed;
   return j;
 }
@@ -27,9 +29,11 @@ ImageFolderOptions options_from(const json& j) {
   ImageFolderOptions o;
   o.on_bad_image = j.at("on_bad_image") == "skip" ? OnBadImage::kSkip : OnBadImage::kRaise;
   o.max_pixels = j.at("max_pixels").get<int64_t>();
+  o.max_file_bytes = j.at("max_file_bytes").get<int64_t>();
   o.extensions = j.at("extensions").get<std::vector<std::string>>();
   o.cache_file = j.at("cache_file").get<std::string>();
   o.max_consecutive_bad = j.at("max_consecutive_bad").get<int>();
+  o.full_decode = j.at("full_decode").get<bool>();
   if (j.contains("seed")) o.seed = j.at("seed").get<uint64_t>();
   return o;
 }

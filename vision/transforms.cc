@@ -5,6 +5,8 @@
 #include "util/splitmix.h"
 
 #include <cmath>
+#include <iomanip>
+#include <limits>
 #include <sstream>
 
 namespace mploader::vision {
@@ -61,16 +63,27 @@ Crop random_resized_crop(const RandomResizedCrop& t, int width, int height, Samp
   return {(height - h) / 2, (width - w) / 2, h, w};
 }
 
-// torchvision's _compute_resized_output_size for an int size.
+// torchvision's _compute_resized_output_size for an int size. Throws TransformError when the
+// longer side would not fit an int (a panorama of a pixel's height, say).
 Size2 shorter_side_size(const Resize& t, int width, int height) {
   const int shorter = std::min(width, height), longer = std::max(width, height);
   int new_short = *t.shorter_side;
-  auto new_long = static_cast<int>(static_cast<double>(new_short) * longer / shorter);
+  double new_long = std::floor(static_cast<double>(new_short) * longer / shorter);
   if (t.max_size && new_long > *t.max_size) {
     new_short = static_cast<int>(static_cast<double>(*t.max_size) * new_short / new_long);
     new_long = *t.max_size;
   }
-  return width <= height ? Size2{new_long, new_short} : Size2{new_short, new_long};
+  if (new_long > std::numeric_limits<int>::max()) {
+    std::ostringstream sides;
+    sides << std::fixed << std::setprecision(0) << new_long;
+    throw TransformError("Resize(" + std::to_string(*t.shorter_side) + ") of an image of " +
+                         std::to_string(height) + " x " + std::to_string(width) +
+                         " (height x width) would make its longer side " + sides.str() +
+                         " pixels, more than an int holds: give Resize a max_size, or leave "
+                         "such images out");
+  }
+  const int long_side = static_cast<int>(new_long);
+  return width <= height ? Size2{long_side, new_short} : Size2{new_short, long_side};
 }
 
 void apply(const Transform& step, VirtualImage& image, SampleRng& rng) {

@@ -245,3 +245,26 @@ TEST_CASE("vision: encode_jpeg writes what the decoder reads back, grey or RGB")
                       Catch::Contains("0 x 1") && Catch::Contains("1 to 65500"));
   REQUIRE_THROWS_AS(mploader::vision::encode_jpeg(&one, 1, 1, 2, 90), std::invalid_argument);
 }
+
+TEST_CASE("vision: a truncated JPEG or PNG is refused even when the region asked for is whole") {
+  // A crop of the top rows never reaches the missing ones: the file must still be bad, in every
+  // epoch, whatever the crop.
+  vision_test::ScratchDir dir;
+  vision_test::write_jpeg(dir.path + "/tall.jpg", 64, 512);
+  std::vector<uint8_t> jpeg = read_bytes(dir.path + "/tall.jpg");
+  ImageDecoder decoder;
+  RgbImage image;
+  const Rect top{0, 0, 64, 16};
+  decoder.decode(jpeg.data(), jpeg.size(), top, 1.0, image);  // whole: fine
+  jpeg.resize(jpeg.size() * 2 / 3);
+  REQUIRE_THROWS_WITH(decoder.decode(jpeg.data(), jpeg.size(), top, 1.0, image),
+                      Catch::Contains("truncated") && Catch::Contains("JPEG"));
+  const std::string& references = reference_dir();
+  REQUIRE_PIL(!references.empty());
+  std::vector<uint8_t> png = read_bytes(references + "/rgb.png");
+  const Rect top_rows{0, 0, 203, 8};
+  decoder.decode(png.data(), png.size(), top_rows, 1.0, image);
+  png.resize(png.size() * 2 / 3);
+  REQUIRE_THROWS_WITH(decoder.decode(png.data(), png.size(), top_rows, 1.0, image),
+                      Catch::Contains("truncated") && Catch::Contains("PNG"));
+}

@@ -200,3 +200,21 @@ TEST_CASE("vision: render reads a DCT-scaled, cropped decode through its coordin
   REQUIRE(a == b);
   REQUIRE(resize.min_scale(plan) == Approx(0.25));
 }
+
+TEST_CASE("vision: Resize of a panorama too wide for an int says so with the image's size") {
+  // 2^28 x 1: Resize(256) would make it 256 x 2^36.
+  const Compose resize({Resize(256), CenterCrop(224)});
+  REQUIRE_THROWS_AS(resize.plan(1 << 28, 1, 0), TransformError);
+  REQUIRE_THROWS_WITH(resize.plan(1 << 28, 1, 0),
+                      Catch::Contains("1 x 268435456") && Catch::Contains("max_size"));
+  // max_size keeps it in range: the longer side is capped before anything overflows.
+  REQUIRE_THROWS_WITH(Compose({Resize(256, 4096), CenterCrop(224)}).plan(1 << 28, 1, 0),
+                      Catch::Contains("CenterCrop(224, 224) is larger than the image"));
+}
+
+TEST_CASE("vision: Normalize refuses a mean that is not a finite number") {
+  for (double bad : {std::nan(""), HUGE_VAL}) {
+    REQUIRE_THROWS_WITH(Compose({CenterCrop(8), ToTensor(), Normalize({0.5, bad, 0.5}, {1, 1, 1})}),
+                        Catch::Contains("mean"));
+  }
+}

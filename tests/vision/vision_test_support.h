@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <mploader/vision/encode.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -43,6 +45,16 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A smooth width x height RGB JPEG at `path`: a real image, made without Python.
+inline void write_jpeg(const std::string& path, int width, int height, int quality = 90) {
+  std::vector<uint8_t> pixels(static_cast<size_t>(width) * static_cast<size_t>(height) * 3);
+  for (size_t i = 0; i < pixels.size(); ++i) {
+    const size_t x = i / 3 % static_cast<size_t>(width), y = i / 3 / static_cast<size_t>(width);
+    pixels[i] = static_cast<uint8_t>((x * 3 + y * 5 + (i % 3) * 60) % 256);
+  }
+  write_bytes(path, mploader::vision::encode_jpeg(pixels.data(), width, height, 3, quality));
 }
 
 // The largest difference between two byte strings of one length.

@@ -39,6 +39,9 @@ struct ImageFolderOptions {
   OnBadImage on_bad_image = OnBadImage::kRaise;  ///< See OnBadImage.
   /// Images with more pixels are refused from their header, before anything is allocated.
   int64_t max_pixels = kDefaultMaxPixels;
+  /// Files of more bytes are refused (after their header, before the rest is read): 1 GiB by
+  /// default, more than any image of max_pixels needs.
+  int64_t max_file_bytes = int64_t{1} << 30;
   /// The file name endings (compared without case) that are images; others are not listed.
   std::vector<std::string> extensions = {".jpg", ".jpeg", ".png"};
   /// Seeds the random transforms with sample_seed(seed, epoch, index). Unset: the seed of the
@@ -47,6 +50,11 @@ struct ImageFolderOptions {
   /// When set, the folder scan is kept in this file and read back while no folder under the
   /// root has changed since (their modification times are stored with it). Written atomically.
   std::string cache_file;
+  /// Decode every image whole and at full size, as PIL does, instead of only the rows and
+  /// columns the crop needs at the smallest DCT scale (1/8, 1/4, 1/2) that keeps it sharp. The
+  /// output then matches torchvision's PIL path within a level; by default a shrinking JPEG
+  /// differs by a few levels on average (README, "Images"). Slower: every pixel is decoded.
+  bool full_decode = false;
   /// With OnBadImage::kSkip, how many files in a row may fail before the sample fails anyway
   /// (a folder of bad files should stop the job, not be skipped through).
   int max_consecutive_bad = 64;
@@ -73,7 +81,9 @@ class ImageFolder : public Dataset {
   /// A dataset from a list file: one image per line, "<path> <label>" (the label, a
   /// non-negative integer, is the line's last field; a relative path is relative to the list
   /// file's folder; empty lines and lines starting with '#' are skipped). classes() are then
-  /// the labels' numbers. Throws OptionError naming the file and the line for a malformed one.
+  /// the labels' numbers, every one up to the largest, which must be below the number of images
+  /// or 100000, whichever is larger. Throws OptionError naming the file and the line for a
+  /// malformed line or a label beyond that.
   static std::shared_ptr<ImageFolder> from_list(const std::string& list_file, Compose transform,
                                                 ImageFolderOptions options = {});
 
@@ -114,6 +124,10 @@ class ImageFolder : public Dataset {
   void give_back(std::unique_ptr<Decoding> decoding);
   uint64_t seed_of(int64_t index) const;
   bool load(int64_t index, uint64_t seed, Decoding& d, std::string& error);
+  // The next good file after `index` (within max_consecutive_bad), loaded into `d`; throws
+  // naming `index`'s `error` and how many files were tried when there is none.
+  int64_t load_substitute(int64_t index, uint64_t seed, Decoding& d, const std::string& error);
+  std::string missing_file_hint() const;
 
   Source source_;
   Compose transform_;

@@ -79,7 +79,8 @@ struct ToTensor {};
 
 /// torchvision.transforms.Normalize: (x - mean) / std per channel, after ToTensor.
 struct Normalize {
-  /// Per channel (R, G, B) means and standard deviations; every std must be > 0.
+  /// Per channel (R, G, B) means and standard deviations; every mean must be finite and every
+  /// std > 0.
   Normalize(std::array<double, 3> mean, std::array<double, 3> std);
   std::array<double, 3> mean;  ///< Subtracted from each channel.
   std::array<double, 3> std;   ///< Each channel is divided by it.
