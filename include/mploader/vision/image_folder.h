@@ -116,10 +116,7 @@ class ImageFolder : public Dataset {
 
  private:
   struct Decoding;  // one thread's decoder, file buffer and scratch
-  struct Loaded;    // what load() decoded and planned
   ImageFolder(Source source, Compose transform, ImageFolderOptions options);
-  void scan_root();
-  void read_list();
   std::unique_ptr<Decoding> take_decoding();
   void give_back(std::unique_ptr<Decoding> decoding);
   uint64_t seed_of(int64_t index) const;
