@@ -79,6 +79,14 @@ class StreamingDataset : public Dataset {
   /// corpus is refused by it.
   uint64_t corpus_fingerprint() const;
 
+  /// What the Loader should warn about when it reads this dataset through a shuffle buffer of
+  /// `shuffle_buffer` samples (LoaderOptions::shuffle_buffer): empty when that is fine. A
+  /// dataset read front to back that keeps only so many samples read ahead says so here.
+  virtual std::string shuffle_buffer_warning(int64_t shuffle_buffer) const {
+    (void)shuffle_buffer;
+    return {};
+  }
+
  protected:
   /// Sets the shards; call it once, in the constructor. Throws std::invalid_argument naming
   /// the shard when a count is negative, or when the counts overflow int64.

@@ -1,6 +1,6 @@
 // Tars that lie or change under the reader: a member's size in its header that does not match
-// its data, a tar cut on a member boundary, one rewritten in place while it is read, and
-// member text with NUL bytes in a message.
+// its data, a tar cut on a member boundary, one rewritten in place while it is read, one file
+// under two spellings, an empty corpus, and member text with NUL bytes in a message.
 #include <catch2/catch.hpp>
 
 #include "tests/shards/shard_test_support.h"
@@ -153,4 +153,24 @@ TEST_CASE("shards: a tar rewritten in place while it is read is an error, not mi
   REQUIRE_THROWS_WITH(data.get(12), Contains(paths[0]) && Contains("sample 12") &&
                                         Contains("it changed since the Loader counted it"));
   REQUIRE_THROWS_WITH(data.get(30), Contains("it changed since the Loader counted it"));
+}
+
+TEST_CASE("shards: one tar under two spellings is refused, naming both") {
+  TempDir dir("spellings");
+  const auto paths = write_corpus(dir, {3});
+  const std::string other = (dir.path() / "." / "shard-0.tar").string();
+  REQUIRE_THROWS_AS(TarShards({paths[0], other}), mploader::OptionError);
+  REQUIRE_THROWS_WITH(TarShards({paths[0], other}),
+                      Contains(paths[0]) && Contains(other) && Contains("same file"));
+}
+
+TEST_CASE("shards: a corpus of no sample is refused at construction, naming its files") {
+  TempDir dir("nosample");
+  write_tar(dir.file("none.tar"), {});
+  write_tar(dir.file("folders.tar"), {{"a", "", true}, {"a/README", "no extension"}});
+  REQUIRE_THROWS_AS(TarShards({dir.file("none.tar"), dir.file("folders.tar")}),
+                    mploader::OptionError);
+  REQUIRE_THROWS_WITH(TarShards({dir.file("none.tar"), dir.file("folders.tar")}),
+                      Contains("corpus is empty") && Contains(dir.file("none.tar")) &&
+                          Contains(dir.file("folders.tar")));
 }
