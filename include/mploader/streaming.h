@@ -30,8 +30,9 @@
 ///
 /// Batches carry the global indices of their samples (Batch::indices()), so a batch names
 /// the shard and position of each of its samples through locate(). state_dict() records the
-/// epoch's progress per shard, and load_state_dict() resumes with exactly the samples not yet
-/// delivered, also with another num_workers. A worker that dies is replaced
+/// epoch's progress per worker stream (a few KB for any number of shards), and
+/// load_state_dict() resumes with exactly the samples not yet delivered, also with another
+/// num_workers. A worker that dies is replaced
 /// (max_restarts_per_epoch) and its batches are issued again to its replacement.
 #pragma once
 
