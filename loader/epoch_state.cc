@@ -5,7 +5,8 @@
 #include <mploader/errors.h>
 
 #include <algorithm>
-#include <map>
+#include <iterator>
+#include <limits>
 #include <string>
 
 namespace mploader::detail {
@@ -59,7 +60,63 @@ void describe_stream_epoch(const StreamEpoch& plan, const StreamPlanSettings& s,
   }
 }
 
+// Samples delivered per unit of each stream: each batch holds samples of its stream's units
+// alone. Repeated (padded) batches come after the rank's own: counting only those before them
+// counts each sample once.
+std::vector<std::vector<int64_t>> delivered_per_unit(const StreamEpoch& plan,
+                                                     const std::vector<bool>& delivered) {
+  std::vector<std::vector<int64_t>> got(plan.streams.size());
+  std::vector<std::vector<std::pair<int64_t, size_t>>> by_begin(plan.streams.size());
+  for (size_t k = 0; k < plan.streams.size(); ++k) {
+    got[k].assign(plan.streams[k].size(), 0);
+    for (size_t u = 0; u < plan.streams[k].size(); ++u) {
+      by_begin[k].emplace_back(plan.streams[k][u].begin, u);
+    }
+    std::sort(by_begin[k].begin(), by_begin[k].end());
+  }
+  const size_t own = std::min(plan.batches_before_evening, delivered.size());
+  for (size_t b = 0; b < own; ++b) {
+    if (!delivered[b]) continue;
+    const size_t k = static_cast<size_t>(plan.stream_of_batch[b]);
+    for (int64_t index : plan.batches[b]) {
+      auto it = std::upper_bound(by_begin[k].begin(), by_begin[k].end(),
+                                 std::make_pair(index, std::numeric_limits<size_t>::max()));
+      if (it != by_begin[k].begin()) ++got[k][std::prev(it)->second];
+    }
+  }
+  return got;
+}
+
 }  // namespace
+
+std::vector<StreamPartProgress> progress_of_streams(const StreamingDataset& data,
+                                                    const StreamEpoch& plan,
+                                                    const std::vector<bool>& delivered) {
+  const std::vector<std::vector<int64_t>> got = delivered_per_unit(plan, delivered);
+  std::vector<StreamPartProgress> out(plan.streams.size());
+  for (size_t k = 0; k < plan.streams.size(); ++k) {
+    StreamPartProgress& part = out[k];
+    const std::vector<SampleRange>& units = plan.streams[k];
+    part.units = static_cast<int64_t>(units.size());
+    for (size_t u = 0; u < units.size(); ++u) {
+      const int64_t n = got[k][u];
+      part.samples += units[u].size();
+      part.delivered += n;
+      if (n == units[u].size()) {
+        const int64_t at = static_cast<int64_t>(u);
+        if (!part.done.empty() && part.done.back().second == at) {
+          ++part.done.back().second;
+        } else {
+          part.done.emplace_back(at, at + 1);
+        }
+      } else if (n > 0) {
+        part.partial.push_back({data.shards()[data.locate(units[u].begin).shard].name,
+                                units[u].begin, units[u].end, n});
+      }
+    }
+  }
+  return out;
+}
 
 EpochState::EpochState(std::shared_ptr<BatchSampler> sampler, const Dataset& dataset,
                        RecordedSettings settings, std::shared_ptr<StreamSampler> stream)
@@ -87,21 +144,13 @@ std::optional<StreamProgress> EpochState::stream_progress(
   p.world_size = stream_->settings().world_size;
   p.rank = stream_->settings().rank;
   const StreamEpoch& plan = stream_->plan(epoch, p.streams);
-  std::map<size_t, ShardProgress> by_shard;
   for (const std::vector<SampleRange>& ranges : plan.streams) {
-    for (const SampleRange& r : ranges) by_shard[data.locate(r.begin).shard].samples += r.size();
+    if (!ranges.empty()) {
+      p.first_shard = data.shards()[data.locate(ranges.front().begin).shard].name;
+      break;
+    }
   }
-  // Repeated (padded) batches come after the rank's own: counting those before them counts
-  // each sample once.
-  const size_t own = std::min(plan.batches_before_evening, delivered.size());
-  for (size_t b = 0; b < own; ++b) {
-    if (!delivered[b]) continue;
-    for (int64_t index : plan.batches[b]) ++by_shard[data.locate(index).shard].delivered;
-  }
-  for (auto& [shard, progress] : by_shard) {
-    progress.name = data.shards()[shard].name;
-    p.shards.push_back(std::move(progress));
-  }
+  p.progress = progress_of_streams(data, plan, delivered);
   return p;
 }
 

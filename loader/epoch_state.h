@@ -92,4 +92,11 @@ class EpochState {
   bool refused_ = false;  // the last epoch's plan was invalid: it ended with an OptionError
 };
 
+// Each stream's progress in `plan`'s epoch, from the batches `delivered` (by sequence): runs of
+// fully delivered units and the units partly delivered, so that a state stays small for any
+// number of shards.
+std::vector<StreamPartProgress> progress_of_streams(const StreamingDataset& data,
+                                                    const StreamEpoch& plan,
+                                                    const std::vector<bool>& delivered);
+
 }  // namespace mploader::detail

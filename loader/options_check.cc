@@ -3,6 +3,7 @@
 #include "datasets/compose_recipes.h"
 #include "ipc/region_layout.h"
 #include "sampler/stream_sampler.h"
+#include "util/log.h"
 
 #include <mploader/distributed.h>
 #include <mploader/errors.h>
@@ -125,6 +126,10 @@ void plan_stream(const StreamingDataset& dataset, LoaderOptions& o) {
   require(o.shuffle_buffer >= 0, "shuffle_buffer",
           "shuffle_buffer must be 0 (read order) or more samples, got " +
               std::to_string(o.shuffle_buffer));
+  if (const std::string warning = dataset.shuffle_buffer_warning(o.shuffle_buffer);
+      !warning.empty()) {
+    log().warn("{}", warning);
+  }
   StreamPlanSettings s;
   s.batch_size = o.batch_size;
   s.drop_last = o.drop_last;

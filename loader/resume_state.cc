@@ -146,12 +146,20 @@ std::vector<bool> delivered_from(const json& ranges, uint64_t num_batches) {
 }
 
 json stream_json(const StreamProgress& p) {
-  json shards = json::array();
-  for (const ShardProgress& s : p.shards) {
-    shards.push_back(json{{"name", s.name}, {"samples", s.samples}, {"delivered", s.delivered}});
+  json progress = json::array();
+  for (const StreamPartProgress& part : p.progress) {
+    json partial = json::array();
+    for (const UnitProgress& u : part.partial) {
+      partial.push_back(json{{"shard", u.shard}, {"begin", u.begin}, {"end", u.end},
+                             {"delivered", u.delivered}});
+    }
+    progress.push_back(json{{"units", part.units}, {"samples", part.samples},
+                            {"delivered", part.delivered}, {"done", part.done},
+                            {"partial", std::move(partial)}});
   }
-  return json{{"streams", p.streams}, {"corpus", hex(p.corpus)},   {"world_size", p.world_size},
-              {"rank", p.rank},       {"shards", std::move(shards)}};
+  return json{{"streams", p.streams}, {"corpus", hex(p.corpus)}, {"world_size", p.world_size},
+              {"rank", p.rank}, {"first_shard", p.first_shard},
+              {"progress", std::move(progress)}};
 }
 
 int64_t count_field(const json& object, const char* name) {
@@ -163,6 +171,38 @@ int64_t count_field(const json& object, const char* name) {
   return static_cast<int64_t>(value);
 }
 
+std::string text_field(const json& object, const char* name) {
+  const json& value = field(object, name);
+  if (!value.is_string()) {
+    refuse(std::string("the field \"") + name + "\" is " + value.dump() + ", not text");
+  }
+  return value.get<std::string>();
+}
+
+const json& list_field(const json& object, const char* name) {
+  const json& value = field(object, name);
+  if (!value.is_array()) refuse(std::string("the field \"") + name + "\" is not a list");
+  return value;
+}
+
+StreamPartProgress part_from(const json& j) {
+  if (!j.is_object()) refuse("an entry of \"stream.progress\" is " + j.dump());
+  StreamPartProgress part{count_field(j, "units"), count_field(j, "samples"),
+                          count_field(j, "delivered"), {}, {}};
+  for (const json& run : list_field(j, "done")) {
+    const bool pair = run.is_array() && run.size() == 2 && run[0].is_number_unsigned() &&
+                      run[1].is_number_unsigned();
+    if (!pair) refuse("a run of \"stream.progress.done\" is " + run.dump() + ", not a pair");
+    part.done.emplace_back(run[0].get<int64_t>(), run[1].get<int64_t>());
+  }
+  for (const json& u : list_field(j, "partial")) {
+    if (!u.is_object()) refuse("an entry of \"stream.progress.partial\" is " + u.dump());
+    part.partial.push_back({text_field(u, "shard"), count_field(u, "begin"),
+                            count_field(u, "end"), count_field(u, "delivered")});
+  }
+  return part;
+}
+
 StreamProgress stream_from(const json& j) {
   if (!j.is_object()) refuse("the field \"stream\" is not an object");
   StreamProgress p;
@@ -171,15 +211,19 @@ StreamProgress stream_from(const json& j) {
   p.corpus = hex_field(j, "corpus");
   p.world_size = count_field(j, "world_size");
   p.rank = count_field(j, "rank");
-  const json& shards = field(j, "shards");
-  if (!shards.is_array()) refuse("the field \"stream.shards\" is not a list");
-  for (const json& s : shards) {
-    if (!s.is_object()) refuse("an entry of \"stream.shards\" is " + s.dump());
-    const json& name = field(s, "name");
-    if (!name.is_string()) refuse("a shard's \"name\" is " + name.dump() + ", not text");
-    p.shards.push_back({name.get<std::string>(), count_field(s, "samples"),
-                        count_field(s, "delivered")});
+  if (!j.contains("progress")) {
+    // The old form: one record per shard ({"name", "samples", "delivered"}), for people only.
+    for (const json& s : list_field(j, "shards")) {
+      if (!s.is_object()) refuse("an entry of \"stream.shards\" is " + s.dump());
+      const std::string name = text_field(s, "name");
+      count_field(s, "samples");
+      count_field(s, "delivered");
+      if (p.first_shard.empty()) p.first_shard = name;
+    }
+    return p;
   }
+  p.first_shard = text_field(j, "first_shard");
+  for (const json& part : list_field(j, "progress")) p.progress.push_back(part_from(part));
   return p;
 }
 
@@ -265,7 +309,7 @@ void check_same_stream(const ResumeState& saved, const std::optional<StreamProgr
   }
   const StreamProgress& was = *saved.stream;
   if (was.corpus != now->corpus) {
-    std::string first = was.shards.empty() ? "none" : "'" + was.shards.front().name + "'";
+    std::string first = was.first_shard.empty() ? "none" : "'" + was.first_shard + "'";
     throw OptionError("state", "mploader: cannot load the loader state: it was saved over "
                                "another corpus (shard fingerprint " + hex(was.corpus) +
                                    ", this dataset's " + hex(now->corpus) +

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mploader::detail {
@@ -37,21 +38,35 @@ struct RecordedSettings {
   int64_t num_workers = 0;
 };
 
-// How far one shard of a StreamingDataset got in the saved epoch, on this rank.
-struct ShardProgress {
-  std::string name;
-  int64_t samples = 0;    // of this shard that this rank reads in the epoch
+// A run of a stream's units (shard ranges, in the order the stream reads them) that was
+// partly delivered: the shard's name and the range's global indices [begin, end).
+struct UnitProgress {
+  std::string shard;
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t delivered = 0;  // of its samples, in batches the training loop received
+};
+
+// How far one stream (worker) of this rank got in the saved epoch. Its units are read in order,
+// so the fully delivered ones form few runs and few are partly delivered at once: the record
+// stays small however many shards there are.
+struct StreamPartProgress {
+  int64_t units = 0;      // shard ranges the stream reads in the epoch
+  int64_t samples = 0;    // their samples together
   int64_t delivered = 0;  // of those, in batches the training loop received
+  std::vector<std::pair<int64_t, int64_t>> done;  // runs [first, end) of units fully delivered
+  std::vector<UnitProgress> partial;              // units partly delivered
 };
 
 // What a state of a StreamingDataset's loader adds: the corpus and the split it was planned
-// with, and its progress per shard (for people and tools; the batches decide what resumes).
+// with, and its progress per stream (for people and tools; the batches decide what resumes).
 struct StreamProgress {
   int64_t streams = 1;  // the split per rank the epoch was planned with (its num_workers)
   uint64_t corpus = 0;  // StreamingDataset::corpus_fingerprint()
   int64_t world_size = 1;
   int64_t rank = 0;
-  std::vector<ShardProgress> shards;
+  std::string first_shard;  // the first shard this rank reads, for messages
+  std::vector<StreamPartProgress> progress;  // per stream; empty in a state of the old form
 };
 
 struct ResumeState {

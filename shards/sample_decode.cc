@@ -36,7 +36,7 @@ at::Tensor int_tensor(const Member& m) {
     const std::string text(reinterpret_cast<const char*>(m.bytes.data()),
                            std::min<size_t>(m.bytes.size(), 40));
     throw BadSample("member " + in_quotes(m.name) + " should hold an integer (it is listed in " +
-                    "TarShardsOptions::int_keys) but holds " + in_quotes(text) +
+                    "TarShardsOptions::int_keys) but holds " + in_quotes(printable(text)) +
                     (m.bytes.size() > 40 ? "..." : "") + " (" +
                     std::to_string(m.bytes.size()) + " bytes)");
   }

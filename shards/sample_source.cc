@@ -53,7 +53,7 @@ void SampleSource::changed(const TarReader& reader) const {
       kRebuild);
 }
 
-std::unique_ptr<TarReader> SampleSource::open_checked(size_t shard) const {
+void SampleSource::check_unchanged(size_t shard) const {
   const std::string& path = paths_[shard];
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -62,15 +62,27 @@ std::unique_ptr<TarReader> SampleSource::open_checked(size_t shard) const {
                              "counted its samples; put it back, or build the dataset again "
                              "without it");
   }
-  auto reader = std::make_unique<TarReader>(path);
+  const ShardScan& scan = scans_[shard];
+  const int64_t bytes = static_cast<int64_t>(st.st_size);
+  const int64_t mtime_ns =
+      static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  if (bytes != scan.file_bytes || mtime_ns != scan.mtime_ns) {
+    throw ShardChanged(
+        in_quotes(path) + " has " + std::to_string(bytes) + " bytes, modified at " +
+        std::to_string(mtime_ns) + " ns; it had " + std::to_string(scan.file_bytes) +
+        " bytes, modified at " + std::to_string(scan.mtime_ns) + " ns, and " +
+        std::to_string(scan.num_samples) + " samples when the dataset counted them: it " +
+        "changed since the Loader counted it; " + kRebuild);
+  }
+}
+
+std::unique_ptr<TarReader> SampleSource::open_checked(size_t shard) const {
+  check_unchanged(shard);
+  auto reader = std::make_unique<TarReader>(paths_[shard]);
+  // Changed between the check and the open: the reader's own look at the file says so.
   const ShardScan& scan = scans_[shard];
   if (reader->file_bytes() != scan.file_bytes || reader->mtime_ns() != scan.mtime_ns) {
-    throw ShardChanged(
-        in_quotes(path) + " has " + std::to_string(reader->file_bytes()) + " bytes, modified at " +
-        std::to_string(reader->mtime_ns()) + " ns; it had " + std::to_string(scan.file_bytes) +
-        " bytes, modified at " + std::to_string(scan.mtime_ns) +
-        " ns, when the dataset counted its samples: it changed since the Loader counted it; " +
-        kRebuild);
+    check_unchanged(shard);
   }
   return reader;
 }
@@ -117,6 +129,9 @@ void SampleSource::evict() {
 
 std::shared_ptr<const RawSample> SampleSource::fetch(size_t shard, int64_t sample, bool keep) {
   adopt_process();
+  // Every request looks at the file (one stat): a tar rewritten in place while a reader is
+  // open would otherwise mix old samples (read ahead, buffered) with new ones.
+  check_unchanged(shard);
   const Key key{shard, sample};
   if (auto it = cache_.find(key); it != cache_.end()) {
     std::shared_ptr<const RawSample> found = it->second.sample;
@@ -128,28 +143,34 @@ std::shared_ptr<const RawSample> SampleSource::fetch(size_t shard, int64_t sampl
   }
   TarReader& reader = reader_at_or_before(shard, sample);
   try {
-    while (reader.position() < sample) {
-      const int64_t at = reader.position();
-      // Only the samples just before the one asked for are worth keeping: those far behind
-      // are another worker's (a shard split by ranges) or will be evicted before their turn.
-      if (sample - at <= read_ahead_ && cache_.count(Key{shard, at}) == 0) {
-        auto passed = std::make_shared<RawSample>();
-        if (!reader.next(passed.get())) changed(reader);
-        put(Key{shard, at}, std::move(passed));
-      } else if (!reader.next(nullptr)) {
-        changed(reader);
-      }
-    }
-    auto out = std::make_shared<RawSample>();
-    if (!reader.next(out.get())) changed(reader);
-    if (keep) put(key, out);
-    return out;
+    return read_up_to(reader, shard, sample, keep);
   } catch (...) {
     // A reader that failed is in no known state: the next request opens the tar again.
     open_.erase(std::find_if(open_.begin(), open_.end(),
                              [&](const Open& o) { return o.reader.get() == &reader; }));
+    check_unchanged(shard);  // a tar cut or rewritten while read: say so, not "damaged"
     throw;
   }
+}
+
+std::shared_ptr<const RawSample> SampleSource::read_up_to(TarReader& reader, size_t shard,
+                                                          int64_t sample, bool keep) {
+  while (reader.position() < sample) {
+    const int64_t at = reader.position();
+    // Only the samples just before the one asked for are worth keeping: those far behind
+    // are another worker's (a shard split by ranges) or will be evicted before their turn.
+    if (sample - at <= read_ahead_ && cache_.count(Key{shard, at}) == 0) {
+      auto passed = std::make_shared<RawSample>();
+      if (!reader.next(passed.get())) changed(reader);
+      put(Key{shard, at}, std::move(passed));
+    } else if (!reader.next(nullptr)) {
+      changed(reader);
+    }
+  }
+  auto out = std::make_shared<RawSample>();
+  if (!reader.next(out.get())) changed(reader);
+  if (keep) put(Key{shard, sample}, out);
+  return out;
 }
 
 }  // namespace mploader::shards::detail

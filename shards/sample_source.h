@@ -29,7 +29,8 @@ class ShardChanged : public std::runtime_error {
 /// Readers belong to the process that opened them: after a fork the child drops what it
 /// inherited and opens its own. Errors are std::runtime_error naming the tar (TarReader's);
 /// a tar whose size, modification time or sample count differs from its scan, or that is
-/// gone, is a ShardChanged.
+/// gone, is a ShardChanged. Size and modification time are checked on every fetch, not only
+/// when the tar is opened.
 /// Not thread-safe (TarShards holds the lock).
 class SampleSource {
  public:
@@ -64,6 +65,11 @@ class SampleSource {
   void adopt_process();
   TarReader& reader_at_or_before(size_t shard, int64_t sample);
   std::unique_ptr<TarReader> open_checked(size_t shard) const;
+  // Throws ShardChanged when the tar is gone or its size or modification time is not the
+  // scan's.
+  void check_unchanged(size_t shard) const;
+  std::shared_ptr<const RawSample> read_up_to(TarReader& reader, size_t shard, int64_t sample,
+                                              bool keep);
   void put(const Key& key, std::shared_ptr<const RawSample> sample);
   void evict();
   [[noreturn]] void changed(const TarReader& reader) const;

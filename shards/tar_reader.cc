@@ -20,7 +20,6 @@ namespace {
 
 constexpr size_t kBlockBytes = 64 * 1024;  // libarchive's read size
 constexpr int64_t kTarHeaderBytes = 512;
-constexpr int kMaxRetries = 8;  // ARCHIVE_RETRY in a row before it counts as a failure
 
 }  // namespace
 
@@ -74,17 +73,25 @@ void TarReader::fail(const std::string& what) const {
                            (why != nullptr ? std::string(" (libarchive: ") + why + ")" : ""));
 }
 
-bool TarReader::next_member() {
+bool TarReader::next_member(int64_t samples_before) {
   has_pending_ = false;
   for (;;) {
     archive_entry* entry = nullptr;
-    int r = ARCHIVE_RETRY;
-    for (int tries = 0; r == ARCHIVE_RETRY && tries < kMaxRetries; ++tries) {
-      r = archive_read_next_header(archive_, &entry);
+    const int r = archive_read_next_header(archive_, &entry);
+    if (r == ARCHIVE_EOF) {
+      check_end_blocks(samples_before);
+      return false;
     }
-    if (r == ARCHIVE_EOF) return false;
+    if (r == ARCHIVE_RETRY) {
+      // libarchive found no header where the previous member's size says the next one is: a
+      // size that lies. Retrying would scan on to the next valid header (GNU tar's "Skipping to
+      // next header") and lose or garble members without a word.
+      fail("the tar is damaged: after " + std::to_string(samples_before) + " samples, at byte " +
+           std::to_string(archive_read_header_position(archive_)) + ", there is no tar header "
+           "(a member's size in its header does not match its data)");
+    }
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-      fail("the header after sample " + std::to_string(position_) + " cannot be read");
+      fail("the header after sample " + std::to_string(samples_before) + " cannot be read");
     }
     const char* name = archive_entry_pathname(entry);
     std::string key, ext;
@@ -115,6 +122,17 @@ bool TarReader::next_member() {
     has_pending_ = true;
     return true;
   }
+}
+
+void TarReader::check_end_blocks(int64_t samples_before) const {
+  // A tar ends with zero blocks, which libarchive consumes at its end; one that ends right
+  // after a member's data was cut on a member boundary, and would lose its last samples.
+  if (archive_filter_bytes(archive_, 0) > archive_read_header_position(archive_)) return;
+  throw std::runtime_error(
+      in_quotes(path_) + " is cut short: it ends at byte " +
+      std::to_string(archive_read_header_position(archive_)) + ", after " +
+      std::to_string(samples_before) + " samples, on a member boundary without the zero "
+      "blocks that end every tar, so samples after them may be missing");
 }
 
 void TarReader::read_pending(Member& out) {
@@ -156,7 +174,7 @@ void TarReader::skip_pending() {
 
 bool TarReader::next(RawSample* out) {
   if (at_end_) return false;
-  if (!has_pending_ && !next_member()) {
+  if (!has_pending_ && !next_member(position_)) {
     at_end_ = true;
     return false;
   }
@@ -177,7 +195,7 @@ bool TarReader::next(RawSample* out) {
     } else {
       skip_pending();
     }
-    if (!next_member()) {
+    if (!next_member(position_ + 1)) {
       at_end_ = true;
       break;
     }

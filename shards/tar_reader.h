@@ -52,7 +52,10 @@ class TarReader {
   const std::string& path() const { return path_; }  ///< The tar's path.
 
  private:
-  bool next_member();  // reads the next member's header into pending_; false at the end
+  // Reads the next member's header into pending_; false at the end. `samples_before`: the
+  // samples complete before it, for messages.
+  bool next_member(int64_t samples_before);
+  void check_end_blocks(int64_t samples_before) const;  // throws for a tar without them
   void read_pending(Member& out);
   void skip_pending();
   [[noreturn]] void fail(const std::string& what) const;
@@ -73,7 +76,8 @@ class TarReader {
 
 /// Reads every header of `path` (no member data) and counts its samples. Throws OptionError
 /// naming the file for a missing or unreadable one, one that is not a tar, a tar cut short
-/// and a sample with two members of one extension.
+/// (inside a member, or on a member boundary: no end blocks), a damaged one (a member's size
+/// that does not match its data) and a sample with two members of one extension.
 ShardScan scan_shard(const std::string& path);
 
 }  // namespace mploader::shards::detail

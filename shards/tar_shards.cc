@@ -9,8 +9,11 @@
 #include "shards/sample_source.h"
 #include "shards/tar_reader.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <system_error>
@@ -61,13 +64,45 @@ void check_options(const std::vector<std::string>& paths, const TarShardsOptions
   at_least("max_pixels", o.max_pixels, 1);
 }
 
+// One file under two spellings ("x.tar", "./x.tar", a link) would be read twice an epoch.
+void refuse_same_file(const std::vector<std::string>& paths) {
+  std::map<std::pair<dev_t, ino_t>, const std::string*> seen;
+  for (const std::string& p : paths) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) continue;  // the scan said why
+    const auto [it, fresh] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), &p);
+    if (!fresh) {
+      throw OptionError("tar_paths", "TarShards: " + in_quotes(*it->second) + " and " +
+                                         in_quotes(p) + " are the same file (device " +
+                                         std::to_string(st.st_dev) + ", inode " +
+                                         std::to_string(st.st_ino) + "): each tar is one shard, "
+                                         "read once per epoch; list it once");
+    }
+  }
+}
+
 std::vector<ShardScan> scan_all(const std::vector<std::string>& paths,
                                 const TarShardsOptions& options) {
   check_options(paths, options);
   std::vector<ShardScan> scans;
   scans.reserve(paths.size());
   for (const std::string& p : paths) scans.push_back(detail::scan_shard(p));
+  refuse_same_file(paths);
   return scans;
+}
+
+// A corpus of no sample would fail only when the Loader plans its first epoch.
+void refuse_empty(const std::vector<std::string>& paths, const std::vector<ShardScan>& scans) {
+  for (const ShardScan& s : scans) {
+    if (s.num_samples > 0) return;
+  }
+  std::string names;
+  for (size_t i = 0; i < paths.size() && i < 5; ++i) names += (i ? ", " : "") + in_quotes(paths[i]);
+  if (paths.size() > 5) names += " and " + std::to_string(paths.size() - 5) + " more";
+  throw OptionError("tar_paths", "TarShards: the corpus is empty: its " +
+                                     std::to_string(paths.size()) + " tar file(s) (" + names +
+                                     ") hold no sample (no member whose name has an extension); "
+                                     "give tars that hold samples");
 }
 
 uint64_t seed_of(int64_t index) {
@@ -88,6 +123,7 @@ TarShards::TarShards(std::vector<std::string> tar_paths, std::vector<ShardScan> 
     throw std::invalid_argument("TarShards: " + std::to_string(scans_.size()) + " scans for " +
                                 std::to_string(paths_.size()) + " tar files");
   }
+  refuse_empty(paths_, scans_);
   std::vector<ShardInfo> shards;
   for (size_t i = 0; i < paths_.size(); ++i) {
     shards.push_back(ShardInfo{paths_[i], scans_[i].num_samples});
@@ -119,6 +155,15 @@ std::shared_ptr<TarShards> TarShards::from_directory(const std::string& dir,
   }
   std::sort(paths.begin(), paths.end());
   return std::make_shared<TarShards>(std::move(paths), std::move(options));
+}
+
+std::string TarShards::shuffle_buffer_warning(int64_t shuffle_buffer) const {
+  if (shuffle_buffer <= options_.read_ahead) return {};
+  return "TarShards: LoaderOptions::shuffle_buffer is " + std::to_string(shuffle_buffer) +
+         " samples but TarShardsOptions::read_ahead keeps only " +
+         std::to_string(options_.read_ahead) + " read ahead: a sample the buffer asks for after "
+         "a later one then reopens its tar and reads it again from the start, which can make an "
+         "epoch 100 times slower. Set read_ahead to at least " + std::to_string(shuffle_buffer);
 }
 
 Sample TarShards::get(int64_t index) {

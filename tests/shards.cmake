@@ -10,6 +10,7 @@ add_executable(mploader_shards_tests
   shards/test_tar_shards.cc
   shards/test_tar_loader.cc
   shards/test_tar_fuzz_findings.cc
+  shards/test_tar_damage.cc
 )
 mploader_test_binary(mploader_shards_tests)
 target_link_libraries(mploader_shards_tests PRIVATE mploader_shards LibArchive::LibArchive)

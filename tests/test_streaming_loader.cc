@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <algorithm>
@@ -164,8 +165,11 @@ TEST_CASE("streaming loader: resume with another num_workers gets exactly the sa
   REQUIRE(saved.contains("stream"));
   CHECK(saved["stream"]["streams"] == 3);
   int64_t delivered = 0;
-  for (const auto& shard : saved["stream"]["shards"]) delivered += shard["delivered"].get<int64_t>();
+  for (const auto& part : saved["stream"]["progress"]) {
+    delivered += part["delivered"].get<int64_t>();
+  }
   CHECK(delivered == static_cast<int64_t>(seen.size()));
+  CHECK(saved["stream"]["progress"].size() == 3);
 
   Loader second(std::make_shared<TaggedShards>(sizes), stream_options(2));
   second.load_state_dict(state);
@@ -181,6 +185,56 @@ TEST_CASE("streaming loader: resume with another num_workers gets exactly the sa
   std::map<int64_t, int> next;
   for (Batch& b : second) collect(b, next);
   check_once(next, total(sizes));
+}
+
+// The checksum a Loader state carries: FNV-1a over the text of its other fields.
+std::string state_checksum(const nlohmann::json& body) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : body.dump()) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+TEST_CASE("streaming loader: a state over a million shards stays small, and old states load",
+          "[stream]") {
+  // One sample per shard, as TokenStream's windows_per_shard = 1 makes over a large file.
+  const std::vector<int64_t> sizes(1000000, 1);
+  LoaderOptions o = stream_options(0);
+  o.batch_size = 64;
+  std::map<int64_t, int> seen;
+  std::string state;
+  {
+    Loader loader(std::make_shared<TaggedShards>(sizes), o);
+    for (int b = 0; b < 3; ++b) collect(loader.next().value(), seen);
+    state = loader.state_dict();
+  }
+  CHECK(state.size() < 16 * 1024);  // one record per shard was about 50 MB
+  nlohmann::json saved = nlohmann::json::parse(state);
+  const nlohmann::json& part = saved["stream"]["progress"].at(0);
+  CHECK(part["units"] == 1000000);
+  CHECK(part["delivered"] == 192);
+  int64_t done = 0;
+  for (const auto& run : part["done"]) done += run[1].get<int64_t>() - run[0].get<int64_t>();
+  CHECK(done == 192);
+  // A state of the old form (one record per shard, no "progress") still loads.
+  saved["stream"].erase("progress");
+  saved["stream"].erase("first_shard");
+  saved["stream"]["shards"] = nlohmann::json::array();
+  for (const auto& [index, count] : seen) {
+    saved["stream"]["shards"].push_back({{"name", "shard-" + std::to_string(index)},
+                                         {"samples", 1}, {"delivered", 1}});
+  }
+  saved.erase("checksum");
+  saved["checksum"] = state_checksum(saved);
+  Loader resumed(std::make_shared<TaggedShards>(sizes), o);
+  resumed.load_state_dict(saved.dump());
+  collect(resumed.next().value(), seen);
+  CHECK(seen.size() == 4 * 64);
+  for (const auto& [index, count] : seen) CHECK(count == 1);
 }
 
 TEST_CASE("streaming loader: a state saved over another corpus or rank is refused",

@@ -30,8 +30,9 @@
 ///
 /// Batches carry the global indices of their samples (Batch::indices()), so a batch names
 /// the shard and position of each of its samples through locate(). state_dict() records the
-/// epoch's progress per shard, and load_state_dict() resumes with exactly the samples not yet
-/// delivered, also with another num_workers. A worker that dies is replaced
+/// epoch's progress per worker stream (a few KB for any number of shards), and
+/// load_state_dict() resumes with exactly the samples not yet delivered, also with another
+/// num_workers. A worker that dies is replaced
 /// (max_restarts_per_epoch) and its batches are issued again to its replacement.
 #pragma once
 
@@ -78,6 +79,14 @@ class StreamingDataset : public Dataset {
   /// A 64-bit hash of the shards' names and counts, in order: a state saved over another
   /// corpus is refused by it.
   uint64_t corpus_fingerprint() const;
+
+  /// What the Loader should warn about when it reads this dataset through a shuffle buffer of
+  /// `shuffle_buffer` samples (LoaderOptions::shuffle_buffer): empty when that is fine. A
+  /// dataset read front to back that keeps only so many samples read ahead says so here.
+  virtual std::string shuffle_buffer_warning(int64_t shuffle_buffer) const {
+    (void)shuffle_buffer;
+    return {};
+  }
 
  protected:
   /// Sets the shards; call it once, in the constructor. Throws std::invalid_argument naming

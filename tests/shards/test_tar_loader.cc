@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/shards/shard_test_support.h"
+#include "tests/stderr_capture.h"
 
 #include <mploader/errors.h>
 #include <mploader/loader.h>
@@ -320,4 +321,26 @@ TEST_CASE("shards: 2 ranks of 2 workers each, running at once, take equal steps 
     }
   }
   check_once(seen, 85);
+}
+
+TEST_CASE("shards: a shuffle buffer larger than read_ahead is warned about at construction",
+          "[shards]") {
+  TempDir dir("readahead");
+  const auto paths = write_corpus(dir, {6, 6});
+  TarShardsOptions o;
+  o.read_ahead = 4;
+  mploader::LoaderOptions lo = loader_options(mploader::StartMethod::kFork);
+  lo.shuffle_buffer = 100;
+  std::string logged;
+  {
+    testing_datasets::StderrCapture captured;
+    mploader::Loader loader(std::make_shared<TarShards>(paths, o), lo);
+    logged = captured.text();
+  }
+  CHECK_THAT(logged, Contains("shuffle_buffer is 100") && Contains("read_ahead keeps only 4") &&
+                         Contains("Set read_ahead to at least 100"));
+  o.read_ahead = 100;
+  testing_datasets::StderrCapture captured;
+  mploader::Loader quiet(std::make_shared<TarShards>(paths, o), lo);
+  CHECK(captured.text().find("read_ahead") == std::string::npos);
 }

@@ -93,13 +93,15 @@ struct ShardScan {
 /// buffer, and a sample behind the position that was not kept reopens the tar. Readers are
 /// opened lazily in the process that calls get() (a worker), never inherited across a fork.
 /// A tar that changed since the scan (size, modification time or sample count) is an error
-/// naming it. Safe to call from several threads at once (one reader state, under a lock).
+/// naming it; size and modification time are compared with the scan's on every get(). Safe to call from several threads at once (one reader state, under a lock).
 class TarShards : public StreamingDataset {
  public:
   /// Scans `tar_paths`, in this order, one shard each. Throws OptionError naming the file for
-  /// an empty list, a missing or unreadable file, a file that is not a tar, a tar cut short,
-  /// and a sample with two members of one extension; and naming the option for a key listed
-  /// both in int_keys and image_keys.
+  /// an empty list, a missing or unreadable file, a file that is not a tar, a tar cut short
+  /// (inside a member or on a member boundary), a damaged tar (a member's size that does not
+  /// match its data), a sample with two members of one extension, one file listed twice (under
+  /// any spelling) and a corpus of no sample; and naming the option for a key listed both in
+  /// int_keys and image_keys.
   explicit TarShards(std::vector<std::string> tar_paths, TarShardsOptions options = {});
   ~TarShards() override;
 
@@ -112,6 +114,9 @@ class TarShards : public StreamingDataset {
   /// std::runtime_error naming the tar, the member, the sample and the fix when the tar cannot
   /// be read (cut short, changed since the scan, deleted or renamed).
   Sample get(int64_t index) override;
+  /// Non-empty when `shuffle_buffer` is larger than TarShardsOptions::read_ahead: the samples
+  /// the buffer asks for out of order would then reopen their tar (the Loader logs it).
+  std::string shuffle_buffer_warning(int64_t shuffle_buffer) const override;
   /// Spawned workers rebuild the dataset from the paths, options and scan (no second scan).
   std::optional<DatasetRecipe> recipe() const override;
 
