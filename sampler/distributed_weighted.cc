@@ -50,6 +50,7 @@ DistributedWeightedSampler::DistributedWeightedSampler(std::vector<double> weigh
   }
   detail::check_draw(weights_.size(), positive, num_samples_ * world_size_, replacement_,
                      std::string(kWho) + " (num_samples x world_size = all ranks' draws)");
+  weights_ = detail::summable_weights(std::move(weights_), "weights", kWho);
 }
 
 std::vector<int64_t> DistributedWeightedSampler::indices(size_t dataset_size, uint64_t epoch) {

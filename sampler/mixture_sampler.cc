@@ -42,15 +42,28 @@ void start_pass(SourceCursor& c, size_t size, bool shuffle, uint64_t pass_seed) 
   ++c.passes;
 }
 
-// Cumulative probabilities, the last positive one exactly 1 so every u in [0, 1) finds a source.
-std::vector<double> cumulative(const std::vector<double>& p) {
-  std::vector<double> cdf(p.size());
-  std::partial_sum(p.begin(), p.end(), cdf.begin());
-  size_t last = p.size();
-  while (last > 0 && p[last - 1] == 0) --last;
-  for (size_t k = last - 1; k < cdf.size(); ++k) cdf[k] = 1.0;
-  return cdf;
-}
+// Picks a draw's source from u in [0, 1): cumulative probabilities, the last positive one
+// exactly 1, and the pick held to that last source too, so that no rounding in the
+// probabilities can send a draw past the end of the sources.
+class SourcePicker {
+ public:
+  explicit SourcePicker(const std::vector<double>& p) : cdf_(p.size()) {
+    std::partial_sum(p.begin(), p.end(), cdf_.begin());
+    for (size_t k = 0; k < p.size(); ++k) {
+      if (p[k] > 0) last_ = k;
+    }
+    for (size_t k = last_; k < cdf_.size(); ++k) cdf_[k] = 1.0;
+  }
+  size_t pick(double u) const {
+    const auto k = static_cast<size_t>(std::upper_bound(cdf_.begin(), cdf_.end(), u) -
+                                       cdf_.begin());
+    return std::min(k, last_);
+  }
+
+ private:
+  std::vector<double> cdf_;
+  size_t last_ = 0;  // the last source with a positive probability
+};
 
 void check_sources(const std::vector<size_t>& sizes, const MixtureOptions& o) {
   if (sizes.empty()) {
@@ -106,8 +119,9 @@ void check_expected_length(const std::vector<size_t>& sizes, const std::vector<d
 MixtureSampler::MixtureSampler(std::vector<size_t> source_sizes, MixtureOptions options)
     : sizes_(std::move(source_sizes)), options_(std::move(options)) {
   check_sources(sizes_, options_);
-  const double sum = std::accumulate(options_.weights.begin(), options_.weights.end(), 0.0);
-  for (double w : options_.weights) probabilities_.push_back(w / sum);
+  const std::vector<double> weights = detail::summable_weights(options_.weights, "weights", kWho);
+  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  for (double w : weights) probabilities_.push_back(w / sum);
   offsets_.assign(1, 0);
   for (size_t s : sizes_) {
     if (s > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - offsets_.back())) {
@@ -122,7 +136,7 @@ MixtureSampler::MixtureSampler(std::vector<size_t> source_sizes, MixtureOptions 
 std::vector<int64_t> MixtureSampler::indices(size_t dataset_size, uint64_t epoch) {
   check_fits(dataset_size);
   const uint64_t epoch_seed = mix(options_.seed, epoch);
-  const std::vector<double> cdf = cumulative(probabilities_);
+  const SourcePicker picker(probabilities_);
   size_t limit = static_cast<size_t>(options_.num_samples);
   if (limit == 0) {
     limit = options_.end == MixtureEnd::kCycle ? static_cast<size_t>(offsets_.back())
@@ -135,8 +149,7 @@ std::vector<int64_t> MixtureSampler::indices(size_t dataset_size, uint64_t epoch
   std::vector<int64_t> out;
   out.reserve(std::min(limit, static_cast<size_t>(offsets_.back()) * 2));
   while (out.size() < limit) {
-    const size_t k = static_cast<size_t>(
-        std::upper_bound(cdf.begin(), cdf.end(), pick.uniform()) - cdf.begin());
+    const size_t k = picker.pick(pick.uniform());
     SourceCursor& c = cursors[k];
     if (c.next == c.order.size()) {
       start_pass(c, sizes_[k], options_.shuffle, mix(mix(epoch_seed, k + 1), c.passes));

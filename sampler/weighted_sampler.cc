@@ -12,6 +12,7 @@ WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights, int64_
       seed_(seed) {
   const char* who = "WeightedRandomSampler";
   const size_t positive = detail::check_weights(weights_, "weights", who);
+  weights_ = detail::summable_weights(std::move(weights_), "weights", who);
   detail::check_draw(weights_.size(), positive, num_samples_, replacement_, who);
 }
 

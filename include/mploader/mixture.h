@@ -44,7 +44,7 @@ enum class MixtureEnd {
 /// What a MixtureSampler draws. Plain struct, checked by the MixtureSampler's constructor.
 struct MixtureOptions {
   /// One weight per source, >= 0, at least one positive: source k is drawn with probability
-  /// weights[k] / sum(weights). They are normalised; a sum other than 1 is not an error.
+  /// weights[k] / sum(weights). Normalised: any positive sum will do, even one past 1e308.
   std::vector<double> weights;
   MixtureEnd end = MixtureEnd::kCycle;  ///< When the epoch ends (MixtureEnd).
   /// Draws per epoch. kCycle: 0 means the sources' total size. kFirstExhausted and
