@@ -243,6 +243,29 @@ TEST_CASE("mixture: weights whose sum overflows are normalised, and every draw f
         std::vector<double>{5.0 / 10, 3.0 / 10, 2.0 / 10});
 }
 
+TEST_CASE("mixture: an epoch too long to hold is an OptionError naming num_samples",
+          "[sampler][mixture]") {
+  auto make = [](std::vector<size_t> sizes, MixtureOptions o) {
+    return [=] { MixtureSampler(sizes, o); };
+  };
+  // kCycle had no bound: 1e12 draws filled memory for seconds, then threw std::bad_alloc.
+  CHECK_THAT(option_error(make({5, 7}, mixture({1, 1}, MixtureEnd::kCycle, 1000000000000))),
+             Catch::StartsWith("num_samples:") && Catch::Contains("1000000000000") &&
+                 Catch::Contains("1000000000"));
+  CHECK(option_error(make({5, 7}, mixture({1, 1}, MixtureEnd::kCycle, 1000000000))) ==
+        "no error");
+  // An upper bound past the limit, on an epoch that would not end sooner.
+  CHECK_THAT(option_error(make({1000000, 10}, mixture({1e-6, 1}, MixtureEnd::kAllExhausted,
+                                                        1000000000000))),
+             Catch::StartsWith("num_samples:") && Catch::Contains("1000000000000"));
+  // ... and one the sources end long before: those epochs are short.
+  CHECK(option_error(make({1000000, 10}, mixture({1e-6, 1}, MixtureEnd::kFirstExhausted,
+                                                   1000000000000))) == "no error");
+  // A large source of weight 0 does not size an epoch that the small one ends.
+  MixtureSampler small({3000000000, 10}, mixture({0, 1}, MixtureEnd::kFirstExhausted, 0));
+  CHECK(small.indices(3000000010, 0).size() == 10);
+}
+
 TEST_CASE("mixture: token corpora (TokenStream sources) mixed 0.5/0.3/0.2 through 2 workers",
           "[sampler][mixture][tokens][process]") {
   // Three corpora whose token ids keep apart (web [0, 20000), books [20000, 40000), code

@@ -197,6 +197,18 @@ TEST_CASE("weighted sampling: weights whose sum overflows draw in proportion, no
   CHECK(std::set<int64_t>(distinct.begin(), distinct.end()).size() == 3);
 }
 
+TEST_CASE("weighted sampling: an epoch too long to hold is an OptionError naming num_samples",
+          "[sampler]") {
+  // 1e12 draws failed in libtorch's allocator, with 3.4 KB of stack frames.
+  CHECK_THAT(option_error([] { WeightedRandomSampler({1, 1}, 1000000000000); }),
+             Catch::StartsWith("num_samples:") && Catch::Contains("1000000000000") &&
+                 Catch::Contains("WeightedRandomSampler"));
+  CHECK(option_error([] { WeightedRandomSampler({1, 1}, 1000000000); }) == "no error");
+  // Every rank draws the whole job's sample: num_samples x world_size is what counts.
+  CHECK_THAT(option_error([] { DistributedWeightedSampler({1, 1}, 4, 0, 300000000); }),
+             Catch::StartsWith("num_samples:") && Catch::Contains("1200000000"));
+}
+
 TEST_CASE("weighted sampling: distributed ranks get equal counts, disjoint without replacement",
           "[sampler][distributed]") {
   std::vector<double> w(103);
