@@ -276,6 +276,16 @@ BatchFailure write_in_place(Assembly& a, const SampleLayout& layout, size_t coun
   return {};
 }
 
+// The bytes of `plan`'s tensors (its text fields left out), a batch of `rows` samples, scaled
+// to a batch of `batch_size`.
+uint64_t scaled_tensor_bytes(const PlannedBatch& plan, size_t rows, size_t batch_size) {
+  uint64_t text_bytes = 0;
+  for (size_t i = 0; i < plan.kinds.size(); ++i) {
+    if (plan.kinds[i] != ipc::FieldKind::kTensor) text_bytes += plan.nbytes[i];
+  }
+  return (plan.total_bytes - text_bytes) * batch_size / rows;
+}
+
 }  // namespace
 
 BatchFailure assemble_batch(Dataset& dataset, Collator& collator, const int64_t* indices,
@@ -313,7 +323,6 @@ BatchFailure probe_batch(Dataset& dataset, Collator& collator, const int64_t* in
   if (!a.collate([&] { estimate = collator.estimate_batch_bytes(samples[0], batch_size); }, 0)) {
     return a.failure;
   }
-  if (estimate) *estimate += estimate_text_bytes(samples[0], batch_size);
   if (!estimate) {
     samples.resize(count);
     for (size_t row = 1; row < count; ++row) {
@@ -324,7 +333,10 @@ BatchFailure probe_batch(Dataset& dataset, Collator& collator, const int64_t* in
       !a.plan([&] { return collator.layout(samples); }, plan, -1, &samples)) {
     return a.failure;
   }
-  batch_bytes = estimate ? *estimate : plan.total_bytes * batch_size / samples.size();
+  // The collator's estimate covers its tensors; text fields are sized here, from what was read.
+  const uint64_t tensor_bytes =
+      estimate ? *estimate : scaled_tensor_bytes(plan, samples.size(), batch_size);
+  batch_bytes = tensor_bytes + estimate_text_bytes(probed_texts(plan), batch_size).bytes;
   return {};
 }
 

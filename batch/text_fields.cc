@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace mploader {
@@ -177,13 +178,47 @@ void fill_text_fields(const std::vector<Sample>& samples, const PlannedBatch& pl
   }
 }
 
-size_t estimate_text_bytes(const Sample& sample, size_t batch_size) {
-  size_t bytes = 0;
-  for (const auto& item : sample.texts()) {
-    bytes += ipc::align_up(8 * (batch_size + 1), ipc::kPayloadAlign);
-    bytes += ipc::align_up((2 * item.second.size() + 32) * batch_size, ipc::kPayloadAlign);
+ProbedTexts probed_texts(const PlannedBatch& plan) {
+  ProbedTexts texts;
+  for (size_t i = 0; i + 1 < plan.kinds.size(); ++i) {
+    if (plan.kinds[i] != ipc::FieldKind::kTextOffsets) continue;
+    texts.rows = static_cast<uint64_t>(plan.layout[i].shape[0] - 1);
+    texts.fields.emplace_back(plan.layout[i].name, plan.nbytes[i + 1]);
+    ++i;
   }
-  return bytes;
+  return texts;
+}
+
+ProbedTexts probed_texts(const ipc::TaskDescriptor& table) {
+  ProbedTexts texts;
+  const uint32_t count = std::min<uint32_t>(table.num_tensors, ipc::kMaxTensors);
+  for (uint32_t i = 0; i + 1 < count; ++i) {
+    const ipc::TensorMeta& offsets = table.tensors[i];
+    if (offsets.kind != static_cast<uint32_t>(ipc::FieldKind::kTextOffsets)) continue;
+    texts.rows = offsets.shape[0] > 0 ? static_cast<uint64_t>(offsets.shape[0] - 1) : 0;
+    texts.fields.emplace_back(std::string(offsets.name, strnlen(offsets.name,
+                                                                sizeof offsets.name)),
+                              table.tensors[i + 1].nbytes);
+    ++i;
+  }
+  return texts;
+}
+
+TextSlotBytes estimate_text_bytes(const ProbedTexts& texts, uint64_t batch_size) {
+  TextSlotBytes out;
+  if (texts.rows == 0) return out;
+  // In 128 bits: a probed length times a batch size may pass 2^64.
+  unsigned __int128 wanted = 0;
+  for (const auto& field : texts.fields) {
+    const uint64_t per_row = (field.second + texts.rows - 1) / texts.rows;
+    wanted += ipc::align_up(8 * (batch_size + 1), ipc::kPayloadAlign);
+    wanted += (static_cast<unsigned __int128>(2 * per_row + 32) * batch_size +
+               ipc::kPayloadAlign - 1) / ipc::kPayloadAlign * ipc::kPayloadAlign;
+  }
+  const auto most = static_cast<unsigned __int128>(std::numeric_limits<uint64_t>::max());
+  out.wanted = static_cast<uint64_t>(std::min(wanted, most));
+  out.bytes = std::min(out.wanted, kMaxTextSlotBytes);
+  return out;
 }
 
 std::vector<std::pair<std::string, TextColumn>> text_columns(

@@ -10,7 +10,10 @@
 #include <mploader/batch.h>
 #include <mploader/tensor_dict.h>
 
+#include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace mploader::detail {
@@ -33,9 +36,27 @@ void append_text_layout(const std::vector<Sample>& samples, std::vector<TensorLa
 void fill_text_fields(const std::vector<Sample>& samples, const PlannedBatch& plan,
                       uint8_t* base);
 
-// Bytes a batch of `batch_size` samples like `sample` needs for its text fields, with room for
-// texts twice as long as sample's and 32 bytes more per row; longer batches take overflow.
-size_t estimate_text_bytes(const Sample& sample, size_t batch_size);
+// The most bytes the slot-size probe sets aside for a batch's text fields. The probe reads one
+// sample (or the first batch), and one long string there (a whole book as the first
+// "transcript") would otherwise size every slot of every worker for batch_size copies of it,
+// twice over; batches with more text than this take an overflow segment instead.
+constexpr uint64_t kMaxTextSlotBytes = uint64_t{64} << 20;
+
+// The text fields the probe read: each field's bytes over `rows` samples (0 rows: none).
+struct ProbedTexts {
+  uint64_t rows = 0;
+  std::vector<std::pair<std::string, uint64_t>> fields;  // name, bytes in all `rows`
+};
+// Of a planned batch (in the worker) and of the tensor table it wrote (in the main process).
+ProbedTexts probed_texts(const PlannedBatch& plan);
+ProbedTexts probed_texts(const ipc::TaskDescriptor& table);
+
+struct TextSlotBytes {
+  uint64_t wanted = 0;  // room for texts twice as long as probed, and 32 bytes more, per row
+  uint64_t bytes = 0;   // what the slot sets aside: `wanted`, at most kMaxTextSlotBytes
+};
+// Bytes a batch of `batch_size` samples like the probed ones needs for its text fields.
+TextSlotBytes estimate_text_bytes(const ProbedTexts& texts, uint64_t batch_size);
 
 // The text columns of `plan`'s entries over `base`; their tensors hold `keep_alive`. Each
 // column's offsets are checked against its bytes (TextColumn's constructor throws

@@ -2,6 +2,7 @@
 
 #include "datasets/compose_recipes.h"
 #include "ipc/region_layout.h"
+#include "sampler/epoch_limit.h"
 #include "sampler/stream_sampler.h"
 #include "util/log.h"
 
@@ -159,6 +160,7 @@ LoaderOptions checked_options(const Dataset* dataset, LoaderOptions o) {
   }
   if (!o.batch_sampler) {
     o.sampler->check_fits(dataset->size());  // weights or indices for another dataset
+    check_dataset_epoch(*o.sampler, dataset->size());  // an epoch too long to hold
     o.batch_sampler = std::make_shared<FixedSizeBatchSampler>(
         o.sampler, static_cast<size_t>(o.batch_size), o.drop_last);
   }

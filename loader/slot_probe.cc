@@ -1,8 +1,11 @@
 #include "loader/slot_probe.h"
 
 #include "batch/assembly.h"
+#include "batch/text_fields.h"
 #include "loader/component_settings.h"
 #include "supervise/supervisor.h"
+#include "util/log.h"
+#include "util/units.h"
 
 #include <mploader/errors.h>
 
@@ -11,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 
 namespace mploader::detail {
 namespace {
@@ -105,6 +109,32 @@ uint64_t probe_result(const WorkerChannel& c, uint64_t epoch) {
   throw batch_error(failure, place);
 }
 
+// Warns when the probed text would have sized the slots for more text than they hold: one
+// outsized sample 0 is the usual cause, and the user should know that batches like it take
+// overflow segments, and how to size the slots for them instead.
+void warn_of_capped_text(const ipc::TaskDescriptor& table, size_t max_batch,
+                         const PoolConfig& pool) {
+  const ProbedTexts texts = probed_texts(table);
+  const TextSlotBytes text = estimate_text_bytes(texts, max_batch);
+  if (text.wanted <= text.bytes) return;
+  const auto longest = std::max_element(
+      texts.fields.begin(), texts.fields.end(),
+      [](const auto& a, const auto& b) { return a.second < b.second; });
+  const std::string field = "text field '" + longest->first + "'";
+  const std::string seen =
+      texts.rows == 1 ? "sample 0's " + field + " is " + human_bytes(longest->second)
+                      : "the first batch's " + field + " holds " +
+                            human_bytes(longest->second / texts.rows) + " per sample";
+  log().warn("mploader: {}; sizing ring slots for batches of {} such samples, with room to "
+             "grow, would set aside {} of text in each of {} slots ({} per worker). Slots hold "
+             "at most {} of text instead: a batch with more travels in a one-off shared "
+             "segment, which is slower. If most samples are this long, set max_batch_bytes to "
+             "the largest batch you expect.",
+             seen, max_batch, human_bytes(text.wanted),
+             static_cast<uint64_t>(pool.num_slots) * static_cast<uint64_t>(pool.num_workers),
+             pool.num_slots, human_bytes(text.bytes));
+}
+
 }  // namespace
 
 uint64_t probe_slot_bytes(Dataset& dataset, const LoaderOptions& options,
@@ -124,6 +154,8 @@ uint64_t probe_slot_bytes(Dataset& dataset, const LoaderOptions& options,
                pool_config.worker_settings.first_epoch);
     await_probe(pool.channel(0), supervisor, options);
     estimate = probe_result(pool.channel(0), pool_config.worker_settings.first_epoch);
+    warn_of_capped_text(pool.channel(0).view.descriptor(kProbeDescriptor), max_batch,
+                        pool_config);
   }
   return estimate + estimate / 4 + ipc::kPageBytes;
 }

@@ -2,6 +2,8 @@
 // 1.13, torch/utils/data/distributed.py): randperm with a generator seeded seed + epoch, padding
 // by repetition or trimming to a multiple of the world size, then every world_size-th index.
 // Thread-safety: indices() only reads the sampler; concurrent calls are safe.
+#include "sampler/epoch_limit.h"
+
 #include <mploader/distributed.h>
 #include <mploader/errors.h>
 
@@ -37,6 +39,7 @@ size_t DistributedSampler::num_samples(size_t dataset_size) const {
 }
 
 std::vector<int64_t> DistributedSampler::indices(size_t dataset_size, uint64_t epoch) {
+  detail::check_dataset_epoch(dataset_size, "DistributedSampler");  // every rank holds it all
   std::vector<int64_t> order(dataset_size);
   if (shuffle_) {
     at::Generator generator = at::detail::createCPUGenerator(seed_ + epoch);

@@ -1,4 +1,5 @@
 // DistributedWeightedSampler: one weighted draw for the whole job, strided over the ranks.
+#include "sampler/epoch_limit.h"
 #include "sampler/weights.h"
 
 #include <mploader/distributed.h>
@@ -50,6 +51,14 @@ DistributedWeightedSampler::DistributedWeightedSampler(std::vector<double> weigh
   }
   detail::check_draw(weights_.size(), positive, num_samples_ * world_size_, replacement_,
                      std::string(kWho) + " (num_samples x world_size = all ranks' draws)");
+  weights_ = detail::summable_weights(std::move(weights_), "weights", kWho);
+  // Every rank draws the whole job's indices, then keeps its stride of them.
+  detail::check_epoch_length(
+      static_cast<uint64_t>(num_samples_ * world_size_), "num_samples", kWho,
+      "num_samples = " + std::to_string(num_samples_) + " per rank x world_size " +
+          std::to_string(world_size_) + " (every rank draws all ranks' indices)",
+      "draw at most " + std::to_string(detail::kMaxEpochIndices / world_size_) +
+          " per rank per epoch, and run more epochs");
 }
 
 std::vector<int64_t> DistributedWeightedSampler::indices(size_t dataset_size, uint64_t epoch) {

@@ -1,4 +1,5 @@
 // MixtureSampler: sources drawn in fixed proportions, each read in passes, per (seed, epoch).
+#include "sampler/epoch_limit.h"
 #include "sampler/weights.h"
 #include "util/splitmix.h"
 
@@ -15,9 +16,8 @@ namespace {
 
 const char* const kWho = "MixtureSampler";
 
-// Past this many expected draws an epoch that waits for a rarely drawn source to run out is a
-// mistake (a weight near 0), not a plan: it would fill memory with indices.
-constexpr double kMaxExpectedDraws = 1e9;
+// What an epoch that ends when a source runs out reserves before its first draw.
+constexpr size_t kInitialCapacity = size_t{1} << 16;
 
 // Generators for one epoch, each seeded by a distinct mix of (seed, epoch, purpose, ...), so
 // that changing one source's pass does not move the choices of another.
@@ -42,15 +42,28 @@ void start_pass(SourceCursor& c, size_t size, bool shuffle, uint64_t pass_seed) 
   ++c.passes;
 }
 
-// Cumulative probabilities, the last positive one exactly 1 so every u in [0, 1) finds a source.
-std::vector<double> cumulative(const std::vector<double>& p) {
-  std::vector<double> cdf(p.size());
-  std::partial_sum(p.begin(), p.end(), cdf.begin());
-  size_t last = p.size();
-  while (last > 0 && p[last - 1] == 0) --last;
-  for (size_t k = last - 1; k < cdf.size(); ++k) cdf[k] = 1.0;
-  return cdf;
-}
+// Picks a draw's source from u in [0, 1): cumulative probabilities, the last positive one
+// exactly 1, and the pick held to that last source too, so that no rounding in the
+// probabilities can send a draw past the end of the sources.
+class SourcePicker {
+ public:
+  explicit SourcePicker(const std::vector<double>& p) : cdf_(p.size()) {
+    std::partial_sum(p.begin(), p.end(), cdf_.begin());
+    for (size_t k = 0; k < p.size(); ++k) {
+      if (p[k] > 0) last_ = k;
+    }
+    for (size_t k = last_; k < cdf_.size(); ++k) cdf_[k] = 1.0;
+  }
+  size_t pick(double u) const {
+    const auto k = static_cast<size_t>(std::upper_bound(cdf_.begin(), cdf_.end(), u) -
+                                       cdf_.begin());
+    return std::min(k, last_);
+  }
+
+ private:
+  std::vector<double> cdf_;
+  size_t last_ = 0;  // the last source with a positive probability
+};
 
 void check_sources(const std::vector<size_t>& sizes, const MixtureOptions& o) {
   if (sizes.empty()) {
@@ -80,10 +93,9 @@ void check_sources(const std::vector<size_t>& sizes, const MixtureOptions& o) {
 
 // The draws an epoch that waits for sources to run out may be expected to take: each source k
 // needs about size_k / p_k draws; kFirstExhausted waits for the quickest, kAllExhausted for the
-// slowest. Refused beyond kMaxExpectedDraws unless num_samples bounds it.
-void check_expected_length(const std::vector<size_t>& sizes, const std::vector<double>& p,
-                           const MixtureOptions& o) {
-  if (o.end == MixtureEnd::kCycle || o.num_samples > 0) return;
+// slowest.
+double expected_draws(const std::vector<size_t>& sizes, const std::vector<double>& p,
+                      MixtureEnd end) {
   double quickest = std::numeric_limits<double>::infinity(), slowest = 0;
   for (size_t k = 0; k < sizes.size(); ++k) {
     if (p[k] == 0) continue;
@@ -91,13 +103,41 @@ void check_expected_length(const std::vector<size_t>& sizes, const std::vector<d
     quickest = std::min(quickest, draws);
     slowest = std::max(slowest, draws);
   }
-  const double expected = o.end == MixtureEnd::kFirstExhausted ? quickest : slowest;
-  if (expected <= kMaxExpectedDraws) return;
+  return end == MixtureEnd::kFirstExhausted ? quickest : slowest;
+}
+
+// Refuses an epoch longer than one may hold (detail::kMaxEpochIndices): kCycle's num_samples
+// (or the sources' total size), or an epoch that waits for sources to run out (a small weight
+// on a large source) for longer than that, unless num_samples bounds it within the limit.
+void check_epoch(const std::vector<size_t>& sizes, const std::vector<double>& p,
+                 uint64_t total, const MixtureOptions& o) {
+  const auto limit = std::to_string(detail::kMaxEpochIndices);
+  const std::string fix = "set num_samples to at most " + limit + " draws per epoch, and run "
+                          "more epochs";
+  const std::string given = "num_samples = " + std::to_string(o.num_samples);
+  if (o.end == MixtureEnd::kCycle) {
+    detail::check_epoch_length(o.num_samples > 0 ? static_cast<uint64_t>(o.num_samples) : total,
+                               "num_samples", kWho,
+                               o.num_samples > 0 ? given
+                                                 : "num_samples = 0 (the sources' total size)",
+                               fix);
+    return;
+  }
+  const double expected = expected_draws(sizes, p, o.end);
+  if (expected <= static_cast<double>(detail::kMaxEpochIndices)) return;
+  if (o.num_samples > 0) {
+    detail::check_epoch_length(static_cast<uint64_t>(o.num_samples), "num_samples", kWho,
+                               given + " (the bound on an epoch that ends when sources run out, "
+                               "about " + std::to_string(static_cast<int64_t>(expected)) +
+                               " draws with these weights)", fix);
+    return;
+  }
   throw OptionError("num_samples", std::string("mploader: ") + kWho + ": an epoch that ends " +
                                        "when sources run out would take about " +
                                        std::to_string(static_cast<int64_t>(expected)) +
                                        " draws with these weights (a small weight on a large "
-                                       "source); set num_samples to bound it, or use "
+                                       "source), more than the " + limit + " one epoch may "
+                                       "hold; set num_samples to bound it, or use "
                                        "MixtureEnd::kCycle");
 }
 
@@ -106,8 +146,9 @@ void check_expected_length(const std::vector<size_t>& sizes, const std::vector<d
 MixtureSampler::MixtureSampler(std::vector<size_t> source_sizes, MixtureOptions options)
     : sizes_(std::move(source_sizes)), options_(std::move(options)) {
   check_sources(sizes_, options_);
-  const double sum = std::accumulate(options_.weights.begin(), options_.weights.end(), 0.0);
-  for (double w : options_.weights) probabilities_.push_back(w / sum);
+  const std::vector<double> weights = detail::summable_weights(options_.weights, "weights", kWho);
+  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  for (double w : weights) probabilities_.push_back(w / sum);
   offsets_.assign(1, 0);
   for (size_t s : sizes_) {
     if (s > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - offsets_.back())) {
@@ -116,13 +157,13 @@ MixtureSampler::MixtureSampler(std::vector<size_t> source_sizes, MixtureOptions 
     }
     offsets_.push_back(offsets_.back() + static_cast<int64_t>(s));
   }
-  check_expected_length(sizes_, probabilities_, options_);
+  check_epoch(sizes_, probabilities_, static_cast<uint64_t>(offsets_.back()), options_);
 }
 
 std::vector<int64_t> MixtureSampler::indices(size_t dataset_size, uint64_t epoch) {
   check_fits(dataset_size);
   const uint64_t epoch_seed = mix(options_.seed, epoch);
-  const std::vector<double> cdf = cumulative(probabilities_);
+  const SourcePicker picker(probabilities_);
   size_t limit = static_cast<size_t>(options_.num_samples);
   if (limit == 0) {
     limit = options_.end == MixtureEnd::kCycle ? static_cast<size_t>(offsets_.back())
@@ -133,10 +174,12 @@ std::vector<int64_t> MixtureSampler::indices(size_t dataset_size, uint64_t epoch
   std::vector<SourceCursor> cursors(sizes_.size());
   detail::SplitMix64 pick(mix(epoch_seed, 0));
   std::vector<int64_t> out;
-  out.reserve(std::min(limit, static_cast<size_t>(offsets_.back()) * 2));
+  // kCycle's length is known and bounded; an epoch that ends when a source runs out may be
+  // far shorter than the sources (a large source of weight 0), so it grows as it goes.
+  out.reserve(options_.end == MixtureEnd::kCycle ? limit
+                                                 : std::min(limit, kInitialCapacity));
   while (out.size() < limit) {
-    const size_t k = static_cast<size_t>(
-        std::upper_bound(cdf.begin(), cdf.end(), pick.uniform()) - cdf.begin());
+    const size_t k = picker.pick(pick.uniform());
     SourceCursor& c = cursors[k];
     if (c.next == c.order.size()) {
       start_pass(c, sizes_[k], options_.shuffle, mix(mix(epoch_seed, k + 1), c.passes));

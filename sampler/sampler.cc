@@ -1,3 +1,5 @@
+#include "sampler/epoch_limit.h"
+
 #include <mploader/sampler.h>
 
 #include <ATen/ATen.h>
@@ -9,12 +11,14 @@
 namespace mploader {
 
 std::vector<int64_t> SequentialSampler::indices(size_t dataset_size, uint64_t) {
+  detail::check_dataset_epoch(dataset_size, "SequentialSampler");
   std::vector<int64_t> out(dataset_size);
   std::iota(out.begin(), out.end(), int64_t{0});
   return out;
 }
 
 std::vector<int64_t> RandomSampler::indices(size_t dataset_size, uint64_t epoch) {
+  detail::check_dataset_epoch(dataset_size, "RandomSampler");
   // The same generator and call PyTorch uses, so orders match torch.randperm.
   at::Generator generator = at::detail::createCPUGenerator(seed_ + epoch);
   at::Tensor perm = at::randperm(static_cast<int64_t>(dataset_size), generator, at::kLong);

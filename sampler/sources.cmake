@@ -15,6 +15,7 @@ target_sources(mploader PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/weighted_sampler.cc
   ${CMAKE_CURRENT_LIST_DIR}/distributed_weighted.cc
   ${CMAKE_CURRENT_LIST_DIR}/mixture_sampler.cc
+  ${CMAKE_CURRENT_LIST_DIR}/epoch_limit.cc
   # c10d (ProcessGroup) only here: a heavy include, and optional (see the file).
   ${CMAKE_CURRENT_LIST_DIR}/c10d_agreement.cc
 )

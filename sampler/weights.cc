@@ -5,7 +5,9 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
 namespace mploader::detail {
@@ -45,6 +47,20 @@ size_t check_weights(const std::vector<double>& weights, const std::string& opti
                                   "least one a positive weight");
   }
   return positive;
+}
+
+std::vector<double> summable_weights(std::vector<double> weights, const std::string& option,
+                                     const std::string& who) {
+  double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  if (std::isfinite(sum)) return weights;
+  const double largest = *std::max_element(weights.begin(), weights.end());
+  for (double& w : weights) w /= largest;
+  sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  if (std::isfinite(sum) && sum > 0) return weights;
+  throw OptionError(option, "mploader: " + who + ": the " + option + " add up to " +
+                                weight_text(sum) + " even divided by the largest (" +
+                                weight_text(largest) + "); give weights of a sane scale "
+                                "(only their proportions matter)");
 }
 
 void check_draw(size_t num_weights, size_t positive, int64_t num_samples, bool replacement,

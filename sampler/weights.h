@@ -19,6 +19,13 @@ std::string weight_text(double w);
 size_t check_weights(const std::vector<double>& weights, const std::string& option,
                      const std::string& who);
 
+// `weights` (checked by check_weights) in the same proportions with a finite sum: as they are
+// when their sum is finite, which keeps every draw the one PyTorch makes; divided by the
+// largest when the sum overflows (1e308 + 1e308 is inf, and every weight / inf is 0). Throws
+// OptionError(option) naming `who` if even that sum is not finite.
+std::vector<double> summable_weights(std::vector<double> weights, const std::string& option,
+                                     const std::string& who);
+
 // Throws OptionError("num_samples") when `num_samples` indices cannot be drawn from `weights`
 // (num_samples < 1; without replacement, more than `positive` weights; over 2^24 weights, the
 // most torch.multinomial takes).

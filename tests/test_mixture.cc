@@ -215,6 +215,57 @@ TEST_CASE("mixture: bad weights, sizes and counts are OptionErrors naming them",
                  Catch::Contains("built for sources of 11 samples in all, and the dataset has 12"));
 }
 
+TEST_CASE("mixture: weights whose sum overflows are normalised, and every draw finds a source",
+          "[sampler][mixture]") {
+  const double huge = std::numeric_limits<double>::max();
+  for (const MixtureEnd end : {MixtureEnd::kCycle, MixtureEnd::kAllExhausted}) {
+    CAPTURE(static_cast<int>(end));
+    // 1e308 + 1e308 is inf: dividing by the sum made every probability 0.
+    MixtureSampler s({500, 700}, mixture({1e308, 1e308}, end, 2000, 3));
+    CHECK(s.probabilities() == std::vector<double>{0.5, 0.5});
+    const std::vector<int64_t> draws = s.indices(1200, 0);
+    REQUIRE(!draws.empty());
+    std::vector<int64_t> per_source(2, 0);
+    for (int64_t i : draws) {
+      REQUIRE((i >= 0 && i < 1200));
+      ++per_source[s.source_of(i)];
+    }
+    const double n = static_cast<double>(draws.size()), sd = std::sqrt(n * 0.25);
+    INFO(per_source[0] << " and " << per_source[1] << " of " << draws.size());
+    CHECK(std::abs(per_source[0] - n / 2) < 5 * sd);
+  }
+  MixtureSampler three({4, 4, 4}, mixture({huge, 0, huge / 2}, MixtureEnd::kCycle, 300));
+  CHECK(three.probabilities()[1] == 0);
+  CHECK(std::abs(three.probabilities()[0] - 2.0 / 3) < 1e-12);
+  for (int64_t i : three.indices(12, 0)) CHECK(three.source_of(i) != 1);
+  // Ordinary weights keep the probabilities (and so the draws) they had.
+  CHECK(MixtureSampler({1, 1, 1}, mixture({5, 3, 2}, MixtureEnd::kCycle, 0)).probabilities() ==
+        std::vector<double>{5.0 / 10, 3.0 / 10, 2.0 / 10});
+}
+
+TEST_CASE("mixture: an epoch too long to hold is an OptionError naming num_samples",
+          "[sampler][mixture]") {
+  auto make = [](std::vector<size_t> sizes, MixtureOptions o) {
+    return [=] { MixtureSampler(sizes, o); };
+  };
+  // kCycle had no bound: 1e12 draws filled memory for seconds, then threw std::bad_alloc.
+  CHECK_THAT(option_error(make({5, 7}, mixture({1, 1}, MixtureEnd::kCycle, 1000000000000))),
+             Catch::StartsWith("num_samples:") && Catch::Contains("1000000000000") &&
+                 Catch::Contains("1000000000"));
+  CHECK(option_error(make({5, 7}, mixture({1, 1}, MixtureEnd::kCycle, 1000000000))) ==
+        "no error");
+  // An upper bound past the limit, on an epoch that would not end sooner.
+  CHECK_THAT(option_error(make({1000000, 10}, mixture({1e-6, 1}, MixtureEnd::kAllExhausted,
+                                                        1000000000000))),
+             Catch::StartsWith("num_samples:") && Catch::Contains("1000000000000"));
+  // ... and one the sources end long before: those epochs are short.
+  CHECK(option_error(make({1000000, 10}, mixture({1e-6, 1}, MixtureEnd::kFirstExhausted,
+                                                   1000000000000))) == "no error");
+  // A large source of weight 0 does not size an epoch that the small one ends.
+  MixtureSampler small({3000000000, 10}, mixture({0, 1}, MixtureEnd::kFirstExhausted, 0));
+  CHECK(small.indices(3000000010, 0).size() == 10);
+}
+
 TEST_CASE("mixture: token corpora (TokenStream sources) mixed 0.5/0.3/0.2 through 2 workers",
           "[sampler][mixture][tokens][process]") {
   // Three corpora whose token ids keep apart (web [0, 20000), books [20000, 40000), code

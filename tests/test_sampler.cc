@@ -1,4 +1,8 @@
 // Samplers: sequential order, seeded shuffling that matches torch.randperm, batching.
+#include "error_text.h"
+#include "test_datasets.h"
+
+#include <mploader/distributed.h>
 #include <mploader/sampler.h>
 
 #include <catch2/catch.hpp>
@@ -53,4 +57,34 @@ TEST_CASE("batch sampler: keeps or drops the short last batch", "[sampler]") {
   CHECK(drop.batches(10, 0).size() == 2);
   CHECK(drop.batches(3, 0).empty());
   CHECK_THROWS_AS(FixedSizeBatchSampler(seq, 0, false), std::invalid_argument);
+}
+
+TEST_CASE("sampler: an epoch over more samples than its plan can hold is an OptionError",
+          "[sampler]") {
+  using testing_errors::option_error;
+  const size_t too_many = size_t{1} << 40;  // 8 TiB of indices
+  auto sequential = std::make_shared<mploader::SequentialSampler>();
+  auto random = std::make_shared<mploader::RandomSampler>(3);
+  auto distributed = std::make_shared<mploader::DistributedSampler>(2, 1);
+  for (const std::shared_ptr<mploader::Sampler>& s :
+       std::vector<std::shared_ptr<mploader::Sampler>>{sequential, random, distributed}) {
+    CHECK_THAT(option_error([&] { s->indices(too_many, 0); }),
+               Catch::StartsWith("sampler:") && Catch::Contains("1099511627776 samples") &&
+                   Catch::Contains("1000000000"));
+    CHECK(s->indices(1000, 0).size() == (s == distributed ? 500 : 1000));
+  }
+  // When the Loader is built, before a worker starts or an index is allocated.
+  class Huge : public testing_datasets::CountingDataset {
+   public:
+    Huge() : CountingDataset(size_t{1} << 40) {}
+  };
+  for (int which = 0; which < 3; ++which) {
+    CAPTURE(which);
+    mploader::LoaderOptions o;
+    o.shuffle = which == 1;  // the Loader's own SequentialSampler, then RandomSampler
+    if (which == 2) o.sampler = distributed;
+    o.num_workers = 1;
+    CHECK_THAT(option_error([&] { mploader::Loader(std::make_shared<Huge>(), o); }),
+               Catch::StartsWith("sampler:") && Catch::Contains("1099511627776 samples"));
+  }
 }

@@ -1,6 +1,7 @@
 // Text fields (Sample::set_text): strings and byte blobs next to tensors, through the ring to
 // Batch::text() string_views, checked byte for byte against what the dataset produced.
 #include "crash_test_support.h"
+#include "stderr_capture.h"
 #include "test_datasets.h"
 
 #include <mploader/device_prefetcher.h>
@@ -14,6 +15,7 @@
 
 using namespace mploader;
 using testing_datasets::CountingDataset;
+using testing_datasets::StderrCapture;
 
 namespace {
 
@@ -295,6 +297,54 @@ TEST_CASE("text fields: a transcript larger than the slot goes to overflow, or i
     }
     CHECK(too_large);
   }
+}
+
+TEST_CASE("text fields: a huge text in sample 0 does not size every slot for it; overflow "
+          "carries it intact",
+          "[text][process]") {
+  // Sizing slots for two rows of twice this made each of 3 slots 480 MiB; the slots now
+  // hold at most 64 MiB of text, and the batch with sample 0 takes an overflow segment.
+  const size_t big = size_t{96} << 20;
+  const uint64_t most_slot_bytes = (uint64_t{64} << 20) * 5 / 4 + (uint64_t{1} << 20);
+  auto data = std::make_shared<SpeechDataset>(6, 0, big);
+  auto o = speech_options(1, StartMethod::kFork);
+  o.batch_size = 2;
+  o.shuffle = false;
+  o.allow_overflow = false;
+  {
+    Loader loader(data, o);
+    bool too_large = false;
+    try {
+      for (Batch& b : loader) (void)b;
+    } catch (const BatchTooLarge& e) {
+      too_large = true;
+      CHECK(e.batch_bytes() > big);
+      CHECK(e.slot_bytes() <= most_slot_bytes);
+    }
+    CHECK(too_large);
+  }
+  o.allow_overflow = true;
+  StderrCapture log;
+  size_t rows = 0;
+  {
+    Loader loader(data, o);
+    for (Batch& b : loader) {
+      for (size_t i = 0; i < b.size(); ++i) {
+        const int64_t index = b.indices()[i];
+        const std::string_view t = b.text("transcript")[i];
+        REQUIRE(t.size() == (index == 0 ? big : transcript_of(index).size()));
+        REQUIRE(t == (index == 0 ? std::string(big, 'a') : transcript_of(index)));
+        REQUIRE(b.text("utt_id")[i] == utterance_id(index));
+        ++rows;
+      }
+    }
+  }
+  const std::string logged = log.text();
+  INFO(logged);
+  CHECK(rows == 6);
+  CHECK_THAT(logged, Catch::Contains("sample 0's text field 'transcript' is 96.0 MiB") &&
+                         Catch::Contains("max_batch_bytes"));
+  CHECK_THAT(logged, Catch::Contains("larger than a ring slot"));
 }
 
 TEST_CASE("text fields: the tensor form is uint8 bytes and int64 offsets", "[text][process]") {

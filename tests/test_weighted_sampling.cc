@@ -19,6 +19,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -170,6 +171,42 @@ TEST_CASE("weighted sampling: draws are per (seed, epoch), without replacement d
   CHECK(a != b);
   std::sort(a.begin(), a.end());
   CHECK(a == std::vector<int64_t>{10, 20, 30, 40, 50, 60});
+}
+
+TEST_CASE("weighted sampling: weights whose sum overflows draw in proportion, not one index",
+          "[sampler]") {
+  const double huge = std::numeric_limits<double>::max();
+  // Their sum is inf; torch.multinomial then draws the last positive index every time.
+  for (const std::vector<double>& w : {std::vector<double>{1e308, 1e308},
+                                       std::vector<double>{huge, 0, huge}}) {
+    CAPTURE(w.size());
+    const auto draws = WeightedRandomSampler(w, 4000, true, 5).indices(w.size(), 0);
+    std::map<int64_t, int64_t> h;
+    for (int64_t i : draws) ++h[i];
+    INFO("first " << h[0] << ", last " << h[static_cast<int64_t>(w.size()) - 1]);
+    CHECK(std::abs(h[0] - 2000) < 5 * std::sqrt(4000 * 0.25));
+    CHECK(h[0] + h[static_cast<int64_t>(w.size()) - 1] == 4000);
+    // Every rank's stride of one global draw, as for ordinary weights.
+    const auto global = WeightedRandomSampler(w, 4000, true, 5).indices(w.size(), 1);
+    DistributedWeightedSampler rank1(w, 2, 1, 2000, true, 5);
+    const auto mine = rank1.indices(w.size(), 1);
+    REQUIRE(mine.size() == 2000);
+    for (size_t i = 0; i < mine.size(); ++i) REQUIRE(mine[i] == global[1 + 2 * i]);
+  }
+  const auto distinct = WeightedRandomSampler({huge, huge, huge}, 3, false, 2).indices(3, 0);
+  CHECK(std::set<int64_t>(distinct.begin(), distinct.end()).size() == 3);
+}
+
+TEST_CASE("weighted sampling: an epoch too long to hold is an OptionError naming num_samples",
+          "[sampler]") {
+  // 1e12 draws failed in libtorch's allocator, with 3.4 KB of stack frames.
+  CHECK_THAT(option_error([] { WeightedRandomSampler({1, 1}, 1000000000000); }),
+             Catch::StartsWith("num_samples:") && Catch::Contains("1000000000000") &&
+                 Catch::Contains("WeightedRandomSampler"));
+  CHECK(option_error([] { WeightedRandomSampler({1, 1}, 1000000000); }) == "no error");
+  // Every rank draws the whole job's sample: num_samples x world_size is what counts.
+  CHECK_THAT(option_error([] { DistributedWeightedSampler({1, 1}, 4, 0, 300000000); }),
+             Catch::StartsWith("num_samples:") && Catch::Contains("1200000000"));
 }
 
 TEST_CASE("weighted sampling: distributed ranks get equal counts, disjoint without replacement",

@@ -80,8 +80,8 @@ class DistributedWeightedSampler : public Sampler {
   /// `num_samples` per rank per epoch; 0 takes the default: ceil(len(weights) / world_size)
   /// with replacement (DistributedSampler's count), floor(positive weights / world_size)
   /// without (the most that stays disjoint and equal on every rank). Throws OptionError for a
-  /// bad world_size or rank, and for the weights and counts WeightedRandomSampler refuses
-  /// (a default of 0 without replacement: fewer positive weights than ranks).
+  /// bad world_size or rank, and what WeightedRandomSampler refuses of num_samples x world_size
+  /// (all ranks' draws; 0 without replacement: fewer positive weights than ranks).
   DistributedWeightedSampler(std::vector<double> weights, int64_t world_size, int64_t rank,
                              int64_t num_samples = 0, bool replacement = true,
                              uint64_t seed = 0);

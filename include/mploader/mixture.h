@@ -44,11 +44,11 @@ enum class MixtureEnd {
 /// What a MixtureSampler draws. Plain struct, checked by the MixtureSampler's constructor.
 struct MixtureOptions {
   /// One weight per source, >= 0, at least one positive: source k is drawn with probability
-  /// weights[k] / sum(weights). They are normalised; a sum other than 1 is not an error.
+  /// weights[k] / sum(weights). Normalised: any positive sum will do, even one past 1e308.
   std::vector<double> weights;
   MixtureEnd end = MixtureEnd::kCycle;  ///< When the epoch ends (MixtureEnd).
-  /// Draws per epoch. kCycle: 0 means the sources' total size. kFirstExhausted and
-  /// kAllExhausted: an upper bound, 0 for none.
+  /// Draws per epoch, at most 10^9. kCycle: 0 means the sources' total size. kFirstExhausted
+  /// and kAllExhausted: an upper bound, 0 for none.
   int64_t num_samples = 0;
   bool shuffle = true;  ///< Shuffle each pass through a source; false: each in index order.
   uint64_t seed = 0;    ///< Epoch e draws from generators seeded by (seed, e).
@@ -58,10 +58,10 @@ struct MixtureOptions {
 /// j is index offset_k + j, offset_k the sum of the sizes before it) in the proportions of
 /// MixtureOptions. Use it as LoaderOptions::sampler. indices() only reads the sampler.
 ///
-/// Errors (OptionError naming the input and the fix): no sources; a number of weights other
-/// than of sources; a negative, NaN or infinite weight or all zero; a source with a positive
-/// weight and no samples; num_samples < 0. check_fits(): the dataset's size is not the sum of
-/// source_sizes (the sizes are of other sources, or the dataset is not their ConcatDataset).
+/// Errors (OptionError naming the input and the fix): no sources; not one weight per source; a
+/// negative, NaN or infinite weight, or all zero; a positive weight on an empty source;
+/// num_samples < 0; an epoch over 10^9 draws. check_fits(): the dataset's size is not the sum
+/// of source_sizes (sizes of other sources, or the dataset is not their ConcatDataset).
 class MixtureSampler : public Sampler {
  public:
   /// See the class comment.

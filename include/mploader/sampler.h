@@ -23,7 +23,7 @@ class Sampler {
   virtual void check_fits(size_t dataset_size) const { (void)dataset_size; }
 };
 
-/// 0, 1, ..., n-1.
+/// 0, 1, ..., n-1. Like RandomSampler and DistributedSampler, refuses n over 10^9 samples.
 class SequentialSampler : public Sampler {
  public:
   std::vector<int64_t> indices(size_t dataset_size, uint64_t epoch) override;
@@ -77,8 +77,8 @@ class SubsetRandomSampler : public Sampler {
 /// class balancing: weight each sample 1 / (count of its class).
 ///
 /// Errors (OptionError at construction, naming the input): no weights, a negative, NaN or
-/// infinite weight (its position and value), all weights zero, num_samples < 1, more samples
-/// without replacement than there are positive weights, more than 2^24 weights (the most
+/// infinite weight (its position and value), all zero, num_samples < 1 or over 10^9, more
+/// samples without replacement than positive weights, more than 2^24 weights (the most
 /// torch.multinomial takes). check_fits(): the number of weights is not the dataset's size.
 class WeightedRandomSampler : public Sampler {
  public:
