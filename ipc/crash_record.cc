@@ -3,6 +3,7 @@
 #include "ipc/unique_fd.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -67,6 +68,7 @@ std::optional<CrashSnapshot> snapshot(const CrashRecord& r) {
   s.mapping.assign(r.mapping, len);
   s.mapping_fs_free = r.mapping_fs_free;
   s.mapping_fs_type = r.mapping_fs_type;
+  s.mapping_file_size = r.mapping_file_size;
   return s;
 }
 
@@ -169,6 +171,23 @@ void mapping_filesystem(const char* line, int64_t* free_bytes, int64_t* fs_type)
   if (syscall(SYS_statfs, dir, &st) != 0) return;
   *free_bytes = static_cast<int64_t>(st.f_bavail) * static_cast<int64_t>(st.f_bsize);
   *fs_type = static_cast<int64_t>(st.f_type);
+}
+
+// Signal context. A maps line: "start-end perms offset dev inode path"; the inode is the fifth
+// field, the path starts at the first '/'.
+int64_t mapped_file_size(const char* line) {
+  const char* p = line;
+  for (int field = 0; field < 4; ++field) {
+    while (*p != '\0' && *p != ' ') ++p;
+    while (*p == ' ') ++p;
+  }
+  uint64_t inode = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) inode = inode * 10 + static_cast<uint64_t>(*p - '0');
+  while (*p != '\0' && *p != '/') ++p;
+  if (*p == '\0' || inode == 0) return -1;
+  struct stat st;
+  if (stat(p, &st) != 0 || static_cast<uint64_t>(st.st_ino) != inode) return -1;
+  return static_cast<int64_t>(st.st_size);
 }
 
 }  // namespace mploader::ipc

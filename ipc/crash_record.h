@@ -43,6 +43,7 @@ struct CrashRecord {
   char mapping[200];  // the /proc/self/maps line holding fault_address ("" if none)
   int64_t mapping_fs_free;  // free bytes on the mapping's filesystem at the fault, -1 unknown
   int64_t mapping_fs_type;  // its statfs f_type (TMPFS_MAGIC for tmpfs), 0 unknown
+  int64_t mapping_file_size;  // bytes of the mapped file at the fault, -1 unknown (deleted)
 };
 
 // The same fields, copied out of shared memory by the main process.
@@ -59,6 +60,7 @@ struct CrashSnapshot {
   std::string mapping;
   int64_t mapping_fs_free = -1;
   int64_t mapping_fs_type = 0;
+  int64_t mapping_file_size = -1;
 };
 
 // A complete record's contents, or nullopt while it is empty or half written.
@@ -76,5 +78,10 @@ size_t copy_own_maps(char* out, size_t size);
 // Signal context: free bytes and type of the filesystem holding the file of a maps line, by a
 // raw statfs system call (glibc's statvfs may read /proc/mounts). -1 / 0 when unknown.
 void mapping_filesystem(const char* maps_line, int64_t* free_bytes, int64_t* fs_type);
+
+// Signal context: the size of the file a maps line maps, by stat(2) of its path, or -1 when the
+// path names no file now or another one (its inode differs from the line's: deleted, replaced,
+// a memfd). What tells a file truncated under its mapping from a tmpfs that ran out of pages.
+int64_t mapped_file_size(const char* maps_line);
 
 }  // namespace mploader::ipc

@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace mploader::ipc {
@@ -97,17 +98,20 @@ ShmRegion& ShmRegion::operator=(ShmRegion&& other) noexcept {
   return *this;
 }
 
-Status ShmRegion::map_all_pages() {
+Status ShmRegion::map_pages(size_t offset, size_t bytes) const {
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14; older headers lack the name
 #endif
-  if (base_ == nullptr || size_ == 0) return Ok{};
-  if (madvise(base_, size_, MADV_POPULATE_READ) == 0) return Ok{};
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t begin = offset / page * page;  // madvise wants a page-aligned start
+  const size_t end = std::min(size_, offset + bytes);
+  if (base_ == nullptr || begin >= end) return Ok{};
+  auto* at = static_cast<unsigned char*>(base_) + begin;
+  if (madvise(at, end - begin, MADV_POPULATE_READ) == 0) return Ok{};
   if (errno != EINVAL) return last_error("madvise(MADV_POPULATE_READ)");
   // An older kernel: one read per page faults each in.
-  const long page = sysconf(_SC_PAGESIZE);
-  const auto* bytes = static_cast<const volatile unsigned char*>(base_);
-  for (size_t at = 0; at < size_; at += static_cast<size_t>(page)) (void)bytes[at];
+  const auto* pages = static_cast<const volatile unsigned char*>(at);
+  for (size_t k = 0; k < end - begin; k += page) (void)pages[k];
   return Ok{};
 }
 

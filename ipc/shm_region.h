@@ -37,11 +37,12 @@ class ShmRegion {
   void reset();
   // Closes the fd but keeps the mapping (workers do not need the fd once mapped).
   void close_fd();
-  // Maps every page into this process now (the pages exist already: create() reserves them).
+  // Maps the pages of [offset, offset + bytes) into this process now (they exist already:
+  // create() reserves them; the first touch of each still zeroes it, which is what this costs).
   // The owner does this so that, in every other process mapping the region, its pages count
   // as shared, not private (smaps): a worker's private memory is then its own allocations and
   // copy-on-write copies alone, which is what the memory-growth warning watches.
-  [[nodiscard]] Status map_all_pages();
+  [[nodiscard]] Status map_pages(size_t offset, size_t bytes) const;
 
  private:
   void* base_ = nullptr;

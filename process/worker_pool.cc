@@ -115,12 +115,6 @@ void WorkerPool::create_channel(int id, const ipc::RegionGeometry& geometry) {
         config_.shm_dir.empty() ? -1 : ipc::free_bytes_of_dir(config_.shm_dir);
     throw_shm_error(region.error(), geometry.total_bytes, config_, id, free_bytes);
   }
-  // Pages the main process maps count as shared in the worker's smaps, so that its private
-  // memory, which the supervisor watches for growth, is its own and not the ring's.
-  if (ipc::Status mapped = region.value().map_all_pages(); !mapped.ok()) {
-    throw Error("mploader: mapping worker " + std::to_string(id) + "'s ring: " +
-                mapped.error().describe());
-  }
   std::shared_ptr<RegionPin> pin = channel->pin;
   channel->region = std::shared_ptr<ipc::ShmRegion>(
       new ipc::ShmRegion(region.take()), [pin](ipc::ShmRegion* r) {

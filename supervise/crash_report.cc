@@ -47,7 +47,8 @@ json crash_json(const std::optional<ipc::CrashSnapshot>& c, int signal) {
           {k::kSampleIndex, c->sample_index},
           {k::kSequence, c->sequence},
           {k::kMapping, c->mapping},
-          {k::kMappingFsFreeBytes, c->mapping_fs_free}};
+          {k::kMappingFsFreeBytes, c->mapping_fs_free},
+          {k::kMappingFileSizeBytes, c->mapping_file_size}};
 }
 
 // The memory section: resident memory when last sampled, and private and shared memory over

@@ -56,6 +56,7 @@ inline constexpr const char* kSampleIndex = "sample_index";
 inline constexpr const char* kSequence = "sequence";
 inline constexpr const char* kMapping = "mapping";
 inline constexpr const char* kMappingFsFreeBytes = "mapping_fs_free_bytes";
+inline constexpr const char* kMappingFileSizeBytes = "mapping_file_size_bytes";  // -1 unknown
 }  // namespace record
 
 namespace frame {
@@ -136,6 +137,7 @@ inline constexpr CauseName kCauses[] = {
     {DeathCause::kTerminated, "terminated"},
     {DeathCause::kSegfault, "segfault"},
     {DeathCause::kBusError, "bus_error"},
+    {DeathCause::kFileTruncated, "file_truncated"},
     {DeathCause::kFloatingPoint, "fpe"},
     {DeathCause::kIllegalInstruction, "illegal_instruction"},
     {DeathCause::kAbort, "abort"},

@@ -41,7 +41,9 @@ std::string where(const DeathEvidence& e) {
 struct Mapping {
   std::string path;  // "" when anonymous
   bool shared = false;
+  uint64_t start = 0;
   uint64_t bytes = 0;
+  uint64_t file_offset = 0;  // of the file, where the mapping starts
   std::string tidy;  // the line with its runs of spaces folded, for messages
 };
 
@@ -56,8 +58,9 @@ Mapping parse_mapping(const std::string& line) {
   m.shared = perms.size() >= 4 && perms[3] == 's';
   const size_t dash = range.find('-');
   if (dash != std::string::npos) {
-    m.bytes = std::stoull(range.substr(dash + 1), nullptr, 16) -
-              std::stoull(range.substr(0, dash), nullptr, 16);
+    m.start = std::stoull(range.substr(0, dash), nullptr, 16);
+    m.bytes = std::stoull(range.substr(dash + 1), nullptr, 16) - m.start;
+    m.file_offset = std::stoull(offset, nullptr, 16);
   }
   std::istringstream words(line);
   for (std::string w; words >> w;) m.tidy += (m.tidy.empty() ? "" : " ") + w;
@@ -77,25 +80,80 @@ std::string fault_at(const ipc::CrashSnapshot& c) {
   return c.si_code <= 0 ? std::string() : " at " + hex(c.fault_address);
 }
 
-void diagnose_bus(const DeathEvidence& e, Diagnosis& d) {
-  const Mapping m = parse_mapping(e.crash ? e.crash->mapping : "");
-  const bool adrerr = e.crash && e.crash->si_code == BUS_ADRERR && m.shared;
-  const bool memfd = m.path.rfind("/memfd:", 0) == 0;
+// A tmpfs that refused a page had less than a page free at the fault. The slack allows for
+// pages other processes freed between the refusal and the handler's measurement.
+constexpr int64_t kFullTmpfsSlackBytes = int64_t{2} << 20;
+
+// Where a SIGBUS fell, and what the worker's handler found of the file and its filesystem.
+struct BusFacts {
+  Mapping mapping;
+  bool adrerr = false;  // BUS_ADRERR in a mapping of a file (or memfd): no page backs it
+  bool on_shm = false;  // a memfd or a file on a tmpfs
+  bool measured = false;  // by the handler at the fault, not now
+  int64_t free_bytes = -1;  // on its tmpfs; -1 when not a tmpfs or unknown
+  int64_t file_size = -1;   // of the mapped file at the fault; -1 unknown
+  uint64_t fault_offset = 0;  // of the faulting address, in the file
+};
+
+BusFacts bus_facts(const DeathEvidence& e) {
+  BusFacts f;
+  f.mapping = parse_mapping(e.crash ? e.crash->mapping : "");
+  const Mapping& m = f.mapping;
+  f.adrerr = e.crash && e.crash->si_code == BUS_ADRERR && m.path.rfind('/', 0) == 0;
   // The worker's handler measured the filesystem at the fault; measuring now would count the
   // pages the dead worker has since released.
-  const bool measured = e.crash && e.crash->mapping_fs_type != 0;
-  const bool tmpfs = measured ? e.crash->mapping_fs_type == TMPFS_MAGIC
-                              : tmpfs_free_bytes(m.path) >= 0;
-  const int64_t free_bytes = !tmpfs ? -1 : measured ? e.crash->mapping_fs_free
-                                                    : tmpfs_free_bytes(m.path);
-  const bool on_shm = memfd || tmpfs;
+  f.measured = e.crash && e.crash->mapping_fs_type != 0;
+  const bool tmpfs = f.measured ? e.crash->mapping_fs_type == TMPFS_MAGIC
+                                : tmpfs_free_bytes(m.path) >= 0;
+  f.free_bytes = !tmpfs ? -1 : f.measured ? e.crash->mapping_fs_free : tmpfs_free_bytes(m.path);
+  f.on_shm = m.path.rfind("/memfd:", 0) == 0 || tmpfs;
+  if (e.crash && e.crash->fault_address >= m.start) {
+    f.file_size = e.crash->mapping_file_size;
+    f.fault_offset = m.file_offset + (e.crash->fault_address - m.start);
+  }
+  return f;
+}
+
+// The mapping's file ends before the address: it was cut short under the mapping (or mapped
+// past its end). No page was missing for lack of room, whatever the tmpfs holds.
+bool past_end_of_file(const BusFacts& f) {
+  return f.adrerr && f.file_size >= 0 && f.fault_offset >= static_cast<uint64_t>(f.file_size);
+}
+
+bool tmpfs_full(const BusFacts& f) {
+  if (!f.adrerr || !f.on_shm || !f.mapping.shared) return false;
+  if (f.free_bytes < 0) return true;  // a memfd: its filesystem has no size to measure
+  const uint64_t room = f.measured ? static_cast<uint64_t>(kFullTmpfsSlackBytes) : f.mapping.bytes;
+  return static_cast<uint64_t>(f.free_bytes) < room;
+}
+
+void diagnose_truncated_file(const DeathEvidence& e, const BusFacts& f, Diagnosis& d) {
+  const std::string& path = f.mapping.path;
+  d.cause = DeathCause::kFileTruncated;
+  d.what_happened = "bus error " + where(e) + ": it accessed offset " +
+                    human_bytes(f.fault_offset) + " of the memory-mapped file '" + path +
+                    "', which holds " + human_bytes(static_cast<uint64_t>(f.file_size)) +
+                    " now: the file was truncated while mapped (or mapped past its end)";
+  d.remedy = "Do not truncate or rewrite '" + path + "' in place while a loader maps it: write "
+             "the new contents to another file and rename() it over the old one (workers that "
+             "mapped the old one keep its pages), or stop the loader first. A dataset that maps "
+             "a file must map no more than its size (fstat) says. Shared memory was not short: "
+             "--shm-size would not help.";
+}
+
+void diagnose_bus(const DeathEvidence& e, Diagnosis& d) {
+  const BusFacts f = bus_facts(e);
   d.evidence = "SIGBUS (" + si_code_name(SIGBUS, e.crash ? e.crash->si_code : 0) + ")" +
                (e.crash ? fault_at(*e.crash) : "") +
-               (m.tidy.empty() ? "" : " in the mapping '" + m.tidy + "'") +
-               (free_bytes >= 0 ? "; " + human_bytes(free_bytes) + " free on its tmpfs" +
-                                      (measured ? " at the fault" : "")
-                                : "");
-  if (adrerr && on_shm && (free_bytes < 0 || static_cast<uint64_t>(free_bytes) < m.bytes)) {
+               (f.mapping.tidy.empty() ? "" : " in the mapping '" + f.mapping.tidy + "'") +
+               (f.file_size >= 0 ? ", at offset " + std::to_string(f.fault_offset) +
+                                       " of a file of " + std::to_string(f.file_size) + " bytes"
+                                 : "") +
+               (f.free_bytes >= 0 ? "; " + human_bytes(f.free_bytes) + " free on its tmpfs" +
+                                        (f.measured ? " at the fault" : "")
+                                  : "");
+  if (past_end_of_file(f)) return diagnose_truncated_file(e, f, d);
+  if (tmpfs_full(f)) {
     d.cause = DeathCause::kShmFull;
     d.what_happened = "bus error writing shared memory " + where(e) + ": its tmpfs had no page "
                       "left to give";
@@ -107,11 +165,12 @@ void diagnose_bus(const DeathEvidence& e, Diagnosis& d) {
   }
   d.cause = DeathCause::kBusError;
   d.what_happened = "bus error " + where(e);
-  d.remedy = adrerr ? "The mapped file is shorter than its mapping: it was truncated while "
-                      "mapped, or mapped past its end. Check the file's size before mapping it "
-                      "and do not shrink files the workers map."
-                    : "A memory-mapped file shrank under the worker, or memory was misaligned: "
-                      "look at files the dataset maps. Reproduce with num_workers = 0.";
+  d.remedy = f.adrerr ? "The mapped file is shorter than its mapping: it was truncated while "
+                        "mapped, or mapped past its end. Check the file's size before mapping "
+                        "it and do not shrink files the workers map."
+                      : "A memory-mapped file shrank under the worker, or memory was "
+                        "misaligned: look at files the dataset maps. Reproduce with "
+                        "num_workers = 0.";
 }
 
 void diagnose_kill(const DeathEvidence& e, Diagnosis& d) {

@@ -16,7 +16,9 @@ int64_t rise_step(int64_t warm_private) {
 
 void MemoryTrend::new_process(Clock::time_point now, uint64_t tasks_done) {
   warm_.reset();
+  previous_.reset();
   high_ = 0;
+  copied_ = 0;
   rises_ = 0;
   tasks_at_start_ = tasks_done;
   start_samples(now, summary_.epoch, summary_.growth_warned);
@@ -64,6 +66,13 @@ std::optional<MemoryGrowth> MemoryTrend::add(const MemorySplit& memory, uint64_t
   p.private_bytes = memory.private_bytes;
   p.shared_bytes = memory.shared_bytes;
   record(p);
+  const std::optional<MemoryPoint> before = previous_;
+  previous_ = p;
+  if (warm_ && before) {
+    const int64_t shared_fell = std::max<int64_t>(0, before->shared_bytes - p.shared_bytes);
+    const int64_t private_rose = std::max<int64_t>(0, p.private_bytes - before->private_bytes);
+    copied_ += std::min(shared_fell, private_rose);
+  }
   if (!warm_) {
     if (p.tasks >= kWarmupTasks) {
       warm_ = p;
@@ -79,7 +88,7 @@ std::optional<MemoryGrowth> MemoryTrend::add(const MemorySplit& memory, uint64_t
   const int64_t needed = std::max(kMinGrowthBytes, warm_->private_bytes / 4);
   if (summary_.growth_warned || rises_ < kMinRises || growth < needed) return std::nullopt;
   summary_.growth_warned = true;
-  return MemoryGrowth{summary_.epoch, *warm_, p, rises_, summary_.shared_start_bytes};
+  return MemoryGrowth{summary_.epoch, *warm_, p, rises_, summary_.shared_start_bytes, copied_};
 }
 
 std::vector<MemoryPoint> MemoryTrend::series() const {
@@ -90,13 +99,16 @@ std::vector<MemoryPoint> MemoryTrend::series() const {
 
 namespace {
 
-// Why it grows, judged by what the shared memory did meanwhile, and what to change.
+// Why it grows, judged by what the shared memory did meanwhile, and what to change. Pages
+// copied on write leave shared memory as they join private memory, in the same intervals; a
+// shared fall with no private rise beside it is memory given back (munmap), no copy.
 std::string cause_and_remedies(const MemoryGrowth& g, bool persistent_workers) {
   const int64_t grew = g.now.private_bytes - g.warm.private_bytes;
   const int64_t shared_fell = g.warm.shared_bytes - g.now.shared_bytes;
-  if (shared_fell >= grew / 2) {
-    return "Its shared memory fell by " + mebibytes(shared_fell) +
-           " meanwhile: the worker writes to memory it inherited at fork, and each page it "
+  if (g.copied_bytes >= grew / 2) {
+    return "Its shared memory fell by " + mebibytes(shared_fell) + " meanwhile, as its private "
+           "memory rose by " + mebibytes(g.copied_bytes) + " of it: the worker writes to memory "
+           "it inherited at fork, and each page it "
            "writes becomes a private copy (copy-on-write). That is data the main process "
            "loaded before the Loader started, which the dataset now modifies (a cache filled "
            "in place, counters, a vector it sorts). Remedies: keep large read-only data in a "
@@ -108,9 +120,17 @@ std::string cause_and_remedies(const MemoryGrowth& g, bool persistent_workers) {
                                           : "persistent_workers = true would make the copies "
                                             "once per run rather than once per epoch.");
   }
-  return "Its shared memory stayed level (" + mebibytes(g.warm.shared_bytes) + " -> " +
-         mebibytes(g.now.shared_bytes) +
-         "): the growth is memory the worker allocates and keeps between batches, a "
+  const std::string shared =
+      shared_fell >= grew / 2
+          ? "Its shared memory fell by " + mebibytes(shared_fell) + " (" +
+                mebibytes(g.warm.shared_bytes) + " -> " + mebibytes(g.now.shared_bytes) +
+                ") without its private memory rising with it (" + mebibytes(g.copied_bytes) +
+                " at most copied): shared mappings were released (munmap, a closed file), "
+                "not copied on write"
+          : "Its shared memory stayed level (" + mebibytes(g.warm.shared_bytes) + " -> " +
+                mebibytes(g.now.shared_bytes) + ")";
+  return shared +
+         ": the growth is memory the worker allocates and keeps between batches, a "
          "per-sample cache or a leak in the dataset or a library it calls. Remedies: cache "
          "less per sample, or bound the cache and size it for num_workers copies; read large "
          "arrays through mploader::NpyArray (memory-mapped, shared by all workers) instead of "

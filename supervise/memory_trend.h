@@ -39,6 +39,10 @@ struct MemoryGrowth {
   MemoryPoint now;
   int rises = 0;
   int64_t shared_at_epoch_start = 0;
+  // Of the private growth since warm, what rose in the same sampling intervals as shared memory
+  // fell, and by no more than it fell: pages moved from shared to private, copy-on-write. A
+  // shared mapping that is unmapped drops shared memory with no private rise beside it.
+  int64_t copied_bytes = 0;
 };
 
 // A worker's memory over the epoch, as a crash report states it.
@@ -81,7 +85,9 @@ class MemoryTrend {
   Clock::time_point origin_{};  // the epoch's start, or the process's if later
   uint64_t tasks_at_start_ = 0;
   std::optional<MemoryPoint> warm_;  // of the current process
+  std::optional<MemoryPoint> previous_;  // its latest sample, across epochs
   int64_t high_ = 0;                 // the highest private level since warm_
+  int64_t copied_ = 0;               // MemoryGrowth::copied_bytes since warm_
   int rises_ = 0;
   WorkerMemory summary_;
   std::vector<MemoryPoint> series_;

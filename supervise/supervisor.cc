@@ -119,6 +119,7 @@ void Supervisor::epoch_started(uint64_t epoch) {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto now = Clock::now();
     for (MemoryTrend& t : trends_) t.new_epoch(epoch, now);
+    epoch_sample_pending_ = !rings_mapped_;
     warnings = follow_memory_growth();
   }
   for (const std::string& warning : warnings) log().warn(warning);
@@ -140,7 +141,43 @@ void Supervisor::worker_replaced(size_t worker) {
   wake_.notify();
 }
 
+// Each ring from its end: a worker fills its slot 0, at the front, first, and its first batch
+// should not wait on this thread for those pages.
+void Supervisor::map_rings() {
+  constexpr size_t kChunkBytes = size_t{8} << 20;  // stop() waits for one chunk at most
+  for (size_t w = 0; w < pool_.size(); ++w) {
+    const ipc::ShmRegion& ring = *pool_.channel(w).region;
+    for (size_t end = ring.size(); end > 0;) {
+      const size_t begin = end > kChunkBytes ? end - kChunkBytes : 0;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopping_) return;
+      }
+      // Cannot fail for want of memory: the pages were reserved when the ring was made.
+      ipc::Status mapped = ring.map_pages(begin, end - begin);
+      end = begin;
+      if (!mapped.ok()) {
+        std::shared_lock<std::shared_mutex> no_fork(detail::fork_gate());
+        log().warn("mploader: mapping worker {}'s ring into the main process: {}. The memory "
+                   "figures of that worker count ring pages as its own.",
+                   w, mapped.error().describe());
+        break;
+      }
+    }
+  }
+  std::vector<std::string> warnings;
+  std::shared_lock<std::shared_mutex> no_fork(detail::fork_gate());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    rings_mapped_ = true;
+    if (epoch_sample_pending_) warnings = follow_memory_growth();
+    epoch_sample_pending_ = false;
+  }
+  for (const std::string& warning : warnings) log().warn(warning);
+}
+
 void Supervisor::run() {
+  map_rings();
   auto last_sample = Clock::now();
   for (;;) {
     std::vector<pollfd> fds{{wake_.fd(), POLLIN, 0}};
@@ -207,6 +244,7 @@ void Supervisor::sample_resident_memory() {
 // (nullopt) and is skipped.
 std::vector<std::string> Supervisor::follow_memory_growth() {
   std::vector<std::string> warnings;
+  if (!rings_mapped_) return warnings;
   const auto now = Clock::now();
   for (size_t worker = 0; worker < watches_.size(); ++worker) {
     const Watch& w = watches_[worker];

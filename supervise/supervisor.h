@@ -1,7 +1,8 @@
 // supervise/: watching workers, explaining their deaths, checking the machine.
 //
-// Supervisor: watches the workers from a thread of its own. Every 250 ms it samples each live
-// worker's resident memory and its memory cgroup's OOM-kill counter, and every 500 ms and at
+// Supervisor: watches the workers from a thread of its own. It first maps the rings' pages into
+// the main process (so that in a worker they count as shared memory). Every 250 ms it samples
+// each live worker's resident memory and its memory cgroup's OOM-kill counter, and every 500 ms and at
 // each epoch's start its private and shared memory (memory_trend.h: it warns, once per worker per epoch, when the
 // private memory keeps growing, before the OOM killer acts); when a worker's pidfd
 // becomes readable it gathers the evidence (exit status without reaping, the crash record the
@@ -92,6 +93,10 @@ class Supervisor {
   };
 
   void run();
+  // Maps every page of the rings into this process (ShmRegion::map_pages), then lets the
+  // memory trends begin. Off the training thread: the first touch of each page zeroes it, and
+  // the first batch need not wait for that.
+  void map_rings();
   void sample_memory();
   void sample_resident_memory();
   // `generation`: the watch thread's, of the process it polled; nullopt for the dispatcher's
@@ -116,6 +121,10 @@ class Supervisor {
   std::vector<MemoryTrend> trends_;  // per slot, across the processes in it
   uint64_t growth_warnings_ = 0;
   uint64_t samples_taken_ = 0;
+  // Until the rings are mapped here, ring pages a worker wrote would count as its private
+  // memory: the trends take no sample before, and an epoch that started takes its first after.
+  bool rings_mapped_ = false;
+  bool epoch_sample_pending_ = false;
   ipc::EventFd wake_;
   bool stopping_ = false;
   std::thread thread_;

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <string>
 
 namespace crash_testing {
@@ -37,15 +38,19 @@ inline mploader::LoaderOptions crash_options(int64_t workers, const std::string&
 }
 
 // Iterates until WorkerCrashed (or the end); the loader is destroyed before returning.
+// `after_first_batch` runs once the first batch is in hand (to change the world under the
+// workers mid-epoch).
 inline Outcome run_until_crash(std::shared_ptr<mploader::Dataset> data,
-                               const mploader::LoaderOptions& options) {
+                               const mploader::LoaderOptions& options,
+                               const std::function<void()>& after_first_batch = {}) {
   Outcome out;
   mploader::Loader loader(std::move(data), options);
   out.pids = loader.worker_pids();
-  for (;;) {
+  for (bool first = true;; first = false) {
     const auto start = std::chrono::steady_clock::now();
     try {
       if (!loader.next()) break;
+      if (first && after_first_batch) after_first_batch();
     } catch (const mploader::WorkerCrashed& e) {
       out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       out.threw = true;

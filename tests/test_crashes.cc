@@ -2,6 +2,7 @@
 // cause, the worker, the in-flight indices, how fast the loop heard of it, the crash report,
 // and that no process is left.
 #include "crash_test_support.h"
+#include "mapped_file_dataset.h"
 #include "memory_cgroup.h"
 #include "tmpfs_mount.h"
 
@@ -11,6 +12,7 @@
 #include <sys/mman.h>
 
 #include <fstream>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -109,6 +111,38 @@ TEST_CASE("crash: a shared file mapped past its end is a bus error, not shm_full
              Catch::Contains("/dev/shm/mploader-test-bus"));
   CHECK_THAT(out.message, Catch::Contains("shorter than its mapping") &&
                               Catch::Contains("free on its tmpfs"));
+}
+
+TEST_CASE("crash: a regular file truncated under the dataset's mapping is file_truncated, "
+          "with the file, its size and the offset read",
+          "[crash][process]") {
+  // 8 MiB on the ordinary filesystem, read in 200 windows across the whole file; cut to 1 MiB
+  // once the first batch is in: the windows past 1 MiB fault.
+  const std::string dir = fresh_dir();
+  const std::string path = dir + "/tokens.bin";
+  testing_datasets::write_file(path, 8 << 20);
+  auto data = std::make_shared<testing_datasets::MappedFileDataset>(path, 200, 4096);
+  Outcome out = run_until_crash(data, crash_options(2, dir),
+                                [&] { REQUIRE(truncate(path.c_str(), 1 << 20) == 0); });
+  for (int pid : out.pids) CHECK(process_gone(pid));
+  unlink(path.c_str());
+  INFO(out.message);
+  REQUIRE(out.threw);
+  CHECK(out.summary.cause == DeathCause::kFileTruncated);
+  CHECK(out.summary.signal == SIGBUS);
+  REQUIRE(out.report.is_object());
+  CHECK(out.report["cause"] == "file_truncated");
+  CHECK(out.report["crash_record"]["mapping_file_size_bytes"] == 1 << 20);
+  CHECK_THAT(out.report["crash_record"]["mapping"].get<std::string>(), Catch::Contains(path));
+  CHECK_THAT(out.message, Catch::Contains("'" + path + "'") &&
+                              Catch::Contains("holds 1.0 MiB (1048576 bytes) now") &&
+                              Catch::Contains("it accessed offset") &&
+                              Catch::Contains("truncated while mapped") &&
+                              Catch::Contains("rename()"));
+  std::smatch offset;
+  REQUIRE(std::regex_search(out.message, offset,
+                            std::regex(R"(at offset (\d+) of a file of 1048576 bytes)")));
+  CHECK(std::stoll(offset[1]) >= 1 << 20);  // past the end, and so no page to give
 }
 
 TEST_CASE("crash: a full tmpfs under the dataset's shared file is shm_full",

@@ -7,10 +7,13 @@
 //     dies of SIGBUS in the dataset's file, the death is classified shm_full with the remedy,
 //     and the ring, reserved when it was made, never faulted;
 //  3. the remedy applied (the dataset's files on a larger tmpfs): every index arrives.
+// And a death on the same small tmpfs that is no shortage of room: a token file the workers
+// map is truncated mid-epoch; the report names the file, not --shm-size.
 // ATen before Catch: libtorch defines a CHECK of its own, which must not replace Catch's.
 #include <ATen/ATen.h>
 #include <mploader/mploader.h>
 
+#include "mapped_file_dataset.h"
 #include "tmpfs_mount.h"
 #include "stderr_capture.h"
 
@@ -147,6 +150,52 @@ TEST_CASE("docker shm: on a 64 MiB /dev/shm the rings never die of SIGBUS, the d
   std::cout << "-- 3. the dataset's files on a 512 MiB tmpfs, the rings still on the 64 MiB "
                "one: all "
             << seen.size() << " samples arrived once each\n";
+}
+
+TEST_CASE("docker shm: a token file truncated mid-epoch on a 64 MiB /dev/shm is file_truncated, "
+          "not shm_full, though its mapping is larger than the free space",
+          "[crash][process][root]") {
+  TmpfsMount shm("64m");
+  if (!shm.ok()) {
+    WARN("skipped: " << shm.why_not());
+    return;
+  }
+  // 22 MB of another job's file and a 40 MB token file: 3 MiB left. Cut to 10 MiB, the token
+  // file leaves about 33 MiB free, less than its 40 MB mapping but far from full.
+  const std::string tokens = shm.path() + "/tokens.bin";
+  testing_datasets::write_file(shm.path() + "/other-job.bin", 22'000'000);
+  testing_datasets::write_file(tokens, 40'000'000);
+  auto data = std::make_shared<testing_datasets::MappedFileDataset>(tokens, 256, 4096);
+  std::string report_path;
+  {
+    testing_datasets::StderrCapture quiet;
+    mploader::Loader loader(data, options_on(shm.path(), 8));
+    try {
+      REQUIRE(loader.next());
+      REQUIRE(truncate(tokens.c_str(), 10 * kMiB) == 0);
+      while (loader.next()) {
+      }
+      FAIL("no worker read past the truncated file's end");
+    } catch (const mploader::WorkerCrashed& e) {
+      std::cout << "-- the token file truncated under the workers:\n" << e.what() << "\n";
+      CHECK(e.cause() == mploader::DeathCause::kFileTruncated);
+      CHECK(e.signal() == SIGBUS);
+      CHECK_THAT(e.what(), Catch::Contains("'" + tokens + "'") &&
+                               Catch::Contains("holds 10.0 MiB (10485760 bytes) now") &&
+                               Catch::Contains("it accessed offset") &&
+                               !Catch::Contains("no page left to give"));
+      report_path = e.report_path();
+    }
+  }
+  REQUIRE(!report_path.empty());
+  std::ifstream in(report_path);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  CHECK(report["cause"] == "file_truncated");
+  const nlohmann::json& record = report["crash_record"];
+  CHECK(record["mapping_file_size_bytes"] == 10 * kMiB);
+  // The case the free space alone got wrong: less room than the mapping, yet plenty.
+  CHECK(record["mapping_fs_free_bytes"].get<int64_t>() > 30 * kMiB);
+  CHECK(record["mapping_fs_free_bytes"].get<int64_t>() < 40'000'000);
 }
 
 }  // namespace

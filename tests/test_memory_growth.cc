@@ -14,10 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <thread>
 #include <vector>
@@ -37,6 +39,50 @@ int feed(MemoryTrend& trend, const std::vector<std::pair<int64_t, uint64_t>>& sa
     warnings += trend.add(MemorySplit{private_mib * kMiB, 100 * kMiB}, tasks, now) ? 1 : 0;
   }
   return warnings;
+}
+
+// Feeds (private MiB, shared MiB, batches done) samples 500 ms apart; returns the last warning.
+std::optional<mploader::detail::MemoryGrowth> feed_split(
+    MemoryTrend& trend, const std::vector<std::array<int64_t, 3>>& samples) {
+  auto now = MemoryTrend::Clock::now();
+  trend.new_process(now, 0);
+  trend.new_epoch(0, now);
+  std::optional<mploader::detail::MemoryGrowth> growth;
+  for (const auto& [private_mib, shared_mib, tasks] : samples) {
+    now += std::chrono::milliseconds(500);
+    const MemorySplit split{private_mib * kMiB, shared_mib * kMiB};
+    if (auto g = trend.add(split, static_cast<uint64_t>(tasks), now)) growth = g;
+  }
+  return growth;
+}
+
+std::string warning_for(const mploader::detail::MemoryGrowth& growth) {
+  return mploader::detail::memory_growth_warning(0, 1234, growth, {}, -1, 2, true);
+}
+
+TEST_CASE("memory trend: copy-on-write is private growth that shared memory lost in the same "
+          "intervals; a large munmap before a leak is not") {
+  // Each interval moves 30 MiB from shared to private: pages copied on write.
+  MemoryTrend copying;
+  const auto copied = feed_split(
+      copying, {{100, 500, 0}, {100, 500, 2}, {130, 470, 3}, {160, 440, 4}, {190, 410, 5}});
+  REQUIRE(copied);
+  CHECK(copied->copied_bytes == 90 * kMiB);
+  CHECK_THAT(warning_for(*copied), Catch::Contains("(copy-on-write)") &&
+                                       Catch::Contains("Its shared memory fell by 90.0 MiB"));
+  // 300 MiB of shared mapping unmapped (private barely moves), then 30 MiB leaked per interval:
+  // shared fell by far more than private grew, yet none of the growth was a copy.
+  MemoryTrend unmapping;
+  const auto leaked = feed_split(unmapping, {{100, 500, 0}, {100, 500, 2}, {102, 200, 3},
+                                             {132, 200, 4}, {162, 200, 5}, {192, 200, 6}});
+  REQUIRE(leaked);
+  CHECK(leaked->copied_bytes == 2 * kMiB);
+  const std::string text = warning_for(*leaked);
+  CHECK_THAT(text, !Catch::Contains("copy-on-write") &&
+                       Catch::Contains("Its shared memory fell by 300.0 MiB") &&
+                       Catch::Contains("without its private memory rising with it") &&
+                       Catch::Contains("munmap") &&
+                       Catch::Contains("a per-sample cache or a leak"));
 }
 
 TEST_CASE("memory trend: steady growth warns once per epoch, a single step or warm-up never") {
@@ -88,22 +134,32 @@ TEST_CASE("memory trend: creeping growth adds up, and a replaced worker starts w
 
 // Loads 1 MiB per sample and sleeps, so that the supervisor samples the growth as it happens.
 // kCache keeps every sample's buffer; kCopyOnWrite writes the sample's MiB of a buffer the main
-// process filled before the fork; kNone frees it.
-enum class Growth { kNone, kCache, kCopyOnWrite };
+// process filled before the fork; kNone frees it. kUnmapThenCache frees a 300 MiB buffer the
+// main process filled before the fork (munmap: the worker's shared memory falls by that much)
+// at its kUnmapAt-th sample, well after warm-up, and keeps every sample's buffer after that.
+enum class Growth { kNone, kCache, kCopyOnWrite, kUnmapThenCache };
+constexpr int kUnmapAt = 60;
 
 class GrowingDataset : public mploader::Dataset {
  public:
   GrowingDataset(size_t n, Growth growth) : n_(n), growth_(growth) {
-    if (growth_ == Growth::kCopyOnWrite) inherited_.assign(n * kMiB, 1);  // before the fork
+    // Before the fork.
+    if (growth_ == Growth::kCopyOnWrite) inherited_.assign(n * kMiB, 1);
+    if (growth_ == Growth::kUnmapThenCache) inherited_.assign(300 * kMiB, 1);
   }
   size_t size() const override { return n_; }
   mploader::Sample get(int64_t index) override {
     std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    if (growth_ == Growth::kUnmapThenCache && ++gets_ == kUnmapAt) {
+      std::vector<char>().swap(inherited_);  // a malloc'ed 300 MiB is given back by munmap
+    }
     if (growth_ == Growth::kCopyOnWrite) {
       std::memset(inherited_.data() + index * kMiB, static_cast<int>(index & 0x7f), kMiB);
     } else {
       std::vector<char> buffer(kMiB, static_cast<char>(index));
-      if (growth_ == Growth::kCache) cache_.push_back(std::move(buffer));
+      const bool keep = growth_ == Growth::kCache ||
+                        (growth_ == Growth::kUnmapThenCache && gets_ > kUnmapAt);
+      if (keep) cache_.push_back(std::move(buffer));
     }
     return {{"x", at::full({4}, static_cast<double>(index), at::kLong)}};
   }
@@ -113,6 +169,7 @@ class GrowingDataset : public mploader::Dataset {
   Growth growth_;
   std::vector<char> inherited_;
   std::vector<std::vector<char>> cache_;
+  int gets_ = 0;
 };
 
 mploader::LoaderOptions growth_options() {
@@ -182,6 +239,19 @@ TEST_CASE("memory growth: writing to a buffer inherited at fork is named copy-on
         std::string::npos);
   for (const mploader::WorkerStats& w : stats.workers) {
     CHECK(w.memory.shared_bytes < w.memory.shared_start_bytes);
+  }
+}
+
+TEST_CASE("memory growth: a leak that starts after a 300 MiB munmap is not named "
+          "copy-on-write") {
+  const auto [log, stats] = run(Growth::kUnmapThenCache, 600, 1);
+  INFO(log);
+  REQUIRE(!warnings_in(log).empty());
+  CHECK(log.find("copy-on-write") == std::string::npos);
+  CHECK(log.find("without its private memory rising with it") != std::string::npos);
+  CHECK(log.find("a per-sample cache or a leak") != std::string::npos);
+  for (const mploader::WorkerStats& w : stats.workers) {
+    CHECK(w.memory.shared_start_bytes - w.memory.shared_bytes >= 250 * kMiB);  // it unmapped
   }
 }
 

@@ -44,11 +44,13 @@ void fill_record(ipc::CrashRecord& r, int sig, const siginfo_t* info, const void
   r.mapping[0] = '\0';
   r.mapping_fs_free = -1;
   r.mapping_fs_type = 0;
+  r.mapping_file_size = -1;
   if (sig == SIGBUS || sig == SIGSEGV) {
     ipc::find_mapping_line(r.fault_address, r.mapping, sizeof r.mapping);
     // Now, before the dying process releases its pages and the number means nothing.
     if (r.mapping[0] != '\0') {
       ipc::mapping_filesystem(r.mapping, &r.mapping_fs_free, &r.mapping_fs_type);
+      r.mapping_file_size = ipc::mapped_file_size(r.mapping);
     }
   }
 }

@@ -78,7 +78,8 @@ enum class DeathCause {
   kKilled,              ///< SIGKILL with no OOM evidence: another process killed it
   kTerminated,          ///< SIGTERM, SIGINT, SIGHUP or SIGQUIT from outside
   kSegfault,            ///< SIGSEGV in dataset or collate code
-  kBusError,            ///< SIGBUS outside a shared-memory mapping (a truncated file, say)
+  kBusError,            ///< SIGBUS outside a shared-memory mapping (a misaligned access, say)
+  kFileTruncated,       ///< SIGBUS past the end of a mapped file: it was truncated while mapped
   kFloatingPoint,       ///< SIGFPE (integer division by zero)
   kIllegalInstruction,  ///< SIGILL
   kAbort,               ///< SIGABRT (abort(), a failed assert, std::terminate)
