@@ -133,6 +133,9 @@ TEST_CASE("quarantine: a batch left with no sample is skipped, in order or not",
   for (bool in_order : {true, false}) {
     LoaderOptions o = quarantine_options(1);
     o.in_order = in_order;
+    // Out of order, batch 40 may be read while batch 10 still waits: two first deaths at once,
+    // each needing a free restart until its sample is quarantined.
+    o.max_restarts_per_epoch = 2;
     Loader loader(std::make_shared<PoisonDataset>(60, poison), o);
     std::vector<int> seen(60, 0);
     std::vector<size_t> sizes;
@@ -148,6 +151,21 @@ TEST_CASE("quarantine: a batch left with no sample is skipped, in order or not",
     CHECK(std::accumulate(seen.begin(), seen.end(), 0) == 58);
     CHECK(loader.stats().skipped_samples == 4);
   }
+}
+
+TEST_CASE("quarantine: off (the default), one poison sample uses up the restarts",
+          "[quarantine][process]") {
+  LoaderOptions o = quarantine_options(10);
+  o.quarantine_after = 0;
+  o.max_restarts_per_epoch = 3;
+  Loader loader(std::make_shared<PoisonDataset>(300, std::set<int64_t>{15}), o);
+  CHECK_THROWS_WITH(
+      [&] {
+        while (loader.next()) {
+        }
+      }(),
+      Catch::Contains("max_restarts_per_epoch = 3") && Catch::Contains("Dataset::get(15)"));
+  CHECK(loader.stats().quarantined.empty());
 }
 
 TEST_CASE("quarantine: past max_quarantined_per_epoch the crash is raised, naming the cap",
@@ -196,21 +214,21 @@ TEST_CASE("quarantine: the options are checked", "[quarantine][options]") {
 
 TEST_CASE("quarantine: the state keeps the samples; a state without them loads as before",
           "[quarantine][resume]") {
-  detail::ResumeState s;
+  mploader::detail::ResumeState s;
   s.epoch = 3;
-  s.plan = detail::fingerprint({{0, 1}, {2, 3}}, 4);
+  s.plan = mploader::detail::fingerprint({{0, 1}, {2, 3}}, 4);
   s.delivered = {true, false};
-  const std::string plain = detail::to_text(s);
+  const std::string plain = mploader::detail::to_text(s);
   CHECK(plain.find("quarantined") == std::string::npos);  // the format states had before
-  CHECK(detail::from_text(plain).quarantined.empty());
+  CHECK(mploader::detail::from_text(plain).quarantined.empty());
   s.quarantined.push_back(QuarantinedSample{2, 3, 2, "segfault", "/tmp/x.json"});
-  const detail::ResumeState back = detail::from_text(detail::to_text(s));
+  const mploader::detail::ResumeState back = mploader::detail::from_text(mploader::detail::to_text(s));
   REQUIRE(back.quarantined.size() == 1);
   CHECK(back.quarantined[0].index == 2);
   CHECK(back.quarantined[0].epoch == 3);
   CHECK(back.quarantined[0].deaths == 2);
   CHECK(back.quarantined[0].cause == "segfault");
   s.quarantined[0].index = 4;  // beyond the dataset
-  CHECK_THROWS_WITH(detail::from_text(detail::to_text(s)),
+  CHECK_THROWS_WITH(mploader::detail::from_text(mploader::detail::to_text(s)),
                     Catch::Contains("names sample 4 of a dataset of 4 samples"));
 }
