@@ -56,6 +56,10 @@ SupervisorSettings supervisor_settings(const LoaderOptions& options) {
   return s;
 }
 
+QuarantineSettings quarantine_settings(const LoaderOptions& options) {
+  return QuarantineSettings{options.quarantine_after, options.max_quarantined_per_epoch};
+}
+
 RecordedSettings recorded_settings(const LoaderOptions& options) {
   return RecordedSettings{options.batch_size, options.drop_last, options.shuffle,
                           options.seed,       options.in_order,  options.num_workers};

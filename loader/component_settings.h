@@ -22,6 +22,7 @@ worker::WorkerSettings worker_settings(const LoaderOptions& options, const Datas
 PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset);
 DispatcherSettings dispatcher_settings(const LoaderOptions& options);
 SupervisorSettings supervisor_settings(const LoaderOptions& options);
+QuarantineSettings quarantine_settings(const LoaderOptions& options);
 RecordedSettings recorded_settings(const LoaderOptions& options);
 // Of the options that shape an epoch's batches (and of a StreamingDataset's shards), for
 // Loader::rank_agreement(): ranks that differ in any of them are told so.

@@ -40,9 +40,11 @@ class SlotLease {
 }  // namespace
 
 Dispatcher::Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
-                       const SupervisorSettings& supervision, DispatcherNotices& notices)
+                       const SupervisorSettings& supervision, DispatcherNotices& notices,
+                       std::shared_ptr<SkipLedger> skips)
     : pool_(pool), settings_(settings), in_flight_(pool.size()),
-      supervisor_(pool, in_flight_, supervision), notices_(notices), workers_(pool.size()) {
+      supervisor_(pool, in_flight_, supervision), notices_(notices), workers_(pool.size()),
+      quarantine_(supervision.quarantine), skips_(std::move(skips)) {
   for (WorkerState& w : workers_) {
     for (uint32_t id = pool.config().num_descriptors; id > 0; --id) {
       w.free_descriptors.push_back(id - 1);
@@ -69,6 +71,9 @@ void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches,
   next_deliver_ = 0;
   reissue_.clear();
   restarts_this_epoch_ = 0;
+  restarts_by_sample_.clear();
+  received_.assign(batches_.size(), false);
+  if (quarantine_) quarantine_->start_epoch(epoch);
   supervisor_.epoch_started(epoch);
 }
 
@@ -92,14 +97,16 @@ std::optional<Batch> Dispatcher::next() {
     if (std::optional<Ready> ready = take_ready()) {
       ++next_deliver_;
       if (ready->error) std::rethrow_exception(ready->error);
-      return std::move(ready->batch);
+      if (ready->batch) return std::move(ready->batch);
+      if (next_deliver_ >= batches_.size()) return std::nullopt;  // the last was left empty
+      continue;
     }
-    const int64_t restarts = restarts_this_epoch_;
+    const uint64_t replacements = replacements_;
     const bool blocked = !reorder_.empty();  // later batches ready, the one due is not
     const Clock::time_point wait_start = blocked ? Clock::now() : Clock::time_point{};
     wait_for_results(deadline);
     if (blocked) head_of_line_ns_ += static_cast<uint64_t>(nanos(Clock::now() - wait_start));
-    if (restarts_this_epoch_ != restarts) deadline = fresh_deadline();  // a new worker's time
+    if (replacements_ != replacements) deadline = fresh_deadline();  // a new worker's time
   }
 }
 
@@ -130,6 +137,10 @@ std::optional<uint64_t> Dispatcher::next_to_issue() const {
 // Keeps every worker busy up to prefetch_factor tasks.
 void Dispatcher::issue_tasks() {
   while (std::optional<uint64_t> sequence = next_to_issue()) {
+    if (batches_[*sequence].empty()) {
+      settle_empty(*sequence);
+      continue;
+    }
     if (issue_one(*sequence, /*require_slot=*/true)) continue;
     // No worker has a free slot: the training loop holds them. Only when the loop would
     // otherwise wait forever does a batch go out without one (into an overflow segment).
@@ -190,10 +201,24 @@ void Dispatcher::send_task(size_t w, bool slot_promised, uint64_t sequence) {
   in_flight_.add(w, id, InFlightTask{generation_, sequence, slot_promised,
                                      InFlightBatch{epoch_, plan_sequence(sequence), indices}});
   push_task(channel, id);
+  mark_issued(sequence);
+}
+
+void Dispatcher::mark_issued(uint64_t sequence) {
   if (!reissue_.empty() && reissue_.front() == sequence) {
     reissue_.pop_front();
   } else {
     ++next_issue_;
+  }
+}
+
+void Dispatcher::settle_empty(uint64_t sequence) {
+  mark_issued(sequence);
+  received_[sequence] = true;
+  if (settings_.in_order) {
+    reorder_[sequence] = Ready{};
+  } else {
+    unordered_.push_back(Ready{});
   }
 }
 
@@ -249,6 +274,7 @@ void Dispatcher::handle_result(size_t w, uint32_t id) {
     ready.error = error_for(w, id, f);
   }
   if (!current) return;  // an abandoned epoch: dropping it returns its slot
+  received_[f.position] = true;
   if (settings_.in_order) {
     reorder_[f.position] = std::move(ready);
   } else {

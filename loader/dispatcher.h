@@ -9,12 +9,15 @@
 // The dispatcher owns the one record of work in flight (InFlightTable) and the Supervisor that
 // watches the workers and reads that record when one dies. A dead or hung worker is reported
 // by the Supervisor; with max_restarts_per_epoch it is
-// replaced and its batches are issued again, so every index still arrives exactly once.
+// replaced and its batches are issued again, so every index still arrives exactly once. With
+// quarantine_after, a sample the deaths name often enough is left out of every batch not yet
+// received (a batch left with none is skipped) and the restarts it cost are given back.
 //
 // Used by one thread (the Loader's).
 #pragma once
 
 #include "loader/batch_source.h"
+#include "loader/skip_ledger.h"
 #include "supervise/supervisor.h"
 #include "process/worker_pool.h"
 
@@ -42,9 +45,11 @@ struct DispatcherSettings {
 
 class Dispatcher : public BatchSource {
  public:
-  // Starts supervising the pool's workers (the Supervisor's thread) until destroyed.
+  // Starts supervising the pool's workers (the Supervisor's thread) until destroyed. Samples
+  // left out by the quarantine (supervision.quarantine) are reported to `skips`.
   Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
-             const SupervisorSettings& supervision, DispatcherNotices& notices);
+             const SupervisorSettings& supervision, DispatcherNotices& notices,
+             std::shared_ptr<SkipLedger> skips);
   void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
                    std::vector<int32_t> streams, uint64_t epoch) override;
   std::optional<Batch> next() override;
@@ -66,6 +71,9 @@ class Dispatcher : public BatchSource {
   std::optional<uint64_t> next_to_issue() const;
   bool issue_one(uint64_t sequence, bool require_slot);
   void send_task(size_t worker, bool slot_promised, uint64_t sequence);
+  void mark_issued(uint64_t sequence);
+  // A batch the quarantine left empty: counted as delivered, nothing to deliver.
+  void settle_empty(uint64_t sequence);
   std::optional<Ready> take_ready();
   void wait_for_results(std::chrono::steady_clock::time_point deadline);
   void receive_from(size_t worker);
@@ -82,7 +90,11 @@ class Dispatcher : public BatchSource {
   // No batch within the timeout: the worker owing the awaited batch is reported as hung.
   void timed_out();
   void restart_or_fail(size_t worker, const DeathRecord& record, bool hang);
-  void restart_worker(size_t worker);
+  // `counted`: against max_restarts_per_epoch (a death on a quarantined sample is not).
+  void restart_worker(size_t worker, bool counted);
+  void quarantine_and_restart(size_t worker, const QuarantineVerdict& verdict);
+  // Takes `index` out of every batch not yet received, each time reported skipped.
+  void leave_out_everywhere(int64_t index);
   std::string describe_batch(uint64_t sequence) const;
   // Positions index batches_; Batch::sequence() and messages use the full plan's sequence.
   uint64_t plan_sequence(uint64_t position) const {
@@ -104,6 +116,11 @@ class Dispatcher : public BatchSource {
   size_t next_issue_ = 0;
   std::deque<uint64_t> reissue_;  // batches of a dead worker, issued again first
   int64_t restarts_this_epoch_ = 0;
+  uint64_t replacements_ = 0;  // workers restarted, counted against the limit or not
+  std::map<int64_t, int64_t> restarts_by_sample_;  // this epoch's, given back at quarantine
+  std::vector<bool> received_;  // by position: a result (or an empty batch) came back
+  std::shared_ptr<Quarantine> quarantine_;  // null: none
+  std::shared_ptr<SkipLedger> skips_;
   size_t next_deliver_ = 0;  // in_order: next sequence due; otherwise batches delivered
   std::map<uint64_t, Ready> reorder_;
   std::deque<Ready> unordered_;

@@ -76,8 +76,15 @@ void Dispatcher::timed_out() {
 }
 
 void Dispatcher::restart_or_fail(size_t w, const DeathRecord& record, bool hang) {
+  if (record.quarantine && record.quarantine->leave_out()) {
+    quarantine_and_restart(w, *record.quarantine);
+    return;
+  }
   if (restarts_this_epoch_ < settings_.max_restarts_per_epoch) {
-    restart_worker(w);
+    if (record.quarantine && record.quarantine->index >= 0) {
+      ++restarts_by_sample_[record.quarantine->index];
+    }
+    restart_worker(w, /*counted=*/true);
     return;
   }
   std::string message = record.message;
@@ -93,8 +100,9 @@ void Dispatcher::restart_or_fail(size_t w, const DeathRecord& record, bool hang)
 
 // Replaces a dead worker. Its published results are taken first; what it still held is issued
 // again, so no index is lost and none arrives twice.
-void Dispatcher::restart_worker(size_t w) {
-  ++restarts_this_epoch_;
+void Dispatcher::restart_worker(size_t w, bool counted) {
+  if (counted) ++restarts_this_epoch_;
+  ++replacements_;
   receive_from(w);
   WorkerState& state = workers_[w];
   std::vector<uint64_t> again;
@@ -111,10 +119,41 @@ void Dispatcher::restart_worker(size_t w) {
   }
   pool_.restart(w);
   supervisor_.worker_replaced(w);
-  log().warn("mploader: restarted worker {} as pid {} (restart {} of at most {} this epoch); "
-             "{} batch(es) it held are issued again",
-             w, pool_.channel(w).process.pid, restarts_this_epoch_,
-             settings_.max_restarts_per_epoch, again.size());
+  log().warn("mploader: restarted worker {} as pid {} ({} {} of at most {} this epoch); {} "
+             "batch(es) it held are issued again",
+             w, pool_.channel(w).process.pid,
+             counted ? "restart" : "not counted: it died on a quarantined sample; restarts",
+             restarts_this_epoch_, settings_.max_restarts_per_epoch, again.size());
+}
+
+// The death quarantined its sample, or was on a sample quarantined after its batch went out:
+// the restarts this epoch spent on the sample are given back (a run with several bad samples
+// does not use up max_restarts_per_epoch on them; max_quarantined_per_epoch bounds them
+// instead), the worker is replaced, and the sample is left out of every batch not received.
+void Dispatcher::quarantine_and_restart(size_t w, const QuarantineVerdict& v) {
+  if (v.quarantined) {
+    restarts_this_epoch_ -= restarts_by_sample_[v.index];
+    restarts_by_sample_.erase(v.index);
+    log().warn("mploader: sample {} quarantined after {} worker deaths on it "
+               "(quarantine_after = {}): it is left out of its batch, which is issued again one "
+               "sample shorter, and of every later batch; see Loader::stats().quarantined",
+               v.index, v.deaths, quarantine_->settings().after);
+  }
+  restart_worker(w, /*counted=*/false);
+  leave_out_everywhere(v.index);
+}
+
+void Dispatcher::leave_out_everywhere(int64_t index) {
+  std::string reason = "quarantined";
+  for (const QuarantinedSample& s : quarantine_->list()) {
+    if (s.index == index) reason = quarantine_reason(s);
+  }
+  for (size_t p = 0; p < batches_.size(); ++p) {
+    if (received_[p]) continue;
+    for (int64_t left_out : quarantine_->leave_out(batches_[p])) {
+      skips_->add(left_out, -1, epoch_, "", reason);
+    }
+  }
 }
 
 }  // namespace mploader::detail

@@ -119,9 +119,10 @@ std::vector<StreamPartProgress> progress_of_streams(const StreamingDataset& data
 }
 
 EpochState::EpochState(std::shared_ptr<BatchSampler> sampler, const Dataset& dataset,
-                       RecordedSettings settings, std::shared_ptr<StreamSampler> stream)
-    : sampler_(std::move(sampler)), stream_(std::move(stream)), dataset_(dataset),
-      settings_(settings) {}
+                       RecordedSettings settings, std::shared_ptr<Quarantine> quarantine,
+                       std::shared_ptr<StreamSampler> stream)
+    : sampler_(std::move(sampler)), stream_(std::move(stream)),
+      quarantine_(std::move(quarantine)), dataset_(dataset), settings_(settings) {}
 
 std::vector<std::vector<int64_t>> EpochState::plan_of(uint64_t epoch) const {
   if (stream_) return stream_->plan(epoch, streams_for(epoch)).batches;
@@ -221,8 +222,10 @@ void EpochState::received(const Batch& batch) {
 }
 
 ResumeState EpochState::state() const {
-  if (resume_) return *resume_;
-  ResumeState s;
+  ResumeState s = resume_ ? *resume_ : ResumeState{};
+  s.quarantined = quarantine_->list();
+  for (QuarantinedSample& q : s.quarantined) q.report_path.clear();  // this machine's path
+  if (resume_) return s;
   s.settings = settings_;
   if (running_) {
     s.epoch = epoch_;
@@ -265,6 +268,7 @@ void EpochState::load(const std::string& text) {
   requested_epoch_.reset();
   started_any_ = true;
   epoch_ = saved.epoch;
+  quarantine_->restore(saved.quarantined);
   resume_ = std::move(saved);
 }
 

@@ -8,6 +8,7 @@
 
 #include "loader/resume_state.h"
 #include "sampler/stream_sampler.h"
+#include "supervise/quarantine.h"
 
 #include <mploader/batch.h>
 #include <mploader/dataset.h>
@@ -35,8 +36,10 @@ class EpochState {
  public:
   // `settings` are recorded in every state, to name what changed when one is refused.
   // `stream` is the sampler itself when the dataset is a StreamingDataset, else null.
+  // `quarantine`'s samples are saved in every state, and a loaded state's join it.
   EpochState(std::shared_ptr<BatchSampler> sampler, const Dataset& dataset,
-             RecordedSettings settings, std::shared_ptr<StreamSampler> stream = nullptr);
+             RecordedSettings settings, std::shared_ptr<Quarantine> quarantine,
+             std::shared_ptr<StreamSampler> stream = nullptr);
 
   // The epoch of the current (or last) iteration.
   uint64_t epoch() const { return epoch_; }
@@ -79,6 +82,7 @@ class EpochState {
 
   std::shared_ptr<BatchSampler> sampler_;
   std::shared_ptr<StreamSampler> stream_;
+  std::shared_ptr<Quarantine> quarantine_;
   int64_t running_streams_ = 0;  // the split of the running epoch (stream_ only)
   const Dataset& dataset_;
   RecordedSettings settings_;

@@ -17,9 +17,10 @@ class LoaderCore {
   LoaderCore(std::shared_ptr<Dataset> dataset, LoaderOptions options)
       : options_(checked_options(dataset.get(), std::move(options))),
         dataset_(std::move(dataset)),
-        epochs_(options_.batch_sampler, *dataset_, recorded_settings(options_),
+        quarantine_(std::make_shared<Quarantine>(quarantine_settings(options_))),
+        epochs_(options_.batch_sampler, *dataset_, recorded_settings(options_), quarantine_,
                 std::dynamic_pointer_cast<StreamSampler>(options_.batch_sampler)),
-        runtime_(*dataset_, options_) {}
+        runtime_(*dataset_, options_, quarantine_) {}
 
   const LoaderOptions& options() const { return options_; }
   const Dataset& dataset() const { return *dataset_; }
@@ -48,6 +49,7 @@ class LoaderCore {
  private:
   LoaderOptions options_;
   std::shared_ptr<Dataset> dataset_;
+  std::shared_ptr<Quarantine> quarantine_;  // deaths in workers add, state_dict() saves
   EpochState epochs_;
   WorkerRuntime runtime_;  // last: its workers stop before the rest goes
 };

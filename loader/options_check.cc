@@ -60,6 +60,30 @@ void check_counts(const LoaderOptions& o) {
               std::to_string(o.timeout.count()) + " ms");
 }
 
+// Quarantine works through restarts: the deaths before a sample is quarantined are restarts,
+// and only a worker process can die without taking the training process with it.
+void check_quarantine(const LoaderOptions& o) {
+  require(o.quarantine_after >= 0, "quarantine_after",
+          "quarantine_after must be 0 (off) or the number of worker deaths on one sample that "
+          "quarantine it, got " + std::to_string(o.quarantine_after) + "; 2 is a good value");
+  if (o.quarantine_after == 0) return;
+  require(o.num_workers > 0, "quarantine_after",
+          "quarantine_after = " + std::to_string(o.quarantine_after) + " needs worker "
+          "processes, but num_workers is 0: a crash in the training process cannot be "
+          "survived. Set num_workers to 1 or more, or quarantine_after to 0");
+  require(o.max_restarts_per_epoch > 0, "quarantine_after",
+          "quarantine_after = " + std::to_string(o.quarantine_after) + " needs "
+          "max_restarts_per_epoch >= 1, got " + std::to_string(o.max_restarts_per_epoch) +
+              ": the deaths before a sample is quarantined are survived by restarting the "
+              "worker (their restarts are given back once it is). Set max_restarts_per_epoch "
+              "to 2 or more");
+  require(o.max_quarantined_per_epoch >= 1, "max_quarantined_per_epoch",
+          "max_quarantined_per_epoch must be 1 or more with quarantine_after = " +
+              std::to_string(o.quarantine_after) + ", got " +
+              std::to_string(o.max_quarantined_per_epoch) +
+              "; it bounds how many samples one epoch may leave out (16 by default)");
+}
+
 std::string type_name(const Dataset& d) { return typeid(d).name(); }
 
 // Everything spawn needs, so that nothing fails later inside a worker.
@@ -149,6 +173,7 @@ void plan_stream(const StreamingDataset& dataset, LoaderOptions& o) {
 LoaderOptions checked_options(const Dataset* dataset, LoaderOptions o) {
   require(dataset != nullptr, "dataset", "mploader::Loader needs a dataset, got a null pointer");
   check_counts(o);
+  check_quarantine(o);
   check_shm_dir(o.shm_dir);
   auto* stream = dynamic_cast<const StreamingDataset*>(dataset);
   resolve_ranks(o, stream != nullptr);

@@ -227,6 +227,36 @@ StreamProgress stream_from(const json& j) {
   return p;
 }
 
+json quarantined_json(const std::vector<QuarantinedSample>& samples) {
+  json out = json::array();
+  for (const QuarantinedSample& s : samples) {
+    out.push_back(json{{"index", s.index}, {"epoch", s.epoch}, {"deaths", s.deaths},
+                       {"cause", s.cause}});
+  }
+  return out;
+}
+
+std::vector<QuarantinedSample> quarantined_from(const json& j, uint64_t dataset_size) {
+  if (!j.is_array()) refuse("the field \"quarantined\" is not a list");
+  std::vector<QuarantinedSample> samples;
+  for (const json& s : j) {
+    if (!s.is_object()) refuse("an entry of \"quarantined\" is " + s.dump());
+    QuarantinedSample q;
+    q.index = count_field(s, "index");
+    if (static_cast<uint64_t>(q.index) >= dataset_size) {
+      refuse("the field \"quarantined\" names sample " + std::to_string(q.index) +
+             " of a dataset of " + std::to_string(dataset_size) + " samples");
+    }
+    q.epoch = unsigned_field(s, "epoch");
+    q.deaths = count_field(s, "deaths");
+    const json& cause = field(s, "cause");
+    if (!cause.is_string()) refuse("a quarantined sample's \"cause\" is " + cause.dump());
+    q.cause = cause.get<std::string>();
+    samples.push_back(std::move(q));
+  }
+  return samples;
+}
+
 uint64_t checksum(const json& body) {
   Fnv1a h;
   h.add(body.dump());  // keys sorted (std::map), so the text is canonical
@@ -255,6 +285,8 @@ std::string to_text(const ResumeState& state) {
             {"delivered", delivered_ranges(state.delivered)},
             {"settings", settings_json(state.settings)}};
   if (state.stream) body["stream"] = stream_json(*state.stream);
+  // Only when there are some: a state without them reads as before, by any version.
+  if (!state.quarantined.empty()) body["quarantined"] = quarantined_json(state.quarantined);
   body["checksum"] = hex(checksum(body));
   return body.dump();
 }
@@ -293,6 +325,9 @@ ResumeState from_text(const std::string& text) {
   state.delivered = delivered_from(field(body, "delivered"), state.plan.num_batches);
   state.settings = settings_from(field(body, "settings"));
   if (body.contains("stream")) state.stream = stream_from(body["stream"]);
+  if (body.contains("quarantined")) {
+    state.quarantined = quarantined_from(body["quarantined"], state.plan.dataset_size);
+  }
   return state;
 }
 

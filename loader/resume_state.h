@@ -9,6 +9,8 @@
 // Plain value type; no shared state.
 #pragma once
 
+#include <mploader/stats.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -75,6 +77,9 @@ struct ResumeState {
   std::vector<bool> delivered;  // by sequence; size plan.num_batches
   RecordedSettings settings;
   std::optional<StreamProgress> stream;  // set for a StreamingDataset
+  // Samples quarantined after killing workers (report_path left empty): a resumed loader
+  // leaves them out. A state without the field (any state saved before it existed) has none.
+  std::vector<QuarantinedSample> quarantined;
 };
 
 // Versioned JSON text with a checksum over its contents.

@@ -11,13 +11,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 namespace mploader::detail {
 
-WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options)
+WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options,
+                             std::shared_ptr<Quarantine> quarantine)
     : dataset_(dataset),
       collator_(options.collate),
-      persistent_workers_(options.persistent_workers) {
+      persistent_workers_(options.persistent_workers),
+      quarantine_(std::move(quarantine)) {
   if (options.num_workers == 0) {
     source_ = std::make_unique<InProcessSource>(dataset_, *collator_, skips_, options.seed);
     return;
@@ -25,6 +28,7 @@ WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options)
   config_ = pool_config(options, dataset_);
   dispatcher_settings_ = dispatcher_settings(options);
   supervisor_settings_ = supervisor_settings(options);
+  supervisor_settings_.quarantine = quarantine_;
   // The probe is a worker process and holds descriptors too: a soft limit too low for the
   // loader is raised, and one that cannot be raised refused, before it starts. Left to the
   // probe, the limit would surface as an EMFILE from wherever it ran out (under UBSan, as a
@@ -79,7 +83,7 @@ void WorkerRuntime::start_workers(uint64_t epoch) {
   config.worker_settings.first_epoch = epoch;  // the one setting that differs between pools
   pool_ = std::make_unique<WorkerPool>(dataset_, *collator_, config);
   source_ = std::make_unique<Dispatcher>(*pool_, dispatcher_settings_, supervisor_settings_,
-                                         notices_);
+                                         notices_, skips_);
 }
 
 // Batches already delivered keep their memory: their slots hold the region mapped.
@@ -92,9 +96,30 @@ void WorkerRuntime::stop_workers() {
 }
 
 void WorkerRuntime::start_epoch(EpochPlan plan) {
+  leave_out_quarantined(plan);
   if (!source_) start_workers(plan.epoch);
   source_->start_epoch(std::move(plan.batches), std::move(plan.sequences),
                        std::move(plan.streams), plan.epoch);
+}
+
+// Samples quarantined in an earlier epoch or named by a loaded state: no worker sees them
+// again. The sequences stay those of the full plan, so state_dict() is unchanged by this.
+void WorkerRuntime::leave_out_quarantined(EpochPlan& plan) const {
+  if (quarantine_->empty()) return;
+  std::map<int64_t, std::string> reasons;
+  for (const QuarantinedSample& q : quarantine_->list()) reasons[q.index] = quarantine_reason(q);
+  EpochPlan kept;
+  kept.epoch = plan.epoch;
+  for (size_t i = 0; i < plan.batches.size(); ++i) {
+    for (int64_t index : quarantine_->leave_out(plan.batches[i])) {
+      skips_->add(index, -1, plan.epoch, "", reasons[index]);
+    }
+    if (plan.batches[i].empty()) continue;
+    kept.batches.push_back(std::move(plan.batches[i]));
+    kept.sequences.push_back(plan_sequence(plan.sequences, i));
+    if (!plan.streams.empty()) kept.streams.push_back(plan.streams[i]);
+  }
+  plan = std::move(kept);
 }
 
 std::optional<Batch> WorkerRuntime::next() {
@@ -127,6 +152,7 @@ LoaderStats WorkerRuntime::stats() const {
   s.wait_ns = wait_ns_;
   drain_skips();
   skips_->fill(s);
+  s.quarantined = quarantine_->list();
   if (!pool_) return s;
   s.workers.resize(std::max(s.workers.size(), pool_->size()));
   for (size_t w = 0; w < pool_->size(); ++w) {

@@ -33,7 +33,9 @@ class WorkerRuntime {
   // `options` checked (options_check.h); `dataset` outlives the runtime. Sizes the slots,
   // checks this machine and starts the workers, so that whatever cannot work throws here
   // (Error, ShmError, and what the probe raises: WorkerError, WorkerCrashed, TimeoutError).
-  WorkerRuntime(Dataset& dataset, const LoaderOptions& options);
+  // Workers' deaths are judged into `quarantine`, whose samples every epoch leaves out.
+  WorkerRuntime(Dataset& dataset, const LoaderOptions& options,
+                std::shared_ptr<Quarantine> quarantine);
   // Stops the workers; batches already delivered keep their memory.
   ~WorkerRuntime();
   WorkerRuntime(const WorkerRuntime&) = delete;
@@ -56,6 +58,8 @@ class WorkerRuntime {
   void run_preflight() const;
   void start_workers(uint64_t epoch);
   void stop_workers();
+  // Leaves quarantined samples out of `plan` (a batch left with none goes), as skips.
+  void leave_out_quarantined(EpochPlan& plan) const;
 
   Dataset& dataset_;
   std::shared_ptr<Collator> collator_;
@@ -71,6 +75,7 @@ class WorkerRuntime {
   std::unique_ptr<BatchSource> source_;
   // Skipped samples of every pool and of the in-process path; the in-process source holds it.
   std::shared_ptr<SkipLedger> skips_ = std::make_shared<SkipLedger>();
+  std::shared_ptr<Quarantine> quarantine_;
 
   void drain_skips() const;
 };

@@ -77,6 +77,23 @@ json memory_json(const DeathEvidence& e) {
           {k::kSeries, series}};
 }
 
+// The quarantine section (quarantine on): this death's sample and every quarantined one.
+json quarantine_json(const DeathEvidence& e) {
+  if (!e.quarantine) return nullptr;
+  namespace k = key::quarantine;
+  namespace q = key::quarantined;
+  json samples = json::array();
+  for (const QuarantinedSample& s : e.quarantined) {
+    samples.push_back({{q::kIndex, s.index}, {q::kEpoch, s.epoch}, {q::kDeaths, s.deaths},
+                       {q::kCause, s.cause}});
+  }
+  return {{k::kSampleIndex, e.quarantine->index},
+          {k::kDeaths, e.quarantine->deaths},
+          {k::kQuarantined, e.quarantine->quarantined},
+          {k::kNote, e.quarantine->note},
+          {k::kSamples, samples}};
+}
+
 json evidence_json(const DeathEvidence& e) {
   json in_flight = json::array();
   for (const InFlightBatch& b : e.in_flight) {
@@ -94,15 +111,17 @@ json evidence_json(const DeathEvidence& e) {
                         {key::options::kPrefetchFactor, e.prefetch_factor},
                         {key::options::kTimeoutMs, e.timeout_ms}};
   namespace k = key::details;
-  return {{k::kInFlight, in_flight},
-          {k::kMemory, memory},
-          {k::kOom, oom},
-          {k::kLoadingIndex, e.loading_index},
-          {k::kProcessState, e.process_state ? std::string(1, e.process_state) : ""},
-          {k::kPhase, ipc::phase_name(e.phase)},
-          {k::kTasksDone, e.tasks_done},
-          {k::kShmDir, e.shm_dir},
-          {k::kOptions, options}};
+  json details = {{k::kInFlight, in_flight},
+                  {k::kMemory, memory},
+                  {k::kOom, oom},
+                  {k::kLoadingIndex, e.loading_index},
+                  {k::kProcessState, e.process_state ? std::string(1, e.process_state) : ""},
+                  {k::kPhase, ipc::phase_name(e.phase)},
+                  {k::kTasksDone, e.tasks_done},
+                  {k::kShmDir, e.shm_dir},
+                  {k::kOptions, options}};
+  if (e.quarantine) details[k::kQuarantine] = quarantine_json(e);
+  return details;
 }
 
 std::string timestamp(std::time_t now, const char* format) {

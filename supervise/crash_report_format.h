@@ -77,7 +77,26 @@ inline constexpr const char* kPhase = "phase";
 inline constexpr const char* kTasksDone = "tasks_done";
 inline constexpr const char* kShmDir = "shm_dir";
 inline constexpr const char* kOptions = "options";  // object: options::
+// Present when LoaderOptions::quarantine_after is on: object: quarantine::.
+inline constexpr const char* kQuarantine = "quarantine";
 }  // namespace details
+
+// What this death means for the sample it was in (LoaderOptions::quarantine_after).
+namespace quarantine {
+inline constexpr const char* kSampleIndex = "sample_index";  // -1: the death named none
+inline constexpr const char* kDeaths = "deaths_on_sample";  // this one included
+inline constexpr const char* kQuarantined = "quarantined";  // true: this death quarantined it
+inline constexpr const char* kNote = "note";                // why, or why not yet
+inline constexpr const char* kSamples = "samples";  // array of quarantined::, after this death
+}  // namespace quarantine
+
+// One sample of quarantine::kSamples.
+namespace quarantined {
+inline constexpr const char* kIndex = "index";
+inline constexpr const char* kEpoch = "epoch";
+inline constexpr const char* kDeaths = "deaths";
+inline constexpr const char* kCause = "cause";
+}  // namespace quarantined
 
 // A batch the worker held when it died.
 namespace batch {

@@ -329,6 +329,7 @@ std::string summary_text(const DeathEvidence& e, const Diagnosis& d,
          std::to_string(b.epoch) + ", indices " + index_list(b.indices) + ".";
   }
   if (!d.frames.empty()) s += " Top frame: " + d.frames.front().describe() + ".";
+  if (e.quarantine) s += " Quarantine: " + e.quarantine->note + ".";
   s += " Remedy: " + d.remedy;
   s += report_path.empty() ? " (The crash report could not be written.)"
                            : " Full report: " + report_path + " (read it with mploader-report).";

@@ -5,6 +5,7 @@
 #include "ipc/crash_record.h"
 #include "supervise/memory_evidence.h"
 #include "supervise/memory_trend.h"
+#include "supervise/quarantine.h"
 #include "supervise/symbolize.h"
 #include "process/worker_process.h"
 
@@ -48,6 +49,8 @@ struct DeathEvidence {
   int64_t num_workers = 0;
   int64_t batch_size = 0;
   int64_t prefetch_factor = 0;
+  std::optional<QuarantineVerdict> quarantine;  // with quarantine on (index -1: no sample)
+  std::vector<QuarantinedSample> quarantined;   // every quarantined sample, after this death
 };
 
 struct Diagnosis {

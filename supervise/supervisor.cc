@@ -346,11 +346,16 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.prefetch_factor = settings_.prefetch_factor;
 
   const Diagnosis d = diagnose(e);
+  judge_sample(e, d);
   std::string error;
   const std::string path = write_crash_report(e, d, crash_dir_, error);
   if (path.empty()) log().warn("mploader: could not write a crash report: {}", error);
   auto record = std::make_shared<DeathRecord>();
   record->message = summary_text(e, d, path);
+  record->quarantine = e.quarantine;
+  if (e.quarantine && e.quarantine->quarantined) {
+    settings_.quarantine->set_report(e.quarantine->index, path);
+  }
   record->summary.worker_id = e.worker_id;
   record->summary.pid = e.pid;
   record->summary.cause = d.cause;
@@ -366,6 +371,26 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   log().error("mploader: worker {} (pid {}) died [{}]: {}. Report: {}", e.worker_id, e.pid,
               to_string(d.cause), d.what_happened, path.empty() ? "not written" : path);
   return record;
+}
+
+// Only a crash record inside Dataset::get or write names the sample at fault: write_batch
+// records the batch's first sample, and a SIGKILL (OOM, kill -9) or a hang records none. With
+// quarantine on, every report says which samples are quarantined.
+void Supervisor::judge_sample(DeathEvidence& e, const Diagnosis& d) const {
+  if (!settings_.quarantine || !settings_.quarantine->enabled()) return;
+  const std::optional<ipc::CrashSnapshot>& c = e.crash;
+  const auto phase = static_cast<ipc::WorkerPhase>(c ? c->phase : 0);
+  const bool in_sample = c && c->sample_index >= 0 &&
+                         (phase == ipc::WorkerPhase::kDatasetGet ||
+                          phase == ipc::WorkerPhase::kDatasetWrite);
+  if (in_sample) {
+    e.quarantine = settings_.quarantine->on_death(c->sample_index, to_string(d.cause));
+  } else {
+    e.quarantine = QuarantineVerdict{};
+    e.quarantine->note = "this death names no sample (only a fatal signal inside Dataset::get "
+                         "or write does): no sample is blamed";
+  }
+  e.quarantined = settings_.quarantine->list();
 }
 
 }  // namespace mploader::detail

@@ -40,11 +40,16 @@ struct SupervisorSettings {
   int64_t batch_size = 0;
   int64_t prefetch_factor = 0;
   bool persistent_workers = false;  // named in the memory-growth warning's remedies
+  // The loader's quarantine (shared with it), which each death on a sample is counted in;
+  // null: none.
+  std::shared_ptr<Quarantine> quarantine;
 };
 
 struct DeathRecord {
   CrashSummary summary;
   std::string message;  // WorkerCrashed::what()
+  // With quarantine on: the sample the worker died in (index -1 when it named none).
+  std::optional<QuarantineVerdict> quarantine;
 };
 
 class Supervisor {
@@ -108,6 +113,9 @@ class Supervisor {
   // Feeds each live worker's private and shared memory to its trend; returns the warnings.
   std::vector<std::string> follow_memory_growth();
   void watch(size_t worker);
+  // With quarantine on: counts the death against the sample it names (a fatal signal in
+  // Dataset::get or write) and lists the quarantined samples for the report.
+  void judge_sample(DeathEvidence& e, const Diagnosis& d) const;
   static void end_hung_worker(ipc::RegionHeader& header, detail::ProcessRef process,
                               DeathEvidence& evidence);
 

@@ -235,6 +235,39 @@ void print_memory(std::ostream& out, const json& details) {
       << (batches ? " and " + std::to_string(*batches) + " batches" : "") << ")\n";
 }
 
+// The text at `name` in `o`, or "" when absent or of another type.
+std::string text_at(const json& o, const char* name) {
+  if (!o.is_object() || !o.contains(name) || !o[name].is_string()) return "";
+  return o[name].get<std::string>();
+}
+
+// "Quarantine:" lines: what this death meant for the sample it was in, and every sample
+// quarantined so far; nothing in a report without the section (quarantine off, older reports).
+void print_quarantine(std::ostream& out, const json& details) {
+  if (!details.is_object() || !details.contains(key::details::kQuarantine)) return;
+  const json& q = details[key::details::kQuarantine];
+  const std::string note = text_at(q, key::quarantine::kNote);
+  if (!note.empty()) out << "Quarantine:    " << note << "\n";
+  const json samples =
+      q.is_object() && q.contains(key::quarantine::kSamples) ? q[key::quarantine::kSamples] : json();
+  if (!samples.is_array() || samples.empty()) return;
+  std::string listed;
+  for (const json& s : samples) {
+    const auto index = integer_at(s, key::quarantined::kIndex);
+    const auto epoch = integer_at(s, key::quarantined::kEpoch);
+    const auto deaths = integer_at(s, key::quarantined::kDeaths);
+    if (!index) continue;
+    listed += (listed.empty() ? "" : ", ") + std::to_string(*index);
+    std::string facts;
+    if (epoch) facts += "epoch " + std::to_string(*epoch);
+    if (deaths) facts += (facts.empty() ? "" : ", ") + std::to_string(*deaths) + " deaths";
+    const std::string cause = text_at(s, key::quarantined::kCause);
+    if (!cause.empty()) facts += (facts.empty() ? "" : ", ") + cause;
+    if (!facts.empty()) listed += " (" + facts + ")";
+  }
+  if (!listed.empty()) out << "Quarantined:   " << listed << "\n";
+}
+
 void print_report(std::ostream& out, const Report& r) {
   namespace top = key::top;
   const json& j = r.body;
@@ -252,6 +285,7 @@ void print_report(std::ostream& out, const Report& r) {
         << b[key::batch::kEpoch] << ", indices " << abbreviate(b[key::batch::kIndices]) << "\n";
   }
   print_memory(out, j[top::kDetails]);
+  print_quarantine(out, j[top::kDetails]);
   const json& frames = j[top::kFrames];
   if (frames.empty()) out << "Frames:        none recorded\n";
   else out << "Frames:\n";

@@ -81,6 +81,18 @@ struct LoaderOptions {
   /// Replace a dead worker and issue its batches again, at most this many times per epoch;
   /// every index is still delivered exactly once. 0: a death raises WorkerCrashed.
   int64_t max_restarts_per_epoch = 0;
+  /// Quarantine a sample after this many worker deaths on it (0: off; 2 is a good value): a
+  /// worker killed by a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) inside
+  /// Dataset::get or write names the sample in its crash record, and once as many deaths name
+  /// the same sample, it is left out of its batch (delivered one sample shorter) and of every
+  /// later batch, listed in LoaderStats::quarantined and skipped, in the crash report and in
+  /// state_dict(). Needs max_restarts_per_epoch >= 1 (the deaths before the quarantine are
+  /// restarts); the restarts spent on a sample that ends quarantined are given back.
+  int64_t quarantine_after = 0;
+  /// The most samples quarantined in one epoch (quarantine_after > 0); one more death that
+  /// would quarantine a sample is handled as any other death, so a dataset where every sample
+  /// crashes fails instead of being skipped whole.
+  int64_t max_quarantined_per_epoch = 16;
   /// How samples become a batch; null stacks them (stack_collate()).
   std::shared_ptr<Collator> collate;
   /// Index order; null means RandomSampler(seed) when shuffle, else SequentialSampler.

@@ -54,6 +54,18 @@ struct SkippedSample {
   std::string reason;       ///< Why it could not be loaded (the decoder's message).
 };
 
+/// A sample that killed workers and is left out of every batch from then on
+/// (LoaderOptions::quarantine_after).
+struct QuarantinedSample {
+  int64_t index = -1;  ///< The sample's dataset index.
+  uint64_t epoch = 0;  ///< The epoch it was quarantined in.
+  int64_t deaths = 0;  ///< Worker deaths on it, the one that quarantined it included.
+  std::string cause;   ///< The last death's cause, as crash reports name it ("segfault").
+  /// The crash report of the death that quarantined it; empty when none was written (or
+  /// for a sample quarantined by a loaded state_dict()).
+  std::string report_path;
+};
+
 /// How many skipped samples LoaderStats::skipped lists; skipped_samples counts them all.
 inline constexpr size_t kMaxListedSkips = 1000;
 
@@ -74,6 +86,10 @@ struct LoaderStats {
   /// skips more than 32 samples between two batches the Loader receives has the rest counted
   /// in skipped_samples but not listed.
   std::vector<SkippedSample> skipped;
+  /// Samples quarantined after killing workers (LoaderOptions::quarantine_after), in the order
+  /// they were, those a loaded state_dict() named first. Each time a batch leaves one out, it
+  /// is also counted in skipped_samples and listed in skipped (substitute -1).
+  std::vector<QuarantinedSample> quarantined;
   /// Warnings that a worker's private memory keeps growing (at most one per worker per
   /// epoch), in every epoch so far.
   uint64_t memory_growth_warnings = 0;
