@@ -61,7 +61,7 @@ std::string warning_for(const mploader::detail::MemoryGrowth& growth) {
 }
 
 TEST_CASE("memory trend: copy-on-write is private growth that shared memory lost in the same "
-          "intervals; a large munmap before a leak is not") {
+          "intervals, and a large munmap before a leak is not") {
   // Each interval moves 30 MiB from shared to private: pages copied on write.
   MemoryTrend copying;
   const auto copied = feed_split(

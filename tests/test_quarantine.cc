@@ -212,7 +212,7 @@ TEST_CASE("quarantine: the options are checked", "[quarantine][options]") {
   CHECK(refusal(o).first == "max_quarantined_per_epoch");
 }
 
-TEST_CASE("quarantine: the state keeps the samples; a state without them loads as before",
+TEST_CASE("quarantine: the state keeps the samples, and a state without them loads as before",
           "[quarantine][resume]") {
   mploader::detail::ResumeState s;
   s.epoch = 3;

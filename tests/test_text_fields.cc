@@ -299,7 +299,7 @@ TEST_CASE("text fields: a transcript larger than the slot goes to overflow, or i
   }
 }
 
-TEST_CASE("text fields: a huge text in sample 0 does not size every slot for it; overflow "
+TEST_CASE("text fields: a huge text in sample 0 does not size every slot for it, and overflow "
           "carries it intact",
           "[text][process]") {
   // Sizing slots for two rows of twice this made each of 3 slots 480 MiB; the slots now
