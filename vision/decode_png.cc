@@ -1,4 +1,4 @@
-// PNG through libpng, converted as PIL's convert('RGB') converts: palette expanded (its
+// PNG through libpng (the common kinds go to png_decode_whole() first), converted as PIL's convert('RGB') converts: palette expanded (its
 // transparency dropped), grey replicated, alpha dropped (not composited), 16 bits to their high
 // byte. Rows below the needed region are not decoded (except in interlaced files, which libpng
 // gives only whole).
@@ -149,6 +149,7 @@ void png_decode(const uint8_t* data, size_t size, const DecodeRequest& request, 
     throw DecodeError("corrupt or truncated PNG: its " + std::to_string(size) +
                       " bytes end before the IEND chunk; the file was cut short (truncated)");
   }
+  if (png_decode_whole(data, size, request, out, full)) return;
   PngInput in{data, size, 0, {}};
   ImageInfo info;
   const int result = read_png(&in, &request, &out, &full, false, &info);

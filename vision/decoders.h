@@ -22,9 +22,15 @@ void jpeg_decode(const uint8_t* data, size_t size, const DecodeRequest& request,
                  std::vector<uint8_t>& row);
 
 ImageInfo png_info(const uint8_t* data, size_t size, int64_t max_pixels);
-// `full` is scratch for an interlaced image, which libpng gives only whole.
+// `full` is scratch for an interlaced image, which libpng gives only whole, or for the rows
+// png_decode_whole() inflates at once.
 void png_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
                 std::vector<uint8_t>& full);
+// The common PNG (8-bit grey, grey + alpha, RGB or RGBA, not interlaced) with libdeflate;
+// false, having decoded nothing, for any other (libpng's then). Throws DecodeError on a
+// damaged file.
+bool png_decode_whole(const uint8_t* data, size_t size, const DecodeRequest& request,
+                      RgbImage& out, std::vector<uint8_t>& rows);
 
 // The format whose signature `data` starts with, if any.
 std::optional<ImageFormat> image_signature(const uint8_t* data, size_t size);

@@ -72,6 +72,22 @@ def images(out_dir):
     png16 = os.path.join(out_dir, "rgb16.png")
     write_png16_rgb(png16, wide)
     save_reference(png16, out_dir, "rgb16.png")
+    # Every row filter (row y uses filter y % 5) in every 8-bit colour type but palette: PIL's
+    # writer picks filters itself, so these are written by hand.
+    pixels = np.asarray(base.convert("RGBA"), dtype=np.uint8).copy()
+    pixels[..., 3] = rng.integers(0, 256, size=pixels.shape[:2])
+    grey = np.asarray(base.convert("L"), dtype=np.uint8)
+    for name, kind, data in (("filters_rgb.png", 2, pixels[..., :3]), ("filters_rgba.png", 6, pixels),
+                             ("filters_gray.png", 0, grey[..., None]),
+                             ("filters_gray_alpha.png", 4, np.stack([grey, pixels[..., 3]], -1))):
+        path = os.path.join(out_dir, name)
+        write_png_filtered(path, np.ascontiguousarray(data), kind)
+        save_reference(path, out_dir, name)
+    # Damaged but with every CRC right: row 5's filter type is 7; the image data ends a row
+    # early; the image data holds a row too many.
+    write_png_filtered(os.path.join(out_dir, "damaged_filter.png"), pixels, 6, bad_filter_row=5)
+    write_png_filtered(os.path.join(out_dir, "damaged_short.png"), pixels, 6, rows_written=156)
+    write_png_filtered(os.path.join(out_dir, "damaged_long.png"), pixels, 6, rows_written=158)
 
 
 def write_png16_rgb(path, pixels):
@@ -87,6 +103,55 @@ def write_png16_rgb(path, pixels):
         f.write(b"\x89PNG\r\n\x1a\n" +
                 chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)) +
                 chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def png_chunk(kind, data):
+    import struct
+    import zlib
+    body = kind + data
+    return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+
+def filter_row(kind, row, up, bpp):
+    """PNG filter `kind` (0-4) of one row of bytes, given the row above (zeros for the first)."""
+    x = row.astype(np.int32)
+    b = up.astype(np.int32)
+    a = np.concatenate([np.zeros(bpp, np.int32), x[:-bpp]])
+    c = np.concatenate([np.zeros(bpp, np.int32), b[:-bpp]])
+    if kind == 0:
+        pred = np.zeros_like(x)
+    elif kind == 1:
+        pred = a
+    elif kind == 2:
+        pred = b
+    elif kind == 3:
+        pred = (a + b) // 2
+    else:
+        pa, pb, pc = np.abs(b - c), np.abs(a - c), np.abs(a + b - 2 * c)
+        pred = np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, b, c))
+    return bytes([kind]) + ((x - pred) % 256).astype(np.uint8).tobytes()
+
+
+def write_png_filtered(path, pixels, color_type, bad_filter_row=None, rows_written=None):
+    """An 8-bit PNG whose row y is filtered with filter y % 5, its data in three IDAT chunks.
+    Damaged on request: row `bad_filter_row` gets filter type 7; `rows_written` rows of data
+    are written whatever the header says."""
+    import struct
+    import zlib
+    height, width, channels = pixels.shape
+    rows = pixels.reshape(height, width * channels)
+    up = np.zeros(width * channels, np.uint8)
+    raw = b""
+    for y in range(height if rows_written is None else rows_written):
+        row = filter_row(y % 5, rows[y % height], up, channels)
+        raw += b"\x07" + row[1:] if y == bad_filter_row else row
+        up = rows[y % height]
+    data = zlib.compress(raw)
+    thirds = [data[: len(data) // 3], data[len(data) // 3: 2 * len(data) // 3], data[2 * len(data) // 3:]]
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" +
+                png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, color_type, 0, 0, 0)) +
+                b"".join(png_chunk(b"IDAT", part) for part in thirds) + png_chunk(b"IEND", b""))
 
 
 def resize(args):

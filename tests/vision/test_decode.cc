@@ -50,7 +50,9 @@ TEST_CASE("vision: PNGs of every colour type decode exactly as PIL's convert('RG
   const std::string& dir = reference_dir();
   REQUIRE_PIL(!dir.empty());
   for (const char* name : {"rgb.png", "rgba.png", "gray.png", "gray_alpha.png", "palette.png",
-                           "palette_trns.png", "bilevel.png", "interlaced.png", "rgb16.png"}) {
+                           "palette_trns.png", "bilevel.png", "interlaced.png", "rgb16.png",
+                           "filters_rgb.png", "filters_rgba.png", "filters_gray.png",
+                           "filters_gray_alpha.png"}) {
     INFO(name);
     const Reference want = reference(dir, name);
     const RgbImage got = decode_whole(dir + "/" + name);
@@ -202,7 +204,8 @@ TEST_CASE("vision: corrupted JPEG and PNG bytes never crash the decoder") {
   ImageDecoder decoder;
   RgbImage image;
   int decoded = 0, refused = 0;
-  for (const char* name : {"rgb420.jpg", "progressive.jpg", "palette.png", "interlaced.png"}) {
+  for (const char* name : {"rgb420.jpg", "progressive.jpg", "palette.png", "interlaced.png",
+                           "filters_rgba.png"}) {
     const std::vector<uint8_t> original = read_bytes(dir + "/" + name);
     for (int trial = 0; trial < 150; ++trial) {
       std::vector<uint8_t> bytes = original;
@@ -218,8 +221,35 @@ TEST_CASE("vision: corrupted JPEG and PNG bytes never crash the decoder") {
     }
   }
   INFO(decoded << " decoded, " << refused << " refused");
-  REQUIRE(decoded + refused == 600);
+  REQUIRE(decoded + refused == 750);
   REQUIRE(refused > 0);
+}
+
+TEST_CASE("vision: a damaged PNG names what is wrong: a chunk's CRC, a row's filter, its size") {
+  const std::string& dir = reference_dir();
+  REQUIRE_PIL(!dir.empty());
+  ImageDecoder decoder;
+  RgbImage image;
+  auto decode = [&](const std::vector<uint8_t>& bytes) {
+    decoder.decode(bytes.data(), bytes.size(), Rect{0, 0, 1e9, 1e9}, 1.0, image);
+  };
+  std::vector<uint8_t> flipped = read_bytes(dir + "/filters_rgb.png");
+  flipped[60] ^= 0x10;  // inside the first IDAT chunk's data
+  REQUIRE_THROWS_WITH(decode(flipped), Catch::Contains("CRC of its IDAT chunk") &&
+                                           Catch::Contains("replace it"));
+  REQUIRE_THROWS_WITH(decode(read_bytes(dir + "/damaged_filter.png")),
+                      Catch::Contains("row 5 has filter type 7"));
+  // 203 x 157 RGBA: 157 rows of 1 + 812 bytes; one row fewer, one row more.
+  REQUIRE_THROWS_WITH(decode(read_bytes(dir + "/damaged_short.png")),
+                      Catch::Contains("holds fewer than the 127641 bytes") &&
+                          Catch::Contains("203 x 157"));
+  REQUIRE_THROWS_WITH(decode(read_bytes(dir + "/damaged_long.png")),
+                      Catch::Contains("holds more than the 127641 bytes"));
+  // A region of the top rows only: the rows below are not unfiltered, yet the damage is seen.
+  REQUIRE_THROWS_AS(decoder.decode(read_bytes(dir + "/damaged_short.png").data(),
+                                   read_bytes(dir + "/damaged_short.png").size(),
+                                   Rect{0, 0, 50, 2}, 1.0, image),
+                    DecodeError);
 }
 
 TEST_CASE("vision: encode_jpeg writes what the decoder reads back, grey or RGB") {
