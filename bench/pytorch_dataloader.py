@@ -310,8 +310,38 @@ def webdataset_sample(sample):
     return {"image": JpegDataset.transform(rgb, int(key)), "label": torch.tensor(cls)}
 
 
-JPEG_NOTE = ("PyTorch side: torchvision's ImageFolder PIL path, written out (torchvision is not "
-             "installed): PIL decode and convert RGB, RandomResizedCrop(224) parameters as "
+class TorchvisionFolder(Dataset):
+    """torchvision's own ImageFolder and ImageNet training transform, when this interpreter has
+    torchvision: the peer mploader's images are measured against. Its crops come from
+    torch's global generator, so its batches differ from the other sides'."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __len__(self):
+        return len(self.folder)
+
+    def __getitem__(self, index):
+        image, label = self.folder[index]
+        return {"image": image, "label": torch.tensor(label)}
+
+
+def torchvision_folder(data_dir):
+    try:
+        import torchvision
+        from torchvision import datasets, transforms
+    except ImportError:
+        return None, None
+    transform = transforms.Compose([
+        transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(), transforms.ToTensor(),
+        transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    how = (f"torchvision {torchvision.__version__}'s ImageFolder (PIL), RandomResizedCrop(224), "
+           "RandomHorizontalFlip, ToTensor, Normalize; default_collate")
+    return TorchvisionFolder(datasets.ImageFolder(data_dir, transform=transform)), how
+
+
+JPEG_NOTE = ("PyTorch side: torchvision's ImageFolder PIL path, written out (so that it runs "
+             "without torchvision, with crops seeded per sample): PIL decode and convert RGB, RandomResizedCrop(224) parameters as "
              "torchvision's, PIL BILINEAR (antialiased) resize of the crop, flip, ToTensor, "
              "Normalize")
 
@@ -445,6 +475,10 @@ def main():
         else:
             ways.append(("webdataset", pipeline, "webdataset's WebDataset(shardshuffle=False)"
                          ".decode('pil').to_tuple('jpg', 'cls'), default_collate"))
+    if args.workload == "jpeg":
+        folder, how = torchvision_folder(args.data_dir)
+        if folder is not None:
+            ways.append(("torchvision", folder, how))
     if hasattr(dataset, "gather"):
         ways.append(("pytorch-getitems", BatchedFetch(dataset),
                      "__getitems__: one gather per batch, collate_fn passes it through"))
@@ -459,7 +493,7 @@ def main():
             result["dataset_size"] = size
             result["torch_version"] = torch.__version__
             result["note"] = f"{version}, {how}"
-            if args.workload in ("jpeg", "tar"):
+            if args.workload in ("jpeg", "tar") and name != "torchvision":
                 result["note"] += "; " + JPEG_NOTE
             if args.workload == "synthetic":
                 result["sample_shape"] = args.sample_shape
