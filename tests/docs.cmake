@@ -1,5 +1,6 @@
-# The API reference (docs/Doxyfile over include/mploader) builds with no warning: every public
-# class, function and field documented, no broken Doxygen markup. Skipped without doxygen.
+# The API reference (docs/Doxyfile over include/mploader and the docs pages) builds with no
+# warning: every public class, function and field documented, no broken Doxygen markup, no link
+# to a page doxygen does not know. Skipped without doxygen.
 find_program(DOXYGEN_PROGRAM doxygen)
 if(DOXYGEN_PROGRAM)
   add_test(NAME "docs: doxygen documents every public declaration without a warning"
@@ -11,3 +12,15 @@ if(DOXYGEN_PROGRAM)
 else()
   message(STATUS "doxygen not found (apt-get install doxygen): the API documentation test is skipped")
 endif()
+
+# The user documentation's relative links and anchors resolve (tests/docs/check_links.py), with
+# the system Python: it needs nothing beyond the standard library.
+find_program(MPLOADER_DOCS_PYTHON python3 HINTS /usr/bin)
+if(MPLOADER_DOCS_PYTHON)
+  add_test(NAME "docs: every relative link and anchor in README.md and docs/ resolves"
+    COMMAND ${MPLOADER_DOCS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/docs/check_links.py
+            ${PROJECT_SOURCE_DIR})
+  set_tests_properties("docs: every relative link and anchor in README.md and docs/ resolves"
+    PROPERTIES PASS_REGULAR_EXPRESSION "docs links ok")
+endif()
+
