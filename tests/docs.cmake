@@ -24,3 +24,19 @@ if(MPLOADER_DOCS_PYTHON)
     PROPERTIES PASS_REGULAR_EXPRESSION "docs links ok")
 endif()
 
+# The documentation's complete programs (blocks marked "cpp program") compile and link against a
+# `cmake --install` of this build (tests/docs/check_programs.sh). Each program costs a compile
+# of mploader's headers, so only the normal build against libtorch 2.x runs it, and it takes the
+# lock the consumer tests take so the two never compile at the same time.
+if(MPLOADER_DOCS_PYTHON AND MPLOADER_INSTALL AND NOT MPLOADER_SANITIZE AND NOT MPLOADER_TSAN
+   AND Torch_VERSION VERSION_GREATER_EQUAL 2)
+  set(name "docs: the documentation's complete programs compile and link against the installed package")
+  add_test(NAME "${name}"
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/docs/check_programs.sh ${PROJECT_SOURCE_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/docs-programs ${PROJECT_BINARY_DIR} ${CMAKE_BUILD_TYPE}
+            ${CMAKE_CXX_COMPILER} ${MPLOADER_DOCS_PYTHON})
+  set_tests_properties("${name}" PROPERTIES
+    TIMEOUT 900
+    RESOURCE_LOCK mploader_consumer_build
+    PASS_REGULAR_EXPRESSION "docs programs ok: [1-9][0-9]* programs compile and link")
+endif()
