@@ -1,5 +1,5 @@
-# Which libtorch mploader builds against, checked before anything uses it (README, "Which
-# libtorch").
+# Which libtorch mploader builds against, checked before anything uses it
+# (docs/which-libtorch.md).
 #
 #   - The user's own: -DTorch_DIR=<the folder with TorchConfig.cmake>, or -DCMAKE_PREFIX_PATH=
 #     <its root> (the libtorch zip's folder, a conda env, `python -c 'import torch;

@@ -1,4 +1,4 @@
-# An outside project built against mploader and run (issue 7): from a `cmake --install` of this
+# An outside project built against mploader and run: from a `cmake --install` of this
 # build, through add_subdirectory and through FetchContent (tests/consumer/check.sh). They
 # compile (the package one only its own file; the other two the library again, from ccache
 # when it has it), so they take a lock that keeps them from running at the same time.

@@ -1,4 +1,4 @@
-# Tests of the distributed samplers (issue 5): sources added to mploader_tests, and any extra
+# Tests of the distributed samplers: sources added to mploader_tests, and any extra
 # ctest entries.
 target_sources(mploader_tests PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/test_distributed_sampler.cc

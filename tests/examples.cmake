@@ -1,4 +1,4 @@
-# The example training loops (examples/, issue 7) run end to end on a short schedule: the MLP
+# The example training loops (examples/) run end to end on a short schedule: the MLP
 # must reach 80 % test accuracy in one epoch; the data-parallel one trains 2 ranks over Gloo for
 # 300 steps (75 % or more) and checks that their parameters end identical; bad data is a clear
 # error naming the file.
@@ -47,7 +47,7 @@ if(TARGET fashion_mnist_ddp)
     "epoch 1/1: train loss [0-9.]+, test accuracy [0-9.]+ %, 19200 samples over 2 ranks.*parameters identical on all 2 ranks")
 endif()
 
-# The language model from a token file through TokenStream (issue 16): 2 Gloo ranks of 2
+# The language model from a token file through TokenStream: 2 Gloo ranks of 2
 # workers each, 2 epochs; each epoch must take equal steps on both ranks and deliver every
 # window, and the model must learn (2.6 bits per byte measured, 8 before training).
 if(TARGET token_lm_ddp)
@@ -61,7 +61,7 @@ if(TARGET token_lm_ddp)
                TIMEOUT 300)
 endif()
 
-# The image classifier from a folder of JPEGs (issue 15): the folder is made afresh from
+# The image classifier from a folder of JPEGs: the folder is made afresh from
 # Fashion-MNIST (6,000 training and 1,000 test JPEGs), then one epoch with 2 workers must pass
 # 60 % test accuracy (74 % measured; the full run, 3 epochs over 60,000, reaches 88.5 %).
 if(TARGET image_folder_cnn)

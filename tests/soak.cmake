@@ -1,8 +1,9 @@
-# mploader-soak (issue 18): the short soak CI runs, 30 epochs with random worker kills checked
-# flat from epoch 10 (the 200-epoch one is run by hand, README "Soak"); each planted fault
-# (--inject) makes it FAIL naming the epoch and what changed, so the checks can fail; wrong
-# options exit 2 naming the option. Only in the normal build against libtorch 2.x: a sanitizer
-# changes what RSS and threads do over a run, and the 1.13 build adds nothing here.
+# mploader-soak checks that nothing accumulates over many epochs with worker kills. CI runs the
+# short soak, 30 epochs with random worker kills checked flat from epoch 10 (the 200-epoch one
+# is run by hand, docs/contributing.md); each planted fault (--inject) makes it FAIL naming the
+# epoch and what changed, so the checks can fail; wrong options exit 2 naming the option. Only
+# in the normal build against libtorch 2.x: a sanitizer changes what RSS and threads do over a
+# run, and the 1.13 build adds nothing here.
 if(NOT TARGET mploader-soak OR MPLOADER_SANITIZE OR Torch_VERSION VERSION_LESS 2.0)
   return()
 endif()

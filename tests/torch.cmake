@@ -17,7 +17,7 @@ if(NOT MPLOADER_SANITIZE AND EXISTS "${MPLOADER_TORCH_PREFIX}/share/cmake/Caffe2
     set_tests_properties("torch: ${name} stops the configure with a clear message" PROPERTIES
       PASS_REGULAR_EXPRESSION "${expected}.*configure exit status 1" TIMEOUT 120)
   endforeach()
-  # The ways the README tells a user to name their own libtorch take it, and say so.
+  # The ways docs/which-libtorch.md tells a user to name their own libtorch take it, and say so.
   foreach(case
       "prefix|CMAKE_PREFIX_PATH from torch.utils.cmake_prefix_path|from ${MPLOADER_TORCH_PREFIX} \\(CMAKE_PREFIX_PATH"
       "zip|CMAKE_PREFIX_PATH naming an unpacked zip|from .*/torch-choice-zip/libtorch \\(CMAKE_PREFIX_PATH"

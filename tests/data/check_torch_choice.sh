@@ -1,5 +1,5 @@
 #!/bin/sh
-# How a user names their own libtorch (README, "Which libtorch"): configures mploader (library
+# How a user names their own libtorch (docs/which-libtorch.md): configures mploader (library
 # only) and prints the configure's "mploader: libtorch ..." line, for ctest "torch: ..." in
 # tests/torch.cmake to match. Ends with "configure exit status N".
 # Usage: check_torch_choice.sh HOW SOURCE_DIR WORK_DIR GOOD_TORCH_DIR
