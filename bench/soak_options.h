@@ -16,7 +16,7 @@ class SoakUsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// What one soak runs. The defaults are the 200-epoch soak of issue 18.
+// What one soak runs. The defaults are the 200-epoch soak (docs/contributing.md, "Soak").
 struct SoakOptions {
   int64_t epochs = 200;
   int64_t workers = 2;         // fork workers of each of the two loaders

@@ -1,6 +1,6 @@
 // Docker's default /dev/shm, end to end: a 64 MiB tmpfs stands in for it, as `shm_dir`, and
 // the user's own dataset writes large files into it as well. The story, told on stdout in the
-// order a user meets it (README, "Docker's 64 MiB /dev/shm"):
+// order a user meets it (docs/crash-reports.md, "Docker's 64 MiB /dev/shm"):
 //  1. rings larger than the tmpfs: refused when the Loader is built, with the sizes and the
 //     fix, never a SIGBUS later;
 //  2. rings that fit, next to a dataset that fills the tmpfs with its own files: the worker

@@ -1,4 +1,4 @@
-// Inputs the fuzz targets found (fuzz/, README "Fuzzing"), fed exactly as found through the
+// Inputs the fuzz targets found (fuzz/, docs/contributing.md "Fuzzing"), fed exactly as found through the
 // public API: each was a crash, an exception other than the documented one, or undefined
 // behaviour, and is now a clear error naming the input (or, where the input is fine, works).
 // The files are in tests/data/fuzz/; the fuzz corpora hold them too.

@@ -53,7 +53,8 @@ struct ImageFolderOptions {
   /// Decode every image whole and at full size, as PIL does, instead of only the rows and
   /// columns the crop needs at the smallest DCT scale (1/8, 1/4, 1/2) that keeps it sharp. The
   /// output then matches torchvision's PIL path within a level; by default a shrinking JPEG
-  /// differs by a few levels on average (README, "Images"). Slower: every pixel is decoded.
+  /// differs by a few levels on average (docs/images.md, "How it compares with torchvision").
+  /// Slower: every pixel is decoded.
   bool full_decode = false;
   /// With OnBadImage::kSkip, how many files in a row may fail before the sample fails anyway
   /// (a folder of bad files should stop the job, not be skipped through).
