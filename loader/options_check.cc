@@ -55,6 +55,10 @@ void check_counts(const LoaderOptions& o) {
   require(o.prefetch_factor >= 1 && o.prefetch_factor <= max_prefetch, "prefetch_factor",
           "prefetch_factor must be between 1 and " + std::to_string(max_prefetch) + ", got " +
               std::to_string(o.prefetch_factor) + "; 2 is a good start");
+  require(o.max_restarts_per_epoch >= 0, "max_restarts_per_epoch",
+          "max_restarts_per_epoch must be 0 (a dead worker ends the epoch with WorkerCrashed) or "
+          "the number of dead workers to replace per epoch, got " +
+              std::to_string(o.max_restarts_per_epoch) + "; 2 is a good value to survive rare deaths");
   require(o.timeout.count() >= 0, "timeout",
           "timeout must be 0 (wait forever) or positive, got " +
               std::to_string(o.timeout.count()) + " ms");

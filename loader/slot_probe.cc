@@ -57,6 +57,11 @@ void send_probe(WorkerChannel& c, InFlightTable& in_flight, uint32_t probe_count
 const char* const kProbeDied =
     "mploader: the worker process that reads sample 0 to size the ring slots died, so the "
     "loader was not created (that read runs in a worker, never in the training process). ";
+// When the dataset is fine but for the samples the probe reads, the user can skip the probe.
+const char* const kSkipProbe =
+    " If only these samples are bad, set LoaderOptions::max_batch_bytes to the bytes of the "
+    "largest batch: then no sample is read to size the slots, and quarantine_after (with "
+    "max_restarts_per_epoch) leaves bad samples out during the epoch.";
 
 // Returns when the probe has answered; throws WorkerCrashed or TimeoutError when it died or
 // overran LoaderOptions::timeout.
@@ -83,7 +88,7 @@ void await_probe(WorkerChannel& c, Supervisor& supervisor, const LoaderOptions& 
                                         : detail::peek_exit(c.process).has_value();
     if (exited) {
       auto record = supervisor.death_of(0);
-      throw WorkerCrashed(kProbeDied + record->message, record->summary);
+      throw WorkerCrashed(kProbeDied + record->message + kSkipProbe, record->summary);
     }
     if (has_timeout && Clock::now() >= deadline) {
       auto record = supervisor.hang_of(0, static_cast<int64_t>(options.timeout.count()));

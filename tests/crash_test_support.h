@@ -7,11 +7,15 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <system_error>
+#include <vector>
 
 namespace crash_testing {
 
@@ -24,9 +28,23 @@ struct Outcome {
   nlohmann::json report;
 };
 
+// A new folder for crash reports, removed when the test program exits (by the process that
+// made it: a forked child that calls exit() must not remove its parent's folders).
 inline std::string fresh_dir() {
+  struct Made {
+    std::vector<std::string> dirs;
+    pid_t owner = getpid();
+    ~Made() {
+      if (getpid() != owner) return;
+      std::error_code ignored;
+      for (const std::string& d : dirs) std::filesystem::remove_all(d, ignored);
+    }
+  };
+  static Made made;
   char dir[] = "/tmp/mploader-crash-test-XXXXXX";
-  return mkdtemp(dir) ? dir : "/tmp";
+  if (mkdtemp(dir) == nullptr) return "/tmp";
+  made.dirs.push_back(dir);
+  return dir;
 }
 
 inline mploader::LoaderOptions crash_options(int64_t workers, const std::string& crash_dir) {

@@ -54,6 +54,14 @@ TEST_CASE("options: prefetch_factor 0 and too large", "[options]") {
   CHECK_THAT(message, Catch::Contains("got 1000"));
 }
 
+TEST_CASE("options: negative max_restarts_per_epoch", "[options]") {
+  auto o = base_options();
+  o.max_restarts_per_epoch = -1;
+  auto [option, message] = option_error(o);
+  CHECK(option == "max_restarts_per_epoch");
+  CHECK_THAT(message, Catch::Contains("got -1") && Catch::Contains("2 is a good value"));
+}
+
 TEST_CASE("options: negative timeout", "[options]") {
   auto o = base_options();
   o.timeout = std::chrono::milliseconds(-5);

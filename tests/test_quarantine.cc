@@ -185,6 +185,21 @@ TEST_CASE("quarantine: past max_quarantined_per_epoch the crash is raised, namin
   CHECK(quarantined_indices(loader.stats()) == std::set<int64_t>{15, 115});
 }
 
+TEST_CASE("quarantine: a poison sample 0 names max_batch_bytes, which lets the epoch run",
+          "[quarantine][process]") {
+  LoaderOptions o = quarantine_options(10);
+  const auto data = std::make_shared<PoisonDataset>(200, std::set<int64_t>{0});
+  // Sizing the slots reads sample 0 in a worker: it dies before any epoch can quarantine it.
+  CHECK_THROWS_WITH(Loader(data, o), Catch::Contains("to size the ring slots died") &&
+                                         Catch::Contains("set LoaderOptions::max_batch_bytes"));
+  o.max_batch_bytes = 1 << 20;  // no probe: the epoch meets sample 0 and quarantines it
+  Loader loader(data, o);
+  std::vector<int> seen(200, 0);
+  deliver_epoch(loader, seen);
+  for (size_t i = 0; i < seen.size(); ++i) REQUIRE(seen[i] == (i == 0 ? 0 : 1));
+  CHECK(quarantined_indices(loader.stats()) == std::set<int64_t>{0});
+}
+
 TEST_CASE("quarantine: the options are checked", "[quarantine][options]") {
   auto refusal = [](LoaderOptions o) -> std::pair<std::string, std::string> {
     try {
