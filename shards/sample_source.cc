@@ -1,6 +1,7 @@
 // SampleSource: positioned readers and the read-ahead cache (sample_source.h).
 #include "shards/sample_source.h"
 #include "shards/text.h"
+#include "util/file_stat.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -64,12 +65,11 @@ void SampleSource::check_unchanged(size_t shard) const {
   }
   const ShardScan& scan = scans_[shard];
   const int64_t bytes = static_cast<int64_t>(st.st_size);
-  const int64_t mtime_ns =
-      static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  if (bytes != scan.file_bytes || mtime_ns != scan.mtime_ns) {
+  const int64_t mtime = mploader::detail::mtime_ns(st);
+  if (bytes != scan.file_bytes || mtime != scan.mtime_ns) {
     throw ShardChanged(
         in_quotes(path) + " has " + std::to_string(bytes) + " bytes, modified at " +
-        std::to_string(mtime_ns) + " ns; it had " + std::to_string(scan.file_bytes) +
+        std::to_string(mtime) + " ns; it had " + std::to_string(scan.file_bytes) +
         " bytes, modified at " + std::to_string(scan.mtime_ns) + " ns, and " +
         std::to_string(scan.num_samples) + " samples when the dataset counted them: it " +
         "changed since the Loader counted it; " + kRebuild);

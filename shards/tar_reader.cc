@@ -2,6 +2,7 @@
 // only when asked for; skipping seeks past it (an uncompressed tar on a seekable file).
 #include "shards/tar_reader.h"
 #include "shards/text.h"
+#include "util/file_stat.h"
 
 #include <mploader/errors.h>
 
@@ -46,7 +47,7 @@ TarReader::TarReader(std::string path) : path_(std::move(path)) {
     throw std::runtime_error(in_quotes(path_) + " is empty (0 bytes), not a tar (even an empty "
                              "tar holds its end blocks)");
   }
-  mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  mtime_ns_ = mploader::detail::mtime_ns(st);
   archive_ = archive_read_new();
   if (archive_ == nullptr) throw std::runtime_error("libarchive could not allocate a reader");
   archive_read_support_format_tar(archive_);

@@ -8,6 +8,7 @@
 #include "shards/text.h"
 #include "shards/sample_source.h"
 #include "shards/tar_reader.h"
+#include "util/file_stat.h"
 
 #include <sys/stat.h>
 
@@ -66,11 +67,11 @@ void check_options(const std::vector<std::string>& paths, const TarShardsOptions
 
 // One file under two spellings ("x.tar", "./x.tar", a link) would be read twice an epoch.
 void refuse_same_file(const std::vector<std::string>& paths) {
-  std::map<std::pair<dev_t, ino_t>, const std::string*> seen;
+  std::map<mploader::detail::FileKey, const std::string*> seen;
   for (const std::string& p : paths) {
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0) continue;  // the scan said why
-    const auto [it, fresh] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), &p);
+    const auto [it, fresh] = seen.emplace(mploader::detail::file_key(st), &p);
     if (!fresh) {
       throw OptionError("tar_paths", "TarShards: " + in_quotes(*it->second) + " and " +
                                          in_quotes(p) + " are the same file (device " +

@@ -1,5 +1,6 @@
 #include "vision/folder_scan.h"
 
+#include "util/file_stat.h"
 #include "util/log.h"
 
 #include <mploader/errors.h>
@@ -44,9 +45,6 @@ bool ends_with_any(const std::string& name, const std::vector<std::string>& exte
   return false;
 }
 
-int64_t mtime_ns(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
 
 // The folders and files of `dir`, sorted by name; symlinks are followed (as torchvision).
 std::vector<Entry> list_folder(const std::string& dir) {
@@ -81,7 +79,7 @@ struct ScanState {
   std::vector<std::pair<std::string, int64_t>> folders;  // scanned, with their mtimes
   // Every folder listed, by (device, inode), with the path it was listed by: a symbolic link
   // back to a folder already listed (a loop, or another class's folder) is not followed again.
-  std::map<std::pair<dev_t, ino_t>, std::string> listed;
+  std::map<mploader::detail::FileKey, std::string> listed;
 };
 
 // Records `dir` as listed; "" when it is new, else the path it was listed by before.
@@ -91,9 +89,9 @@ std::string enter_folder(const std::string& dir, ScanState& state) {
     state.folders.emplace_back(dir, -1);  // opendir will name the problem
     return "";
   }
-  const auto [at, added] = state.listed.emplace(std::make_pair(st.st_dev, st.st_ino), dir);
+  const auto [at, added] = state.listed.emplace(mploader::detail::file_key(st), dir);
   if (!added) return at->second;
-  state.folders.emplace_back(dir, mtime_ns(st));
+  state.folders.emplace_back(dir, mploader::detail::mtime_ns(st));
   return "";
 }
 
@@ -194,7 +192,7 @@ bool read_cache(const std::string& cache_file, const std::string& root,
       fields >> mtime;
       std::getline(fields >> std::ws, dir);
       struct stat st;
-      if (stat(dir.c_str(), &st) != 0 || mtime_ns(st) != mtime) return false;
+      if (stat(dir.c_str(), &st) != 0 || mploader::detail::mtime_ns(st) != mtime) return false;
     } else if (kind == "class") {
       list.classes.push_back(line.substr(space + 1));
     } else if (kind == "file") {
