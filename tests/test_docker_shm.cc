@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 #include <mploader/mploader.h>
 
+#include "crash_test_support.h"
 #include "mapped_file_dataset.h"
 #include "tmpfs_mount.h"
 #include "stderr_capture.h"
@@ -67,7 +68,7 @@ mploader::LoaderOptions options_on(const std::string& shm_dir, int64_t batch_siz
   o.batch_size = batch_size;
   o.prefetch_factor = 2;
   o.shm_dir = shm_dir;
-  o.crash_dir = "docker-shm-crashes";
+  o.crash_dir = crash_testing::fresh_dir();  // removed at exit, wherever the test runs from
   return o;
 }
 
