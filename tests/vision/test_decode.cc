@@ -28,6 +28,15 @@ Reference reference(const std::string& dir, const std::string& name) {
   return r;
 }
 
+// Decodes the whole of a file's bytes, reusing one decoder, as ImageFolder's workers do.
+struct WholeDecode {
+  ImageDecoder decoder;
+  RgbImage image;
+  void operator()(const std::vector<uint8_t>& bytes) {
+    decoder.decode(bytes.data(), bytes.size(), Rect{0, 0, 1e9, 1e9}, 1.0, image);
+  }
+};
+
 // The images pil_reference.py makes, made once for all the tests of this file.
 const std::string& reference_dir() {
   static vision_test::ScratchDir dir;
@@ -159,11 +168,8 @@ TEST_CASE("vision: a 224-pixel crop of a 12-megapixel photo decodes a small part
 TEST_CASE("vision: files that are no image, cut short or claiming to be huge are DecodeErrors") {
   const std::string& dir = reference_dir();
   REQUIRE_PIL(!dir.empty());
-  ImageDecoder decoder;
-  RgbImage image;
-  auto decode = [&](const std::vector<uint8_t>& bytes) {
-    decoder.decode(bytes.data(), bytes.size(), Rect{0, 0, 1e9, 1e9}, 1.0, image);
-  };
+  WholeDecode decode;
+  ImageDecoder& decoder = decode.decoder;
   REQUIRE_THROWS_WITH(decode({}), Catch::Contains("empty"));
   const std::string text = "just some text";
   REQUIRE_THROWS_WITH(decode(std::vector<uint8_t>(text.begin(), text.end())),
@@ -228,11 +234,8 @@ TEST_CASE("vision: corrupted JPEG and PNG bytes never crash the decoder") {
 TEST_CASE("vision: a damaged PNG names what is wrong: a chunk's CRC, a row's filter, its size") {
   const std::string& dir = reference_dir();
   REQUIRE_PIL(!dir.empty());
-  ImageDecoder decoder;
-  RgbImage image;
-  auto decode = [&](const std::vector<uint8_t>& bytes) {
-    decoder.decode(bytes.data(), bytes.size(), Rect{0, 0, 1e9, 1e9}, 1.0, image);
-  };
+  WholeDecode decode;
+  ImageDecoder& decoder = decode.decoder;
   std::vector<uint8_t> flipped = read_bytes(dir + "/filters_rgb.png");
   flipped[60] ^= 0x10;  // inside the first IDAT chunk's data
   REQUIRE_THROWS_WITH(decode(flipped), Catch::Contains("CRC of its IDAT chunk") &&
@@ -246,9 +249,8 @@ TEST_CASE("vision: a damaged PNG names what is wrong: a chunk's CRC, a row's fil
   REQUIRE_THROWS_WITH(decode(read_bytes(dir + "/damaged_long.png")),
                       Catch::Contains("holds more than the 127641 bytes"));
   // A region of the top rows only: the rows below are not unfiltered, yet the damage is seen.
-  REQUIRE_THROWS_AS(decoder.decode(read_bytes(dir + "/damaged_short.png").data(),
-                                   read_bytes(dir + "/damaged_short.png").size(),
-                                   Rect{0, 0, 50, 2}, 1.0, image),
+  const std::vector<uint8_t> cut = read_bytes(dir + "/damaged_short.png");
+  REQUIRE_THROWS_AS(decoder.decode(cut.data(), cut.size(), Rect{0, 0, 50, 2}, 1.0, decode.image),
                     DecodeError);
 }
 
