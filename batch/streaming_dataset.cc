@@ -1,5 +1,7 @@
 #include <mploader/streaming.h>
 
+#include "util/fnv1a.h"
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -53,17 +55,13 @@ int64_t StreamingDataset::global_index(size_t shard, int64_t sample) const {
 }
 
 uint64_t StreamingDataset::corpus_fingerprint() const {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
-  auto add_byte = [&h](unsigned char c) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  };
+  detail::Fnv1a h;
   for (const ShardInfo& s : shards_) {
-    for (unsigned char c : s.name) add_byte(c);
-    add_byte(0);
-    for (int b = 0; b < 8; ++b) add_byte(static_cast<unsigned char>(s.num_samples >> (8 * b)));
+    h.add(s.name);
+    h.add_byte(0);
+    h.add(static_cast<uint64_t>(s.num_samples));
   }
-  return h;
+  return h.value();
 }
 
 }  // namespace mploader

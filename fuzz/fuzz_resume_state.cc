@@ -6,6 +6,7 @@
 // Refusing with OptionError is fine; a crash, UB, another exception, or an accepted state that
 // does not survive to_text() and back, is not.
 #include "loader/resume_state.h"
+#include "util/fnv1a.h"
 
 #include <mploader/errors.h>
 
@@ -25,13 +26,10 @@ std::string signed_text(const std::string& text) {
   nlohmann::json body = nlohmann::json::parse(text, nullptr, false);
   if (!body.is_object()) return text;
   body.erase("checksum");
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : body.dump()) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
+  mploader::detail::Fnv1a hash;
+  hash.add(body.dump());
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash.value()));
   body["checksum"] = hex;
   return body.dump();
 }

@@ -1,4 +1,5 @@
 #include "loader/component_settings.h"
+#include "util/fnv1a.h"
 
 #include <mploader/streaming.h>
 
@@ -66,13 +67,8 @@ RecordedSettings recorded_settings(const LoaderOptions& options) {
 }
 
 uint64_t options_fingerprint(const LoaderOptions& o, const Dataset& dataset) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over each value's 8 bytes
-  auto add = [&h](uint64_t v) {
-    for (int b = 0; b < 8; ++b) {
-      h ^= (v >> (8 * b)) & 0xff;
-      h *= 0x100000001b3ULL;
-    }
-  };
+  Fnv1a h;
+  auto add = [&h](uint64_t v) { h.add(v); };
   add(static_cast<uint64_t>(o.batch_size));
   add(o.drop_last);
   add(o.shuffle);
@@ -82,7 +78,7 @@ uint64_t options_fingerprint(const LoaderOptions& o, const Dataset& dataset) {
     add(stream->corpus_fingerprint());
     add(static_cast<uint64_t>(std::max<int64_t>(1, o.num_workers)));  // the split per rank
   }
-  return h;
+  return h.value();
 }
 
 }  // namespace mploader::detail

@@ -1,4 +1,5 @@
 #include "loader/resume_state.h"
+#include "util/fnv1a.h"
 
 #include <mploader/errors.h>
 
@@ -21,26 +22,6 @@ constexpr uint64_t kMaxBatches = uint64_t{1} << 32;
 const std::string kFix =
     " Pass load_state_dict() the unmodified text a Loader::state_dict() returned, or start "
     "without it.";
-
-class Fnv1a {
- public:
-  void add(uint64_t value) {
-    for (int byte = 0; byte < 8; ++byte) {
-      hash_ ^= (value >> (8 * byte)) & 0xff;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  void add(const std::string& text) {
-    for (unsigned char c : text) {
-      hash_ ^= c;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  uint64_t value() const { return hash_; }
-
- private:
-  uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
 
 // Hex text: JSON readers outside C++ often lose integers above 2^53.
 std::string hex(uint64_t value) {

@@ -2,6 +2,7 @@
 // each shard read by one worker, equal steps on every rank, resume with another num_workers,
 // and 20 workers killed at random without a sample lost or repeated.
 #include "test_datasets.h"
+#include "util/fnv1a.h"
 
 #include <mploader/errors.h>
 #include <mploader/loader.h>
@@ -189,13 +190,10 @@ TEST_CASE("streaming loader: resume with another num_workers gets exactly the sa
 
 // The checksum a Loader state carries: FNV-1a over the text of its other fields.
 std::string state_checksum(const nlohmann::json& body) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : body.dump()) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
+  mploader::detail::Fnv1a h;
+  h.add(body.dump());
   char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h.value()));
   return text;
 }
 
