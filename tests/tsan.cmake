@@ -1,7 +1,7 @@
 # The ThreadSanitizer build (-DMPLOADER_TSAN=ON, scripts/test): the tests that exercise the main
 # process's own threads, which is where a data race would be ours. The dispatcher and the
 # receiving of batches (loader, failures, overflow, resume), the supervisor (crashes, hangs,
-# restarts, the memory trend it samples), the launcher and reaping (spawn, lifecycle, the slot-size probe), the device
+# restarts, quarantine, the memory trend it samples), the launcher and reaping (spawn, lifecycle, the slot-size probe), the device
 # prefetcher's copy thread (device), and the free-slot stack across threads and its pool,
 # whose release runs on whichever thread drops a batch (slot stack, slot reuse). Worker
 # processes are single-threaded and run the same instrumented code, so they are checked along
@@ -15,6 +15,7 @@ add_executable(mploader_tsan_tests
   test_loader_failures.cc
   test_crashes.cc
   test_restart.cc
+  test_quarantine.cc
   test_lifecycle.cc
   test_spawn.cc
   test_resume.cc
