@@ -1,5 +1,5 @@
-// PNG through libpng (the common kinds go to png_decode_whole() first), converted as PIL's convert('RGB') converts: palette expanded (its
-// transparency dropped), grey replicated, alpha dropped (not composited), 16 bits to their high
+// PNG through libpng (the common kinds go to png_decode_whole() first), converted as PIL's
+// convert('RGB') converts: palette expanded (its transparency dropped), grey replicated, alpha dropped (not composited), 16 bits to their high
 // byte. Rows below the needed region are not decoded (except in interlaced files, which libpng
 // gives only whole).
 //
@@ -120,8 +120,7 @@ int read_png(PngInput* in, const DecodeRequest* request, RgbImage* out,
 bool reaches_end_chunk(const uint8_t* data, size_t size) {
   size_t pos = 8;
   while (size - pos >= 8) {
-    const size_t length = (size_t{data[pos]} << 24) | (size_t{data[pos + 1]} << 16) |
-                          (size_t{data[pos + 2]} << 8) | data[pos + 3];
+    const size_t length = big_endian32(data + pos);
     if (std::memcmp(data + pos + 4, "IEND", 4) == 0) return true;
     if (length > size - pos - 8) return false;  // chunk data and CRC past the end
     pos += 8 + length;
@@ -145,11 +144,12 @@ ImageInfo png_info(const uint8_t* data, size_t size, int64_t max_pixels) {
 
 void png_decode(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
                 std::vector<uint8_t>& full) {
+  // The whole decode walks every chunk to IEND itself; a cut file falls through to here.
+  if (png_decode_whole(data, size, request, out, full)) return;
   if (!reaches_end_chunk(data, size)) {
     throw DecodeError("corrupt or truncated PNG: its " + std::to_string(size) +
                       " bytes end before the IEND chunk; the file was cut short (truncated)");
   }
-  if (png_decode_whole(data, size, request, out, full)) return;
   PngInput in{data, size, 0, {}};
   ImageInfo info;
   const int result = read_png(&in, &request, &out, &full, false, &info);

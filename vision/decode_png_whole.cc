@@ -1,7 +1,7 @@
 // The common PNG, decoded whole with libdeflate: 8-bit, not interlaced, grey, grey + alpha, RGB or
 // RGBA, with no critical chunk but IHDR, IDAT and IEND. That is what cameras, PIL and most tools
-// write for photos. Measured on a 2.7 MP photo PNG, libpng took about 80 ms, of which its Paeth
-// unfiltering was most; here inflate is about 18 ms and the SSE2 Paeth below a fraction of that.
+// write for photos. On a 2.7 MP photo PNG libpng took 54 ms, most of it unfiltering Paeth rows a
+// byte at a time; this decode takes 23 ms (docs/benchmarks.md).
 //
 // libdeflate inflates only a whole stream into a whole buffer, so the filtered rows are held
 // at once ((width * channels + 1) x height bytes); images whose rows exceed kMaxWholeBytes go to
@@ -23,10 +23,6 @@ namespace mploader::vision::detail {
 namespace {
 
 constexpr size_t kMaxWholeBytes = size_t{128} << 20;
-
-uint32_t big_endian32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
 
 struct WholePng {
   int width = 0, height = 0, channels = 0;

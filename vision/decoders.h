@@ -32,6 +32,11 @@ void png_decode(const uint8_t* data, size_t size, const DecodeRequest& request, 
 bool png_decode_whole(const uint8_t* data, size_t size, const DecodeRequest& request,
                       RgbImage& out, std::vector<uint8_t>& rows);
 
+// The 4 bytes at `p` as a big-endian number: PNG's chunk lengths, sizes and CRCs.
+inline uint32_t big_endian32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+
 // The format whose signature `data` starts with, if any.
 std::optional<ImageFormat> image_signature(const uint8_t* data, size_t size);
 
