@@ -1,6 +1,6 @@
 #include "datasets/compose_recipes.h"
 
-#include "batch/recipes.h"
+#include "core/recipes.h"
 
 #include <mploader/registry.h>
 

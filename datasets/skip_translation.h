@@ -1,11 +1,11 @@
-// datasets/: datasets made of other datasets (ConcatDataset, Subset): index mapping, the
-// sources' skip reports turned into the outer index space, and their spawn recipes.
+// datasets/: datasets over files (.npy, token files) and datasets made of others (ConcatDataset,
+// Subset); here, the sources' skip reports turned into the outer index space.
 //
 // SkipTranslation: while one is alive on a thread, the skips a source reports
 // (report_skipped_sample) reach the Loader with their indices in the outer dataset's space.
 #pragma once
 
-#include "batch/loading_scope.h"
+#include "core/loading_scope.h"
 
 #include <cstdint>
 #include <optional>

@@ -4,7 +4,7 @@
 // stream, one batch ahead of the training loop.
 #include <mploader/device_prefetcher.h>
 
-#include "batch/batch_builder.h"
+#include "core/batch_builder.h"
 #include "util/log.h"
 
 #include <ATen/ATen.h>

@@ -1,4 +1,4 @@
-// Fuzzes the .npy reader (formats/npy.cc): any bytes as a .npy file, mapped by NpyArray as a
+// Fuzzes the .npy reader (datasets/npy.cc): any bytes as a .npy file, mapped by NpyArray as a
 // user's file would be (through a memfd's /proc/self/fd path). An accepted array must really
 // hold its rows: the first and the last are copied out of the mapping, so a header whose
 // shape promises more than the file has ends in a crash here instead of in a worker.

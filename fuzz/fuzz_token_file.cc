@@ -1,4 +1,4 @@
-// Fuzzes token files (formats/token_stream.cc): any bytes as a token file, through a memfd's
+// Fuzzes token files (datasets/token_stream.cc): any bytes as a token file, through a memfd's
 // /proc/self/fd path, with TokenStreamOptions taken from the input's first 4 bytes (id width,
 // window order, context 1..16, vocab_size, windows per shard). An accepted file's every window
 // (up to 64) must lie inside the file, and reading it must give its ids or refuse one outside

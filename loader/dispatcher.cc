@@ -1,6 +1,6 @@
 #include "loader/dispatcher.h"
 
-#include "batch/batch_builder.h"
+#include "core/batch_builder.h"
 #include "util/log.h"
 #include "loader/messages.h"
 #include "loader/overflow_memory.h"

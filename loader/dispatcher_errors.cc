@@ -2,7 +2,7 @@
 // public exception that carries the evidence.
 #include "loader/dispatcher.h"
 
-#include "batch/assembly.h"
+#include "core/assembly.h"
 #include "util/log.h"
 #include "loader/messages.h"
 #include "util/units.h"

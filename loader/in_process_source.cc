@@ -1,7 +1,7 @@
 #include "loader/in_process_source.h"
 
-#include "batch/assembly.h"
-#include "batch/batch_builder.h"
+#include "core/assembly.h"
+#include "core/batch_builder.h"
 
 #include <mploader/errors.h>
 

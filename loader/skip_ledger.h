@@ -2,7 +2,7 @@
 // LoaderStats from every worker's region and, with num_workers = 0, straight from the dataset.
 #pragma once
 
-#include "batch/loading_scope.h"
+#include "core/loading_scope.h"
 #include "ipc/region_layout.h"
 
 #include <mploader/stats.h>

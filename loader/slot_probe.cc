@@ -1,7 +1,7 @@
 #include "loader/slot_probe.h"
 
-#include "batch/assembly.h"
-#include "batch/text_fields.h"
+#include "core/assembly.h"
+#include "core/text_fields.h"
 #include "loader/component_settings.h"
 #include "supervise/supervisor.h"
 #include "util/log.h"

@@ -2,7 +2,7 @@
 // value on their own, through a Loader (2 workers and num_workers = 0) and through spawn (the
 // recipe); the old first-dimension padding unchanged; nested names and TensorDict::prefixed().
 #include "error_text.h"
-#include "batch/recipes.h"
+#include "core/recipes.h"
 #include "test_datasets.h"
 
 #include <mploader/registry.h>

@@ -437,7 +437,7 @@ TEST_CASE("text fields: DevicePrefetcher hands them on as views of host memory",
   CHECK(rows == 12);
 }
 
-#include "batch/batch_builder.h"
+#include "core/batch_builder.h"
 
 TEST_CASE("text fields: offsets a worker wrote wrong are refused, not read", "[text]") {
   namespace detail = mploader::detail;

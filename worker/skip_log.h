@@ -2,7 +2,7 @@
 // process lands here, and the main process drains it (loader/skip_ledger.h).
 #pragma once
 
-#include "batch/loading_scope.h"
+#include "core/loading_scope.h"
 #include "ipc/region_layout.h"
 
 #include <mutex>

@@ -1,10 +1,10 @@
 #include "worker/worker_loop.h"
 
-#include "batch/assembly.h"
-#include "batch/exception_text.h"
+#include "core/assembly.h"
+#include "core/exception_text.h"
 #include "ipc/fd_passing.h"
 #include "ipc/shm_region.h"
-#include "batch/loading_scope.h"
+#include "core/loading_scope.h"
 #include "worker/crash_handler.h"
 #include "worker/skip_log.h"
 #include "worker/worker_info_setter.h"

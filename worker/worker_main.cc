@@ -1,6 +1,6 @@
 #include "worker/worker_main.h"
 
-#include "batch/recipes.h"
+#include "core/recipes.h"
 #include "ipc/shm_region.h"
 #include "ipc/unique_fd.h"
 

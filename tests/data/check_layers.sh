@@ -3,7 +3,7 @@
 # and the folders listed before it, never one after. Prints each include that breaks the order;
 # "layers hold" when none does. Usage: check_layers.sh <source root>
 cd "$1" || exit 2
-layers="util ipc batch sampler formats datasets worker process supervise loader device vision shards"
+layers="util ipc core sampler datasets worker process supervise loader device vision shards"
 rank() { i=0; for l in $layers; do [ "$l" = "$1" ] && { echo $i; return; }; i=$((i+1)); done; echo -1; }
 bad=0
 for folder in $layers; do

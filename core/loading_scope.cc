@@ -1,4 +1,4 @@
-#include "batch/loading_scope.h"
+#include "core/loading_scope.h"
 
 #include <mploader/dataset.h>
 

@@ -1,6 +1,6 @@
-#include "batch/batch_builder.h"
+#include "core/batch_builder.h"
 
-#include "batch/text_fields.h"
+#include "core/text_fields.h"
 
 #include <mploader/errors.h>
 
@@ -48,7 +48,7 @@ PlannedBatch plan_from_table(const ipc::TaskDescriptor& d, uint64_t capacity, in
     const ipc::TensorMeta& m = d.tensors[i];
     check_meta(m, capacity, worker_id);
     const auto kind = static_cast<ipc::FieldKind>(m.kind);
-    // Text entries come in pairs after every tensor (batch/text_fields.h).
+    // Text entries come in pairs after every tensor (core/text_fields.h).
     if (kind == ipc::FieldKind::kTextOffsets &&
         (i + 1 >= d.num_tensors || !text_pair_ok(m, d.tensors[i + 1]))) {
       throw_corrupt_table(worker_id);

@@ -1,7 +1,7 @@
-#include "batch/assembly.h"
+#include "core/assembly.h"
 
-#include "batch/exception_text.h"
-#include "batch/text_fields.h"
+#include "core/exception_text.h"
+#include "core/text_fields.h"
 #include "util/units.h"
 
 #include <ATen/core/Tensor.h>

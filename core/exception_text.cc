@@ -1,4 +1,4 @@
-#include "batch/exception_text.h"
+#include "core/exception_text.h"
 
 #include <cxxabi.h>
 

@@ -1,5 +1,3 @@
-// formats/: datasets over file formats.
-//
 // Parsing .npy headers and mapping the data read-only.
 #include "ipc/unique_fd.h"
 

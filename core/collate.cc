@@ -1,10 +1,10 @@
 // Built-in collators: stack and a user function, and the row checks and copies every collator
-// shares (batch/collate_rows.h). The pad collator is in batch/pad_collator.cc.
+// shares (core/collate_rows.h). The pad collator is in core/pad_collator.cc.
 #include <mploader/collate.h>
 #include <mploader/errors.h>
 
-#include "batch/collate_rows.h"
-#include "batch/exception_text.h"
+#include "core/collate_rows.h"
+#include "core/exception_text.h"
 
 #include <ATen/ATen.h>
 

@@ -1,7 +1,7 @@
 // The registries of dataset and collator factories, and rebuilding a collator from its recipe.
 #include <mploader/registry.h>
 
-#include "batch/recipes.h"
+#include "core/recipes.h"
 
 #include <cstdlib>
 #include <map>

@@ -1,4 +1,5 @@
-// batch/: samples to batches (collation, planning, assembly, views), on either side of the fork.
+// core/: the Dataset contract, tensors, collation, batch planning and assembly, on either
+// side of the fork.
 //
 // Batch assembly: a batch's indices in, one collated batch out, written into memory its sink
 // provides. The one path for workers (a ring slot or an overflow segment) and for
@@ -11,7 +12,7 @@
 // memory, between open() and the end of the batch: each byte once.
 #pragma once
 
-#include "batch/batch_plan.h"
+#include "core/batch_plan.h"
 #include "ipc/region_layout.h"
 
 #include <mploader/collate.h>

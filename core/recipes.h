@@ -1,6 +1,6 @@
 // Rebuilding a dataset and a collator from their recipes, in a worker that did not inherit them
 // (spawn, forkserver). The texts are written by Dataset::recipe() and Collator::recipe()
-// (batch/collate.cc) and read here, in the same folder.
+// (core/collate.cc) and read here, in the same folder.
 #pragma once
 
 #include <mploader/collate.h>

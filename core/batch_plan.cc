@@ -1,4 +1,4 @@
-#include "batch/batch_plan.h"
+#include "core/batch_plan.h"
 
 #include <ATen/ATen.h>
 

@@ -1,7 +1,7 @@
-// Text fields in a batch (batch/text_fields.h), and the public TextColumn and Batch lookups.
-#include "batch/text_fields.h"
+// Text fields in a batch (core/text_fields.h), and the public TextColumn and Batch lookups.
+#include "core/text_fields.h"
 
-#include "batch/exception_text.h"
+#include "core/exception_text.h"
 
 #include <mploader/collate.h>
 

@@ -5,7 +5,7 @@
 // collators carry text alike; the main process reads them back as TextColumns.
 #pragma once
 
-#include "batch/batch_plan.h"
+#include "core/batch_plan.h"
 
 #include <mploader/batch.h>
 #include <mploader/tensor_dict.h>

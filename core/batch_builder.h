@@ -3,7 +3,7 @@
 // tensors made in this process (DevicePrefetcher).
 #pragma once
 
-#include "batch/batch_plan.h"
+#include "core/batch_plan.h"
 #include "ipc/region_layout.h"
 
 #include <mploader/batch.h>

@@ -2,7 +2,7 @@
 // implement get(), write(), or both (mploader/dataset.h).
 #include <mploader/dataset.h>
 
-#include "batch/exception_text.h"
+#include "core/exception_text.h"
 
 #include <ATen/ATen.h>
 

@@ -15,7 +15,7 @@ namespace mploader::detail {
 struct PlannedBatch {
   std::vector<TensorLayout> layout;
   // What each entry holds: the collator's tensors first, then two entries per text field
-  // (batch/text_fields.h).
+  // (core/text_fields.h).
   std::vector<ipc::FieldKind> kinds;
   std::vector<uint64_t> offsets;
   std::vector<uint64_t> nbytes;

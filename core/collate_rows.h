@@ -1,5 +1,5 @@
 // What the built-in collators share: the checks each sample passes, and the copy of a sample's
-// tensor into its row of the batch. Defined in batch/collate.cc.
+// tensor into its row of the batch. Defined in core/collate.cc.
 #pragma once
 
 #include <mploader/collate.h>

@@ -3,7 +3,7 @@
 #include <mploader/collate.h>
 #include <mploader/errors.h>
 
-#include "batch/collate_rows.h"
+#include "core/collate_rows.h"
 
 #include <ATen/ATen.h>
 
