@@ -1,6 +1,8 @@
 #include "core/loading_scope.h"
 
-#include <mploader/dataset.h>
+#include "util/splitmix.h"
+
+#include <mploader/loading_context.h>
 
 namespace mploader {
 namespace detail {
@@ -26,6 +28,12 @@ ScopedLoadingScope::~ScopedLoadingScope() {
   t_context = previous_context_;
 }
 }  // namespace detail
+
+// The worker seed's steps (worker/worker_info.cc) over the complemented seed, so that sample
+// 3's seed is not worker 3's.
+uint64_t sample_seed(uint64_t seed, uint64_t epoch, int64_t index) {
+  return detail::splitmix64(detail::mix_seed(~seed, epoch) ^ static_cast<uint64_t>(index));
+}
 
 std::optional<LoadingContext> loading_context() {
   return detail::t_context ? detail::t_context : detail::g_process_context;

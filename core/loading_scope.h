@@ -4,7 +4,7 @@
 // while it builds a batch (a Scoped* object), since several Loaders may share the process.
 #pragma once
 
-#include <mploader/worker_info.h>
+#include <mploader/loading_context.h>
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 #include "datasets/skip_translation.h"
 
-#include <mploader/worker_info.h>
+#include <mploader/loading_context.h>
 
 namespace mploader::detail {
 

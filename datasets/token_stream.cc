@@ -4,9 +4,9 @@
 #include "util/splitmix.h"
 
 #include <mploader/errors.h>
+#include <mploader/loading_context.h>
 #include <mploader/registry.h>
 #include <mploader/token_stream.h>
-#include <mploader/worker_info.h>
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
@@ -30,7 +30,6 @@ const char* type_name(TokenType type) { return type == TokenType::kUInt16 ? "uin
 }
 
 // Two values into one seed, for the per-(seed, epoch, file) offset of sequential windows.
-uint64_t mix(uint64_t a, uint64_t b) { return detail::splitmix64(detail::splitmix64(a) ^ b); }
 
 int64_t tokens_of(const std::string& path, TokenType type) {
   struct stat st;
@@ -119,7 +118,7 @@ int64_t TokenStream::window_start(int64_t index, uint64_t seed, uint64_t epoch) 
   const int64_t slack = tokens_[f] - 1 - windows_[f] * c;
   const int64_t span = std::min(c - 1, slack) + 1;  // offsets 0 .. span - 1
   const int64_t offset =
-      static_cast<int64_t>(mix(mix(seed, epoch), f) % static_cast<uint64_t>(span));
+      static_cast<int64_t>(detail::mix_seed(detail::mix_seed(seed, epoch), f) % static_cast<uint64_t>(span));
   return offset + (shard_first_[at.shard] + at.sample) * c;
 }
 

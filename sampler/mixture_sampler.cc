@@ -20,8 +20,10 @@ const char* const kWho = "MixtureSampler";
 constexpr size_t kInitialCapacity = size_t{1} << 16;
 
 // Generators for one epoch, each seeded by a distinct mix of (seed, epoch, purpose, ...), so
-// that changing one source's pass does not move the choices of another.
-uint64_t mix(uint64_t a, uint64_t b) { return detail::splitmix64(a ^ detail::splitmix64(b)); }
+// that changing one source's pass does not move the choices of another. Each value is hashed
+// before the seed so far is mixed in (mix_seed(value, so_far)): the order these draws were made
+// in.
+using detail::mix_seed;
 
 // Where one source is in its current pass.
 struct SourceCursor {
@@ -162,7 +164,7 @@ MixtureSampler::MixtureSampler(std::vector<size_t> source_sizes, MixtureOptions 
 
 std::vector<int64_t> MixtureSampler::indices(size_t dataset_size, uint64_t epoch) {
   check_fits(dataset_size);
-  const uint64_t epoch_seed = mix(options_.seed, epoch);
+  const uint64_t epoch_seed = mix_seed(epoch, options_.seed);
   const SourcePicker picker(probabilities_);
   size_t limit = static_cast<size_t>(options_.num_samples);
   if (limit == 0) {
@@ -172,7 +174,7 @@ std::vector<int64_t> MixtureSampler::indices(size_t dataset_size, uint64_t epoch
   size_t left_to_run_out = static_cast<size_t>(
       std::count_if(probabilities_.begin(), probabilities_.end(), [](double p) { return p > 0; }));
   std::vector<SourceCursor> cursors(sizes_.size());
-  detail::SplitMix64 pick(mix(epoch_seed, 0));
+  detail::SplitMix64 pick(mix_seed(0, epoch_seed));
   std::vector<int64_t> out;
   // kCycle's length is known and bounded; an epoch that ends when a source runs out may be
   // far shorter than the sources (a large source of weight 0), so it grows as it goes.
@@ -182,7 +184,8 @@ std::vector<int64_t> MixtureSampler::indices(size_t dataset_size, uint64_t epoch
     const size_t k = picker.pick(pick.uniform());
     SourceCursor& c = cursors[k];
     if (c.next == c.order.size()) {
-      start_pass(c, sizes_[k], options_.shuffle, mix(mix(epoch_seed, k + 1), c.passes));
+      const uint64_t pass_seed = mix_seed(c.passes, mix_seed(k + 1, epoch_seed));
+      start_pass(c, sizes_[k], options_.shuffle, pass_seed);
     }
     out.push_back(offsets_[k] + c.order[c.next++]);
     if (c.next < c.order.size() || c.ran_out) continue;

@@ -12,12 +12,14 @@ namespace {
 
 using SplitMix = SplitMix64;
 
-uint64_t mix(uint64_t a, uint64_t b) { return splitmix64(a ^ splitmix64(b)); }
-
-// Distinct seeds for the shard order and for each rank's streams.
-uint64_t order_seed(uint64_t seed, uint64_t epoch) { return mix(mix(seed, epoch), 0x5348); }
+// Distinct seeds for the shard order and for each rank's streams. Each value is hashed before
+// the seed so far is mixed in (mix_seed(value, so_far)): the order these plans were made in.
+uint64_t order_seed(uint64_t seed, uint64_t epoch) {
+  return mix_seed(0x5348, mix_seed(epoch, seed));
+}
 uint64_t stream_seed(uint64_t seed, uint64_t epoch, int64_t rank, int64_t stream) {
-  return mix(mix(mix(seed, epoch), static_cast<uint64_t>(rank)), static_cast<uint64_t>(stream));
+  const uint64_t for_rank = mix_seed(static_cast<uint64_t>(rank), mix_seed(epoch, seed));
+  return mix_seed(static_cast<uint64_t>(stream), for_rank);
 }
 
 int64_t total_of(const std::vector<SampleRange>& ranges) {

@@ -1,8 +1,8 @@
 // TarShards: the scan at construction, and get(): a sample read through the process's
 // SampleSource, decoded, and replaced by the next good one under OnBadSample::kSkip.
 #include <mploader/errors.h>
+#include <mploader/loading_context.h>
 #include <mploader/shards/tar_shards.h>
-#include <mploader/worker_info.h>
 
 #include "shards/sample_decode.h"
 #include "shards/text.h"

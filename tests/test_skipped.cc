@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <mploader/loader.h>
+#include <mploader/loading_context.h>
 #include <mploader/worker_info.h>
 
 #include <ATen/ATen.h>

@@ -4,7 +4,7 @@
 #include "vision/image_file.h"
 
 #include <mploader/errors.h>
-#include <mploader/worker_info.h>
+#include <mploader/loading_context.h>
 
 #include <algorithm>
 #include <new>

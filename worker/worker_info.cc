@@ -10,21 +10,10 @@ std::optional<WorkerInfo> g_worker_info;  // set once in each worker, right afte
 
 std::optional<WorkerInfo> worker_info() { return g_worker_info; }
 
-namespace {
-// splitmix64 steps over (seed, epoch, n): nearby inputs give unrelated seeds.
-uint64_t mix_three(uint64_t seed, uint64_t epoch, uint64_t n) {
-  using detail::splitmix64;
-  return splitmix64(splitmix64(splitmix64(seed) ^ epoch) ^ n);
-}
-}  // namespace
-
+// sample_seed() (core/loading_scope.cc) mixes the complemented seed, so that sample 3's seed
+// is not worker 3's.
 uint64_t worker_seed(uint64_t seed, uint64_t epoch, int worker_id) {
-  return mix_three(seed, epoch, static_cast<uint64_t>(worker_id));
-}
-
-// The same steps over the complemented seed, so that sample 3's seed is not worker 3's.
-uint64_t sample_seed(uint64_t seed, uint64_t epoch, int64_t index) {
-  return mix_three(~seed, epoch, static_cast<uint64_t>(index));
+  return detail::splitmix64(detail::mix_seed(seed, epoch) ^ static_cast<uint64_t>(worker_id));
 }
 
 namespace worker {

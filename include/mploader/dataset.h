@@ -2,6 +2,7 @@
 /// Dataset: the user's data, read one sample at a time by index.
 #pragma once
 
+#include <mploader/loading_context.h>
 #include <mploader/sample_writer.h>
 #include <mploader/tensor_dict.h>
 
@@ -63,13 +64,5 @@ class Dataset {
   /// start_method spawn is refused at construction.
   virtual std::optional<DatasetRecipe> recipe() const { return std::nullopt; }
 };
-
-/// Tells the Loader that sample `index` could not be loaded (a corrupt file, say) and that the
-/// dataset wrote sample `substitute` in its place (-1 when none). Call it from get(), write()
-/// or write_batch(): the Loader counts the skip and lists it, with `source` (the file's path)
-/// and `reason`, in LoaderStats::skipped_samples and LoaderStats::skipped, whichever process
-/// the dataset runs in. Outside a Loader's call (a dataset used on its own) it does nothing.
-void report_skipped_sample(int64_t index, int64_t substitute, const std::string& source,
-                           const std::string& reason);
 
 }  // namespace mploader
