@@ -5,7 +5,8 @@
 #include "run_config.h"
 #include "token_corpus.h"
 
-#include <mploader/distributed.h>
+#include <mploader/bucket_sampler.h>
+#include <mploader/distributed_sampler.h>
 #include <mploader/errors.h>
 #include <mploader/loader.h>
 

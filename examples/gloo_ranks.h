@@ -3,7 +3,7 @@
 // copies of itself when no torchrun started it.
 #pragma once
 
-#include <mploader/distributed.h>
+#include <mploader/launch_info.h>
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/torch.h>

@@ -3,13 +3,14 @@
 #include "datasets/compose_recipes.h"
 #include "ipc/region_layout.h"
 #include "sampler/epoch_limit.h"
+#include "sampler/rank_check.h"
 #include "sampler/stream_sampler.h"
 #include "util/log.h"
 
-#include <mploader/distributed.h>
 #include <mploader/errors.h>
-#include <mploader/streaming.h>
+#include <mploader/launch_info.h>
 #include <mploader/registry.h>
+#include <mploader/streaming.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -141,9 +142,7 @@ void resolve_ranks(LoaderOptions& o, bool streaming) {
   require(o.world_size >= 1, "world_size",
           "world_size must be 1 or more (0: from the launcher), got " +
               std::to_string(o.world_size));
-  require(o.rank >= 0 && o.rank < o.world_size, "rank",
-          "rank must be in [0, world_size = " + std::to_string(o.world_size) + "), got " +
-              std::to_string(o.rank));
+  detail::check_rank("LoaderOptions", o.world_size, o.rank);
 }
 
 // A StreamingDataset plans its own epochs (sampler/stream_plan.h) through a StreamSampler.

@@ -11,32 +11,8 @@
 
 namespace mploader::detail {
 
-uint64_t mix64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-PlanRng::PlanRng(uint64_t seed, uint64_t epoch, uint64_t stream)
-    : state_(mix64(mix64(mix64(seed) + epoch) + stream)) {}
-
-uint64_t PlanRng::next() {
-  state_ += 0x9E3779B97F4A7C15ULL;
-  return mix64(state_);
-}
-
-uint64_t PlanRng::below(uint64_t n) {
-  // Lemire's multiply-shift with rejection: unbiased, and usually one draw.
-  __uint128_t m = static_cast<__uint128_t>(next()) * n;
-  uint64_t low = static_cast<uint64_t>(m);
-  if (low < n) {
-    const uint64_t threshold = (0 - n) % n;
-    while (low < threshold) {
-      m = static_cast<__uint128_t>(next()) * n;
-      low = static_cast<uint64_t>(m);
-    }
-  }
-  return static_cast<uint64_t>(m >> 64);
+SplitMix64 plan_rng(uint64_t seed, uint64_t epoch, uint64_t stream) {
+  return SplitMix64(mix64(mix64(mix64(seed) + epoch) + stream));
 }
 
 std::optional<std::vector<int64_t>> bucket_bounds(const std::vector<int64_t>& lengths,
@@ -70,7 +46,7 @@ std::vector<int64_t> bucket_order(const PlanInput& in) {
   const std::vector<int64_t>& bounds = *in.bounds;
   std::vector<int64_t> order(lengths.size());
   std::iota(order.begin(), order.end(), int64_t{0});
-  if (in.options->shuffle) PlanRng(in.options->seed, in.epoch, 0).shuffle(order);
+  if (in.options->shuffle) plan_rng(in.options->seed, in.epoch, 0).shuffle(order);
   std::vector<uint32_t> bucket(lengths.size());
   std::vector<size_t> start(bounds.size() + 2, 0);
   for (size_t i = 0; i < lengths.size(); ++i) {
@@ -163,7 +139,7 @@ std::vector<size_t> arrange(const std::vector<PlannedBatch>& batches, size_t ste
   }
   std::vector<size_t> step_order(steps);
   std::iota(step_order.begin(), step_order.end(), size_t{0});
-  if (o.shuffle) PlanRng(o.seed, in.epoch, 2).shuffle(step_order);
+  if (o.shuffle) plan_rng(o.seed, in.epoch, 2).shuffle(step_order);
   if (o.costliest_first && steps > 0) {
     size_t costliest = 0;
     for (size_t p = 1; p < ids.size(); ++p) {
@@ -172,7 +148,7 @@ std::vector<size_t> arrange(const std::vector<PlannedBatch>& batches, size_t ste
     auto it = std::find(step_order.begin(), step_order.end(), costliest / world);
     std::rotate(step_order.begin(), it, it + 1);
   }
-  PlanRng within(o.seed, in.epoch, 3);
+  SplitMix64 within = plan_rng(o.seed, in.epoch, 3);
   std::vector<size_t> slots;
   slots.reserve(ids.size());
   for (size_t step : step_order) {
@@ -189,7 +165,7 @@ EpochPlan plan_epoch(const PlanInput& in) {
   EpochPlan plan;
   plan.stats.epoch = in.epoch;
   plan.batches = cut_batches(bucket_order(in), in);
-  if (in.options->shuffle) PlanRng(in.options->seed, in.epoch, 1).shuffle(plan.batches);
+  if (in.options->shuffle) plan_rng(in.options->seed, in.epoch, 1).shuffle(plan.batches);
   plan.steps = even_out(plan.batches, in, plan.stats);
   plan.stats.batches_per_rank = plan.steps;
   for (const PlannedBatch& b : plan.batches) {

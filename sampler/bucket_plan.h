@@ -5,10 +5,12 @@
 // assignment of batches to (step, rank). Pure functions of their inputs, so every rank that
 // gets the same lengths, options, seed and epoch computes the same plan; nothing here depends
 // on the platform's floating point beyond one correctly rounded multiplication per bucket bound.
-// Thread-safety: no shared state; PlanRng objects are used by one thread.
+// Thread-safety: no shared state; a plan_rng() generator is used by one thread.
 #pragma once
 
-#include <mploader/distributed.h>
+#include "util/splitmix.h"
+
+#include <mploader/bucket_sampler.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -17,28 +19,9 @@
 
 namespace mploader::detail {
 
-// splitmix64 seeded from (seed, epoch, stream), with unbiased bounded draws (Lemire) and a
-// Fisher-Yates shuffle: the same sequence with any compiler and standard library.
-class PlanRng {
- public:
-  PlanRng(uint64_t seed, uint64_t epoch, uint64_t stream);
-  uint64_t next();
-  // Uniform in [0, n); n >= 1.
-  uint64_t below(uint64_t n);
-  template <typename T>
-  void shuffle(std::vector<T>& items) {
-    for (size_t i = items.size(); i > 1; --i) {
-      const size_t j = static_cast<size_t>(below(i));
-      std::swap(items[i - 1], items[j]);
-    }
-  }
-
- private:
-  uint64_t state_;
-};
-
-// 64-bit mixing (the splitmix64 finaliser), for seeds and fingerprints.
-uint64_t mix64(uint64_t x);
+// The generator of one part of an epoch's plan (`stream` 0 to 3): splitmix64 seeded from
+// (seed, epoch, stream), the same sequence and shuffles with any compiler and standard library.
+SplitMix64 plan_rng(uint64_t seed, uint64_t epoch, uint64_t stream);
 
 // Upper (exclusive) bounds of the length buckets for `lengths` (see BucketOptions::
 // bucket_ratio). Bucket k holds [bounds[k-1], bounds[k]), bucket 0 the lengths below bounds[0]

@@ -2,8 +2,9 @@
 // share of the epoch plan (bucket_plan.h), and resuming from a BucketSamplerState.
 // Thread-safety: one thread at a time per sampler (the plan cache is not locked).
 #include "sampler/bucket_plan.h"
+#include "sampler/rank_check.h"
 
-#include <mploader/distributed.h>
+#include <mploader/bucket_sampler.h>
 #include <mploader/errors.h>
 
 #include <algorithm>
@@ -64,14 +65,6 @@ void check_lengths(const std::vector<int64_t>& lengths, const BucketOptions& o) 
               std::to_string(lengths[longest]) + ", or truncate or filter out such samples");
 }
 
-void check_rank(int64_t world_size, int64_t rank) {
-  require(world_size >= 1, "world_size",
-          "world_size is " + std::to_string(world_size) + "; it must be 1 or more");
-  require(rank >= 0 && rank < world_size, "rank",
-          "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(world_size) +
-              ") for world_size " + std::to_string(world_size));
-}
-
 std::vector<int64_t> collect_lengths(size_t n, const std::function<int64_t(int64_t)>& length_of) {
   require(static_cast<bool>(length_of), "lengths", "the length function is empty");
   std::vector<int64_t> lengths(n);
@@ -120,7 +113,7 @@ BucketBatchSampler::BucketBatchSampler(size_t dataset_size,
 BucketBatchSampler::BucketBatchSampler(std::vector<int64_t> lengths, BucketOptions options,
                                        int64_t world_size, int64_t rank)
     : lengths_(std::move(lengths)), options_(options), world_size_(world_size), rank_(rank) {
-  check_rank(world_size_, rank_);
+  detail::check_rank("DistributedBucketSampler", world_size_, rank_);
   check_options(options_);
   check_lengths(lengths_, options_);
   std::optional<std::vector<int64_t>> bounds =
@@ -233,17 +226,8 @@ DistributedBucketSampler::DistributedBucketSampler(
     int64_t world_size, int64_t rank)
     : BucketBatchSampler(collect_lengths(dataset_size, length_of), options, world_size, rank) {}
 
-RankAgreement agreement_of(const BucketBatchSampler& sampler, size_t dataset_size,
-                           uint64_t epoch) {
-  RankAgreement a;
-  a.rank = sampler.rank();
-  a.world_size = sampler.world_size();
-  a.dataset_size = static_cast<int64_t>(dataset_size);
-  a.fingerprint = sampler.fingerprint();
-  a.seed = sampler.options().seed;
-  a.epoch = epoch;
-  a.batches = static_cast<int64_t>(sampler.stats(epoch).batches_per_rank);
-  return a;
+int64_t BucketBatchSampler::rank_share(size_t, uint64_t epoch) const {
+  return static_cast<int64_t>(stats(epoch).batches_per_rank);
 }
 
 }  // namespace mploader

@@ -2,7 +2,7 @@
 // "world_size":8,"fingerprint":"0x5f2c..."}. The fingerprint is a hex string so that readers
 // with 53-bit numbers (JavaScript, jq) keep it exact.
 // Thread-safety: pure functions.
-#include <mploader/distributed.h>
+#include <mploader/bucket_sampler.h>
 #include <mploader/errors.h>
 
 #include <nlohmann/json.hpp>

@@ -4,8 +4,8 @@
 // Kept in its own file: the c10d headers are heavy, and a libtorch without them still builds
 // the rest (verify_ranks_agree then says so).
 // Thread-safety: reentrant; the process group's own rules apply to concurrent collectives.
-#include <mploader/distributed.h>
 #include <mploader/errors.h>
+#include <mploader/rank_agreement.h>
 
 #if __has_include(<torch/csrc/distributed/c10d/ProcessGroup.hpp>)
 #define MPLOADER_HAVE_C10D 1

@@ -3,8 +3,9 @@
 // by repetition or trimming to a multiple of the world size, then every world_size-th index.
 // Thread-safety: indices() only reads the sampler; concurrent calls are safe.
 #include "sampler/epoch_limit.h"
+#include "sampler/rank_check.h"
 
-#include <mploader/distributed.h>
+#include <mploader/distributed_sampler.h>
 #include <mploader/errors.h>
 
 #include <ATen/ATen.h>
@@ -19,16 +20,7 @@ DistributedSampler::DistributedSampler(int64_t world_size, int64_t rank, bool sh
                                        uint64_t seed, bool drop_last)
     : world_size_(world_size), rank_(rank), shuffle_(shuffle), seed_(seed),
       drop_last_(drop_last) {
-  if (world_size_ < 1) {
-    throw OptionError("world_size", "mploader: DistributedSampler world_size is " +
-                                        std::to_string(world_size_) +
-                                        "; it must be 1 or more (the number of ranks)");
-  }
-  if (rank_ < 0 || rank_ >= world_size_) {
-    throw OptionError("rank", "mploader: DistributedSampler rank " + std::to_string(rank_) +
-                                  " is outside [0, " + std::to_string(world_size_) +
-                                  ") for world_size " + std::to_string(world_size_));
-  }
+  detail::check_rank("DistributedSampler", world_size_, rank_);
 }
 
 size_t DistributedSampler::num_samples(size_t dataset_size) const {
@@ -60,16 +52,8 @@ std::vector<int64_t> DistributedSampler::indices(size_t dataset_size, uint64_t e
   return out;
 }
 
-RankAgreement agreement_of(const DistributedSampler& sampler, size_t dataset_size,
-                           uint64_t epoch) {
-  RankAgreement a;
-  a.rank = sampler.rank();
-  a.world_size = sampler.world_size();
-  a.dataset_size = static_cast<int64_t>(dataset_size);
-  a.seed = sampler.seed();
-  a.epoch = epoch;
-  a.batches = static_cast<int64_t>(sampler.num_samples(dataset_size));
-  return a;
+int64_t DistributedSampler::rank_share(size_t dataset_size, uint64_t) const {
+  return static_cast<int64_t>(num_samples(dataset_size));
 }
 
 }  // namespace mploader

@@ -1,10 +1,13 @@
 // DistributedWeightedSampler: one weighted draw for the whole job, strided over the ranks.
 #include "sampler/epoch_limit.h"
+#include "sampler/rank_check.h"
 #include "sampler/weights.h"
+#include "util/fnv1a.h"
 
-#include <mploader/distributed.h>
+#include <mploader/distributed_sampler.h>
 #include <mploader/errors.h>
 
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -12,19 +15,6 @@ namespace mploader {
 namespace {
 
 const char* const kWho = "DistributedWeightedSampler";
-
-void check_ranks(int64_t world_size, int64_t rank) {
-  if (world_size < 1) {
-    throw OptionError("world_size", std::string("mploader: ") + kWho + " world_size is " +
-                                        std::to_string(world_size) +
-                                        "; it must be 1 or more (the number of ranks)");
-  }
-  if (rank < 0 || rank >= world_size) {
-    throw OptionError("rank", std::string("mploader: ") + kWho + " rank " +
-                                  std::to_string(rank) + " is outside [0, " +
-                                  std::to_string(world_size) + ")");
-  }
-}
 
 int64_t default_per_rank(size_t num_weights, size_t positive, int64_t world, bool replacement) {
   const auto w = static_cast<size_t>(world);
@@ -39,7 +29,7 @@ DistributedWeightedSampler::DistributedWeightedSampler(std::vector<double> weigh
                                                        uint64_t seed)
     : weights_(std::move(weights)), world_size_(world_size), rank_(rank),
       num_samples_(num_samples), replacement_(replacement), seed_(seed) {
-  check_ranks(world_size_, rank_);
+  detail::check_rank(kWho, world_size_, rank_);
   const size_t positive = detail::check_weights(weights_, "weights", kWho);
   if (num_samples_ == 0) {
     num_samples_ = default_per_rank(weights_.size(), positive, world_size_, replacement_);
@@ -59,7 +49,20 @@ DistributedWeightedSampler::DistributedWeightedSampler(std::vector<double> weigh
           std::to_string(world_size_) + " (every rank draws all ranks' indices)",
       "draw at most " + std::to_string(detail::kMaxEpochIndices / world_size_) +
           " per rank per epoch, and run more epochs");
+  // Ranks given other weights would draw other samples without a word: verify_ranks_agree
+  // compares this.
+  detail::Fnv1a fingerprint;
+  for (double w : weights_) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &w, sizeof bits);
+    fingerprint.add(bits);
+  }
+  fingerprint.add(static_cast<uint64_t>(num_samples_));
+  fingerprint.add(static_cast<uint64_t>(replacement_));
+  fingerprint_ = fingerprint.value();
 }
+
+int64_t DistributedWeightedSampler::rank_share(size_t, uint64_t) const { return num_samples_; }
 
 std::vector<int64_t> DistributedWeightedSampler::indices(size_t dataset_size, uint64_t epoch) {
   check_fits(dataset_size);

@@ -2,7 +2,7 @@
 
 #include "util/units.h"
 
-#include <mploader/distributed.h>
+#include <mploader/distributed_sampler.h>
 #include <mploader/errors.h>
 #include <mploader/sampler.h>
 

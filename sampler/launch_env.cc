@@ -3,8 +3,8 @@
 // SLURM_NPROCS, SLURM_LOCALID) and Open MPI's mpirun (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK,
 // _LOCAL_SIZE). Values are parsed strictly: a typo is an error here rather than a hang later.
 // Thread-safety: reentrant (std::getenv is safe while nobody calls setenv).
-#include <mploader/distributed.h>
 #include <mploader/errors.h>
+#include <mploader/launch_info.h>
 
 #include <cstdlib>
 #include <string>

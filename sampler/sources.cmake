@@ -3,6 +3,7 @@
 # plan, and weighted, subset and mixture sampling. Kept apart from the top-level list so that
 # changes to samplers and to the core do not collide.
 target_sources(mploader PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/rank_agreement.cc
   ${CMAKE_CURRENT_LIST_DIR}/distributed_sampler.cc
   ${CMAKE_CURRENT_LIST_DIR}/bucket_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/bucket_sampler.cc

@@ -4,7 +4,7 @@
 // resumed mid-epoch from a saved state.
 #include "error_text.h"
 
-#include <mploader/distributed.h>
+#include <mploader/bucket_sampler.h>
 #include <mploader/errors.h>
 #include <mploader/loader.h>
 

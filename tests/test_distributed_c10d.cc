@@ -4,9 +4,10 @@
 // count. And ranks that disagree (seed, dataset size, world size) get the same clear error from
 // verify_ranks_agree on every rank instead of hanging. Every run is bounded by a deadline after
 // which the ranks are killed and the test fails.
-#include <mploader/distributed.h>
+#include <mploader/bucket_sampler.h>
 #include <mploader/errors.h>
 #include <mploader/loader.h>
+#include <mploader/rank_agreement.h>
 #include <mploader/streaming.h>
 
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
 // launch_info_from_env: torchrun, SLURM and Open MPI variables, their precedence, and a clear
 // OptionError naming the variable when they are malformed or contradict each other.
-#include <mploader/distributed.h>
 #include <mploader/errors.h>
+#include <mploader/launch_info.h>
 
 #include <catch2/catch.hpp>
 

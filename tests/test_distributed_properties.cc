@@ -4,7 +4,7 @@
 // repeats only as reported; dropped epochs cover every sample at most once, missing exactly the
 // reported ones; every batch keeps both budgets and its lengths within bucket_ratio; plans are deterministic; a sampler resumed from
 // a state gives exactly the rest of the epoch; balancing never makes the steps slower.
-#include <mploader/distributed.h>
+#include <mploader/bucket_sampler.h>
 
 #include <catch2/catch.hpp>
 

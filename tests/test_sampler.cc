@@ -2,7 +2,7 @@
 #include "error_text.h"
 #include "test_datasets.h"
 
-#include <mploader/distributed.h>
+#include <mploader/distributed_sampler.h>
 #include <mploader/sampler.h>
 
 #include <catch2/catch.hpp>

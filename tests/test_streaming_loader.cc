@@ -295,7 +295,7 @@ TEST_CASE("streaming loader: options that a StreamingDataset cannot take are ref
   o.rank = 2;
   CHECK_THROWS_WITH(Loader(data, o), Catch::Contains("set world_size"));
   o.world_size = 2;
-  CHECK_THROWS_WITH(Loader(data, o), Catch::Contains("rank must be in [0, world_size = 2)"));
+  CHECK_THROWS_WITH(Loader(data, o), Catch::Contains("LoaderOptions rank 2 is outside [0, 2)"));
   // A map-style dataset needs no world size: a rank alone is taken as given.
   o = stream_options(0);
   o.world_size = 0;

@@ -6,7 +6,7 @@
 #include "python_reference.h"
 #include "test_datasets.h"
 
-#include <mploader/distributed.h>
+#include <mploader/distributed_sampler.h>
 #include <mploader/errors.h>
 #include <mploader/loader.h>
 

@@ -13,8 +13,8 @@
 
 #include <mploader/batch.h>
 #include <mploader/dataset.h>
-#include <mploader/distributed.h>
 #include <mploader/options.h>
+#include <mploader/rank_agreement.h>
 #include <mploader/stats.h>
 
 #include <memory>

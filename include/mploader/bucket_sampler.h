@@ -1,7 +1,7 @@
 /// @file
-/// Distributed data loading: samplers that shard an epoch across the ranks of a job, bucketing by
-/// sample length under a token budget, rank and world size from launcher environment variables,
-/// and a check over a c10d process group that every rank built the same epoch.
+/// Batches of samples of similar length under a token budget: BucketBatchSampler for one
+/// process, DistributedBucketSampler for the ranks of a data-parallel job (the same number of
+/// batches on every rank, of similar cost at each step).
 ///
 ///   auto launch = mploader::launch_info_from_env();          // torchrun, SLURM or Open MPI
 ///   mploader::BucketOptions bo;
@@ -14,14 +14,14 @@
 ///   mploader::Loader loader(dataset, options);
 ///   mploader::verify_ranks_agree(*process_group, *sampler, dataset->size(), epoch);
 ///
-/// Thread-safety: the samplers are used from one thread at a time (the Loader calls them from
-/// the thread that iterates it); launch_info_from_env and verify_ranks_agree are reentrant.
+/// Thread-safety: a sampler is used from one thread at a time (the Loader calls it from the
+/// thread that iterates it).
 #pragma once
 
 #include <mploader/batch.h>
+#include <mploader/rank_agreement.h>
 #include <mploader/sampler.h>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -30,75 +30,11 @@
 #include <string>
 #include <vector>
 
-namespace c10d {
-class Backend;
-class ProcessGroup;
-}  // namespace c10d
-
 namespace mploader {
 
 namespace detail {
 struct EpochPlan;
 }
-
-/// Rank r of world_size takes indices[r::world_size] of one epoch's order, exactly as
-/// torch.utils.data.DistributedSampler does for the same arguments: the order is
-/// torch.randperm(n, generator seeded seed + epoch) when shuffle, else 0..n-1; without drop_last
-/// it is padded to a multiple of world_size by repeating it from the start (more than once when
-/// world_size > n); with drop_last its tail is cut to a multiple. seed + epoch wraps at 2^64.
-/// Use it as LoaderOptions::sampler; batch_size and drop_last then cut this rank's indices.
-class DistributedSampler : public Sampler {
- public:
-  /// Throws OptionError naming "world_size" (< 1) or "rank" (outside [0, world_size)).
-  DistributedSampler(int64_t world_size, int64_t rank, bool shuffle = true, uint64_t seed = 0,
-                     bool drop_last = false);
-  std::vector<int64_t> indices(size_t dataset_size, uint64_t epoch) override;
-  /// Indices this rank gets per epoch (PyTorch's num_samples); the same on every rank.
-  size_t num_samples(size_t dataset_size) const;
-  int64_t world_size() const { return world_size_; }  ///< Ranks in the job.
-  int64_t rank() const { return rank_; }  ///< This rank, in [0, world_size).
-  uint64_t seed() const { return seed_; }  ///< Epoch e shuffles with seed + e.
-
- private:
-  int64_t world_size_;
-  int64_t rank_;
-  bool shuffle_;
-  uint64_t seed_;
-  bool drop_last_;
-};
-
-/// A weighted sampler for data-parallel jobs (PyTorch has none: pytorch/pytorch#77154). Every
-/// rank draws the same global sample of num_samples() x world_size indices, with probability
-/// proportional to `weights` (one per sample), and rank r takes every world_size-th index from
-/// position r, so every rank gets exactly num_samples() indices. Without replacement the global
-/// draw holds each index at most once, so the ranks' indices are disjoint. The draw is
-/// torch.multinomial(weights, num_samples x world_size, replacement) with a generator seeded
-/// seed + epoch, so rank r's indices are PyTorch's WeightedRandomSampler's [r::world_size].
-/// Use it as LoaderOptions::sampler.
-class DistributedWeightedSampler : public Sampler {
- public:
-  /// `num_samples` per rank per epoch; 0 takes the default: ceil(len(weights) / world_size)
-  /// with replacement (DistributedSampler's count), floor(positive weights / world_size)
-  /// without (the most that stays disjoint and equal on every rank). Throws OptionError for a
-  /// bad world_size or rank, and what WeightedRandomSampler refuses of num_samples x world_size
-  /// (all ranks' draws; 0 without replacement: fewer positive weights than ranks).
-  DistributedWeightedSampler(std::vector<double> weights, int64_t world_size, int64_t rank,
-                             int64_t num_samples = 0, bool replacement = true,
-                             uint64_t seed = 0);
-  std::vector<int64_t> indices(size_t dataset_size, uint64_t epoch) override;
-  void check_fits(size_t dataset_size) const override;  ///< One weight per sample.
-  int64_t num_samples() const { return num_samples_; }  ///< Indices per rank per epoch.
-  int64_t world_size() const { return world_size_; }  ///< Ranks in the job.
-  int64_t rank() const { return rank_; }  ///< This rank, in [0, world_size).
-
- private:
-  std::vector<double> weights_;
-  int64_t world_size_;
-  int64_t rank_;
-  int64_t num_samples_;
-  bool replacement_;
-  uint64_t seed_;
-};
 
 /// How BucketBatchSampler forms batches. Either budget may be 0 (no limit), not both.
 struct BucketOptions {
@@ -178,7 +114,7 @@ struct BucketSamplerState {
 /// Loader's own estimate scales one sample to max_batch_size(). Resuming from a state needs
 /// in_order = true (the default). Each batches() call plans the whole epoch (about 0.1 s per
 /// million samples); the last plan is cached, so the Loader's repeated calls cost nothing.
-class BucketBatchSampler : public BatchSampler {
+class BucketBatchSampler : public BatchSampler, public RankedSampler {
  public:
   /// lengths[i] is sample i's length (tokens, frames, ...), >= 0. Throws OptionError naming the
   /// option or, for a sample over max_tokens, "lengths" with its index and length.
@@ -207,9 +143,12 @@ class BucketBatchSampler : public BatchSampler {
   const std::vector<int64_t>& lengths() const { return lengths_; }  ///< One per sample.
   const BucketOptions& options() const { return options_; }  ///< As given, checked.
   /// Of the lengths and the batching options, not the seed; equal on ranks that agree.
-  uint64_t fingerprint() const { return fingerprint_; }
-  int64_t world_size() const { return world_size_; }  ///< 1 unless distributed.
-  int64_t rank() const { return rank_; }  ///< 0 unless distributed.
+  uint64_t fingerprint() const override { return fingerprint_; }
+  int64_t world_size() const override { return world_size_; }  ///< 1 unless distributed.
+  int64_t rank() const override { return rank_; }  ///< 0 unless distributed.
+  uint64_t seed() const override { return options_.seed; }  ///< BucketOptions::seed
+  /// stats(epoch).batches_per_rank: this rank's batches in `epoch`.
+  int64_t rank_share(size_t dataset_size, uint64_t epoch) const override;
 
  protected:
   /// For DistributedBucketSampler: this rank's share of every epoch.
@@ -247,67 +186,5 @@ class DistributedBucketSampler : public BucketBatchSampler {
   DistributedBucketSampler(size_t dataset_size, const std::function<int64_t(int64_t)>& length_of,
                            BucketOptions options, int64_t world_size, int64_t rank);
 };
-
-/// Where this process sits in a distributed job, as its launcher said.
-struct LaunchInfo {
-  int64_t rank = 0;        ///< This process's rank, in [0, world_size).
-  int64_t world_size = 1;  ///< Processes in the job.
-  int64_t local_rank = -1;  ///< -1 when the launcher did not say
-  /// "torchrun" (RANK, WORLD_SIZE, LOCAL_RANK), "slurm" (SLURM_PROCID, SLURM_NTASKS,
-  /// SLURM_LOCALID), "openmpi" (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK), or "none": a single
-  /// process, rank 0 of 1.
-  std::string launcher = "none";
-};
-
-/// Reads the variables above; torchrun's win (it may run under SLURM or mpirun), and SLURM's and
-/// Open MPI's must agree when both are set. Throws OptionError naming the variable when one is
-/// not a whole number, the rank is outside [0, world size), a rank comes without its size (or
-/// the reverse), or values contradict each other.
-LaunchInfo launch_info_from_env();
-/// The same with variables from `get` (nullopt: not set); for tests and embedders.
-LaunchInfo launch_info_from_env(
-    const std::function<std::optional<std::string>(const std::string&)>& get);
-
-/// What every rank of a job must agree on before it iterates an epoch.
-struct RankAgreement {
-  int64_t rank = 0;          ///< The sampler's rank.
-  int64_t world_size = 1;    ///< The sampler's world size.
-  int64_t dataset_size = 0;  ///< Samples in the dataset.
-  uint64_t fingerprint = 0;  ///< of the lengths and batching options, 0 when none
-  uint64_t seed = 0;   ///< The sampler's seed.
-  uint64_t epoch = 0;  ///< The epoch about to run.
-  int64_t batches = 0;  ///< this rank's batches (or samples) in the epoch
-};
-/// What `sampler` will do in `epoch` over a dataset of `dataset_size`, for verify_ranks_agree.
-RankAgreement agreement_of(const BucketBatchSampler& sampler, size_t dataset_size,
-                           uint64_t epoch);
-/// The same for a DistributedSampler (batches counts its samples).
-RankAgreement agreement_of(const DistributedSampler& sampler, size_t dataset_size,
-                           uint64_t epoch);
-
-/// Collective over `group` (every rank must call it): gathers each rank's RankAgreement and
-/// throws OptionError, on every rank alike, naming the first field where ranks differ and their
-/// values; also when a sampler's rank or world size is not the group's. A rank that never calls
-/// leaves the others waiting up to `timeout` (0: the group's own timeout). Throws Error if
-/// mploader was built without c10d.
-void verify_ranks_agree(c10d::ProcessGroup& group, const RankAgreement& mine,
-                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
-/// The same over one c10d backend. From libtorch 2.0 on, `c10d::ProcessGroupGloo` is a
-/// `c10d::Backend` (a ProcessGroup holds one per device type), and takes this overload; in 1.13
-/// it is a ProcessGroup and takes the one above.
-void verify_ranks_agree(c10d::Backend& group, const RankAgreement& mine,
-                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
-/// verify_ranks_agree(group, agreement_of(sampler, dataset_size, epoch), timeout).
-inline void verify_ranks_agree(c10d::ProcessGroup& group, const BucketBatchSampler& sampler,
-                               size_t dataset_size, uint64_t epoch,
-                               std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
-  verify_ranks_agree(group, agreement_of(sampler, dataset_size, epoch), timeout);
-}
-/// verify_ranks_agree(backend, agreement_of(sampler, dataset_size, epoch), timeout).
-inline void verify_ranks_agree(c10d::Backend& group, const BucketBatchSampler& sampler,
-                               size_t dataset_size, uint64_t epoch,
-                               std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
-  verify_ranks_agree(group, agreement_of(sampler, dataset_size, epoch), timeout);
-}
 
 }  // namespace mploader
