@@ -20,7 +20,7 @@
 
 #include <mploader/collate.h>
 #include <mploader/dataset.h>
-#include <mploader/options.h>
+#include <mploader/start_method.h>
 #include <mploader/worker_info.h>
 
 #include <functional>

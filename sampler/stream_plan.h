@@ -5,7 +5,7 @@
 // Pure functions and a value type; no shared state.
 #pragma once
 
-#include <mploader/options.h>
+#include <mploader/streaming.h>
 
 #include <cstddef>
 #include <cstdint>

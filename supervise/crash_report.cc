@@ -17,8 +17,6 @@
 
 namespace mploader {
 
-const char* to_string(DeathCause cause) { return crash_report::cause_name(cause); }
-
 namespace detail {
 namespace {
 

@@ -22,7 +22,7 @@ inline constexpr const char* kTime = "time";
 inline constexpr const char* kUnixTime = "unix_time";
 inline constexpr const char* kMainPid = "main_pid";
 inline constexpr const char* kWorker = "worker";  // object: worker::
-inline constexpr const char* kCause = "cause";    // a name from kCauses
+inline constexpr const char* kCause = "cause";    // a name of a DeathCause (cause_name)
 inline constexpr const char* kWhatHappened = "what_happened";
 inline constexpr const char* kEvidence = "evidence";
 inline constexpr const char* kRemedy = "remedy";
@@ -144,39 +144,13 @@ inline constexpr const char* kPrefetchFactor = "prefetch_factor";
 inline constexpr const char* kTimeoutMs = "timeout_ms";
 }  // namespace options
 
-// The value of top::kCause for each DeathCause (also what mploader::to_string(DeathCause) says).
-struct CauseName {
-  DeathCause cause;
-  const char* name;
-};
-inline constexpr CauseName kCauses[] = {
-    {DeathCause::kShmFull, "shm_full"},
-    {DeathCause::kOutOfMemory, "oom"},
-    {DeathCause::kKilled, "killed"},
-    {DeathCause::kTerminated, "terminated"},
-    {DeathCause::kSegfault, "segfault"},
-    {DeathCause::kBusError, "bus_error"},
-    {DeathCause::kFileTruncated, "file_truncated"},
-    {DeathCause::kFloatingPoint, "fpe"},
-    {DeathCause::kIllegalInstruction, "illegal_instruction"},
-    {DeathCause::kAbort, "abort"},
-    {DeathCause::kExit, "exit"},
-    {DeathCause::kHang, "hang"},
-    {DeathCause::kOtherSignal, "signal"},
-};
+// The name of `cause` in a report: mploader::to_string(DeathCause) (util/errors.cc).
+inline const char* cause_name(DeathCause cause) { return to_string(cause); }
 
-// The name of `cause` in a report.
-constexpr const char* cause_name(DeathCause cause) {
-  for (const CauseName& c : kCauses) {
-    if (c.cause == cause) return c.name;
-  }
-  return "signal";  // kOtherSignal's: an enum value outside the table is some other signal
-}
-
-// Whether `name` is a cause a report may name.
+// Whether `name` is a cause a report may name: the name of some DeathCause.
 inline bool is_cause_name(const char* name) {
-  for (const CauseName& c : kCauses) {
-    if (std::strcmp(c.name, name) == 0) return true;
+  for (int c = 0; c <= static_cast<int>(DeathCause::kOtherSignal); ++c) {
+    if (std::strcmp(to_string(static_cast<DeathCause>(c)), name) == 0) return true;
   }
   return false;
 }

@@ -4,7 +4,7 @@
 // rings plus the workers' batches. Warnings are logged; an error means the run cannot work.
 #pragma once
 
-#include <mploader/options.h>
+#include <mploader/start_method.h>
 
 #include <cstdint>
 #include <string>

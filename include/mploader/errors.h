@@ -85,7 +85,7 @@ enum class DeathCause {
   kAbort,               ///< SIGABRT (abort(), a failed assert, std::terminate)
   kExit,                ///< the worker exited on its own
   kHang,                ///< no progress within the timeout; killed after a stack was taken
-  kOtherSignal,         ///< any other signal
+  kOtherSignal,         ///< any other signal; keep it last (is_cause_name loops up to it)
 };
 
 /// "shm_full", "oom", ...: the names used in crash reports.

@@ -20,6 +20,7 @@
 #include <mploader/rank_agreement.h>
 #include <mploader/registry.h>
 #include <mploader/sampler.h>
+#include <mploader/start_method.h>
 #include <mploader/streaming.h>
 #include <mploader/tensor_dict.h>
 #include <mploader/token_stream.h>

@@ -4,6 +4,8 @@
 
 #include <mploader/collate.h>
 #include <mploader/sampler.h>
+#include <mploader/start_method.h>
+#include <mploader/streaming.h>
 #include <mploader/worker_info.h>
 
 #include <chrono>
@@ -13,32 +15,6 @@
 #include <string>
 
 namespace mploader {
-
-/// How a Loader starts its worker processes (LoaderOptions::start_method).
-enum class StartMethod {
-  /// fork(2): workers are copies of this process, dataset and all. Fast; but a lock another
-  /// thread held, or a CUDA context, comes along broken.
-  kFork,
-  /// Workers are this program executed afresh (call mploader::init(argc, argv) first thing in
-  /// main); they rebuild the dataset from Dataset::recipe(). Slower to start, inherits nothing.
-  kSpawn,
-  /// A clean server process (started once, like a spawned worker) forks the workers; they
-  /// rebuild the dataset as spawned ones do. Inherits nothing from the training program and
-  /// starts faster than spawn.
-  kForkserver,
-};
-
-/// What a StreamingDataset's ranks do when they hold different numbers of batches in an epoch
-/// (LoaderOptions::uneven_ranks): DDP waits forever for a rank that stopped early, so every
-/// rank gets the same count.
-enum class UnevenRanks {
-  /// Ranks short of batches repeat their first batches of the epoch (the samples in them
-  /// come twice); no sample is left out.
-  kPad,
-  /// Every rank stops after as many batches as the rank with the fewest; the rest of the
-  /// longer ranks' samples are left out of that epoch.
-  kDrop,
-};
 
 /// Every option of a Loader. The Loader copies and checks them at construction: a wrong value
 /// is an OptionError naming the option, the value and the fix. A plain struct: no locking.

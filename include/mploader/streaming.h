@@ -45,6 +45,18 @@
 
 namespace mploader {
 
+/// What a StreamingDataset's ranks do when they hold different numbers of batches in an epoch
+/// (LoaderOptions::uneven_ranks): DDP waits forever for a rank that stopped early, so every
+/// rank gets the same count.
+enum class UnevenRanks {
+  /// Ranks short of batches repeat their first batches of the epoch (the samples in them
+  /// come twice); no sample is left out.
+  kPad,
+  /// Every rank stops after as many batches as the rank with the fewest; the rest of the
+  /// longer ranks' samples are left out of that epoch.
+  kDrop,
+};
+
 /// One shard of a StreamingDataset.
 struct ShardInfo {
   std::string name;         ///< Names the shard in messages and saved states (its path).
