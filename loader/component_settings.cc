@@ -49,10 +49,8 @@ SupervisorSettings supervisor_settings(const LoaderOptions& options) {
   SupervisorSettings s;
   s.crash_dir = options.crash_dir;
   s.timeout = options.timeout;
-  s.shm_dir = options.shm_dir;
-  s.num_workers = options.num_workers;
-  s.batch_size = options.batch_size;
-  s.prefetch_factor = options.prefetch_factor;
+  s.reported = ReportedOptions{options.num_workers, options.batch_size, options.prefetch_factor,
+                               options.shm_dir};
   s.persistent_workers = options.persistent_workers;
   return s;
 }

@@ -52,7 +52,6 @@ PreflightInput WorkerRuntime::preflight_input() const {
                                                     config_.max_indices, config_.slot_bytes)
                            .total_bytes;
   input.slot_bytes = config_.slot_bytes;
-  input.prefetch_factor = dispatcher_settings_.prefetch_factor;
   input.shm_dir = config_.shm_dir;
   input.start_method = config_.start_method;
   measure_machine(input);

@@ -104,9 +104,9 @@ json evidence_json(const DeathEvidence& e) {
                     {key::oom::kLimitBytes, e.oom_after.limit_bytes},
                     {key::oom::kOomKillsBefore, e.oom_before.oom_kills},
                     {key::oom::kOomKillsAfter, e.oom_after.oom_kills}};
-  const json options = {{key::options::kNumWorkers, e.num_workers},
-                        {key::options::kBatchSize, e.batch_size},
-                        {key::options::kPrefetchFactor, e.prefetch_factor},
+  const json options = {{key::options::kNumWorkers, e.options.num_workers},
+                        {key::options::kBatchSize, e.options.batch_size},
+                        {key::options::kPrefetchFactor, e.options.prefetch_factor},
                         {key::options::kTimeoutMs, e.timeout_ms}};
   namespace k = key::details;
   json details = {{k::kInFlight, in_flight},
@@ -116,7 +116,7 @@ json evidence_json(const DeathEvidence& e) {
                   {k::kProcessState, e.process_state ? std::string(1, e.process_state) : ""},
                   {k::kPhase, ipc::phase_name(e.phase)},
                   {k::kTasksDone, e.tasks_done},
-                  {k::kShmDir, e.shm_dir},
+                  {k::kShmDir, e.options.shm_dir},
                   {k::kOptions, options}};
   if (e.quarantine) details[k::kQuarantine] = quarantine_json(e);
   return details;

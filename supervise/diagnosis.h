@@ -23,6 +23,15 @@ struct InFlightBatch {
   std::vector<int64_t> indices;
 };
 
+// The loader's options that a crash report states beside the evidence, as the user gave them.
+// Made once from the options (loader/component_settings.cc) and read from there by every report.
+struct ReportedOptions {
+  int64_t num_workers = 0;
+  int64_t batch_size = 0;
+  int64_t prefetch_factor = 0;
+  std::string shm_dir;
+};
+
 struct DeathEvidence {
   int worker_id = -1;
   int pid = 0;
@@ -44,11 +53,8 @@ struct DeathEvidence {
   OomCounter oom_before;
   OomCounter oom_after;
   uint64_t ring_bytes = 0;
-  std::string shm_dir;
   std::vector<InFlightBatch> in_flight;
-  int64_t num_workers = 0;
-  int64_t batch_size = 0;
-  int64_t prefetch_factor = 0;
+  ReportedOptions options;
   std::optional<QuarantineVerdict> quarantine;  // with quarantine on (index -1: no sample)
   std::vector<QuarantinedSample> quarantined;   // every quarantined sample, after this death
 };

@@ -22,7 +22,6 @@ struct PreflightInput {
   int64_t num_workers = 0;
   uint64_t region_bytes = 0;  // one worker's region
   uint64_t slot_bytes = 0;
-  int64_t prefetch_factor = 0;
   std::string shm_dir;
   StartMethod start_method = StartMethod::kFork;
   bool forkserver_started = false;  // its socket is then among open_fds already

@@ -257,7 +257,7 @@ std::vector<std::string> Supervisor::follow_memory_growth() {
     ++growth_warnings_;
     warnings.push_back(memory_growth_warning(
         static_cast<int>(worker), w.seen.pid, *growth, w.seen.oom,
-        cgroup_usage_bytes(w.seen.oom), settings_.num_workers, settings_.persistent_workers));
+        cgroup_usage_bytes(w.seen.oom), settings_.reported.num_workers, settings_.persistent_workers));
   }
   return warnings;
 }
@@ -339,11 +339,8 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.oom_before = w.oom;
   e.oom_after = reread_oom_counter(w.oom);
   e.ring_bytes = c.region->size();
-  e.shm_dir = settings_.shm_dir;
   e.in_flight = in_flight_.snapshot(worker);
-  e.num_workers = settings_.num_workers;
-  e.batch_size = settings_.batch_size;
-  e.prefetch_factor = settings_.prefetch_factor;
+  e.options = settings_.reported;
 
   const Diagnosis d = diagnose(e);
   judge_sample(e, d);

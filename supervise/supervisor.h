@@ -35,10 +35,7 @@ namespace mploader::detail {
 struct SupervisorSettings {
   std::string crash_dir;  // LoaderOptions::crash_dir as given; the Supervisor resolves empty
   std::chrono::milliseconds timeout{0};  // stated in the report of a death that is no hang
-  std::string shm_dir;
-  int64_t num_workers = 0;
-  int64_t batch_size = 0;
-  int64_t prefetch_factor = 0;
+  ReportedOptions reported;  // echoed in every crash report; num_workers sizes the warnings
   bool persistent_workers = false;  // named in the memory-growth warning's remedies
   // The loader's quarantine (shared with it), which each death on a sample is counted in;
   // null: none.

@@ -19,7 +19,6 @@ PreflightInput roomy_machine() {
   in.num_workers = 4;
   in.region_bytes = 40 << 20;
   in.slot_bytes = 12 << 20;
-  in.prefetch_factor = 2;
   in.open_fds = 20;
   in.fd_soft_limit = 1024;
   in.fd_hard_limit = 4096;
