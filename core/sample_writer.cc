@@ -1,4 +1,4 @@
-// SampleWriter and BatchWriter (mploader/sample_writer.h), and the defaults that let a dataset
+// FieldWriter, SampleWriter and BatchWriter (mploader/sample_writer.h), and the defaults that let a dataset
 // implement get(), write(), or both (mploader/dataset.h).
 #include <mploader/dataset.h>
 
@@ -96,66 +96,54 @@ SampleLayout layout_of(const Sample& sample) {
   return out;
 }
 
-SampleWriter::SampleWriter(const SampleLayout& layout, uint8_t* const* bases,
-                           const size_t* field_bytes, size_t row)
-    : layout_(&layout), bases_(bases), field_bytes_(field_bytes), row_(row) {}
+FieldWriter::FieldWriter(const SampleLayout& layout, uint8_t* const* bases,
+                         const size_t* field_bytes, size_t row, int64_t batch_rows,
+                         const char* unit)
+    : layout_(&layout), bases_(bases), field_bytes_(field_bytes), row_(row),
+      batch_rows_(batch_rows), unit_(unit) {}
 
-size_t SampleWriter::index_of(std::string_view name) const { return find_field(*layout_, name); }
+size_t FieldWriter::index_of(std::string_view name) const { return find_field(*layout_, name); }
 
-void SampleWriter::check_field(size_t k) const { check_field_index(*layout_, k); }
+void FieldWriter::check_field(size_t k) const { check_field_index(*layout_, k); }
 
-void SampleWriter::check_dtype(size_t k, at::ScalarType wanted) const {
+void FieldWriter::check_dtype(size_t k, at::ScalarType wanted) const {
   check_field(k);
   check_dtype_of((*layout_)[k], wanted);
 }
 
-void* SampleWriter::bytes(size_t k) {
+void* FieldWriter::bytes(size_t k) {
   check_field(k);
   written_ |= uint64_t{1} << k;
   return bases_[k] + row_ * field_bytes_[k];
 }
 
-at::Tensor SampleWriter::tensor(size_t k) {
+at::Tensor FieldWriter::tensor(size_t k) {
   void* base = bytes(k);
-  return at::from_blob(base, field(k).shape, at::TensorOptions().dtype(field(k).dtype));
+  std::vector<int64_t> shape;
+  if (batch_rows_ >= 0) shape.push_back(batch_rows_);
+  shape.insert(shape.end(), field(k).shape.begin(), field(k).shape.end());
+  return at::from_blob(base, shape, at::TensorOptions().dtype(field(k).dtype));
 }
+
+void FieldWriter::mark_all_written() { written_ = all_fields(layout_->size()); }
+
+void FieldWriter::check_complete() const {
+  if (written_ != all_fields(layout_->size())) throw_unwritten(*layout_, written_, unit_);
+}
+
+SampleWriter::SampleWriter(const SampleLayout& layout, uint8_t* const* bases,
+                           const size_t* field_bytes, size_t row)
+    : FieldWriter(layout, bases, field_bytes, row, -1, "field") {}
 
 void SampleWriter::copy(size_t k, const at::Tensor& value) {
   check_field(k);
   copy_checked(field(k), static_cast<uint8_t*>(bytes(k)), value);
 }
 
-void SampleWriter::check_complete() const {
-  if (written_ != all_fields(layout_->size())) throw_unwritten(*layout_, written_, "field");
-}
-
 BatchWriter::BatchWriter(const SampleLayout& layout, uint8_t* const* bases,
                          const size_t* field_bytes, size_t rows)
-    : layout_(&layout), bases_(bases), field_bytes_(field_bytes), rows_(rows), current_row_(rows) {}
-
-size_t BatchWriter::index_of(std::string_view name) const { return find_field(*layout_, name); }
-
-void BatchWriter::check_dtype(size_t k, at::ScalarType wanted) const {
-  check_field_index(*layout_, k);
-  check_dtype_of((*layout_)[k], wanted);
-}
-
-void* BatchWriter::bytes(size_t k) {
-  check_field_index(*layout_, k);
-  written_ |= uint64_t{1} << k;
-  return bases_[k];
-}
-
-at::Tensor BatchWriter::tensor(size_t k) {
-  void* base = bytes(k);
-  std::vector<int64_t> shape{static_cast<int64_t>(rows_)};
-  shape.insert(shape.end(), field(k).shape.begin(), field(k).shape.end());
-  return at::from_blob(base, shape, at::TensorOptions().dtype(field(k).dtype));
-}
-
-void BatchWriter::check_complete() const {
-  if (written_ != all_fields(layout_->size())) throw_unwritten(*layout_, written_, "batch field");
-}
+    : FieldWriter(layout, bases, field_bytes, 0, static_cast<int64_t>(rows), "batch field"),
+      rows_(rows), current_row_(rows) {}
 
 namespace {
 // A dataset that declares a layout but implements neither get() nor write() would have the
@@ -228,7 +216,7 @@ void Dataset::write_batch(const int64_t* indices, size_t count, BatchWriter& out
     row.check_complete();
   }
   out.current_row_ = count;
-  out.written_ = all_fields(out.num_fields());
+  out.mark_all_written();
 }
 
 }  // namespace mploader

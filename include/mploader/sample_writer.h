@@ -34,15 +34,15 @@ using SampleLayout = std::vector<FieldLayout>;
 /// layout from its first sample, `return layout_of(get(0));` once, then keeps it.
 SampleLayout layout_of(const Sample& sample);
 
-/// Where Dataset::write puts one sample: for each field of the dataset's sample_layout(),
-/// exactly field(k).nbytes() writable bytes, C-contiguous, in that field's dtype.
+/// What SampleWriter and BatchWriter share: the fields that sample_layout() declares, and the
+/// memory of each, handed out by index or by name.
 ///
-/// Every field must be written: a field that write() never asks for (through bytes(), data(),
-/// tensor() or copy()) would leave an earlier batch's bytes in the row, so it fails the batch
-/// with a WorkerError naming the field instead. Asking for a field counts as writing all of it;
-/// a dataset that writes only part of the memory it asked for is not caught. The memory is valid
-/// only during the call. Not thread-safe; mploader makes one per sample.
-class SampleWriter {
+/// Every field must be written: a field that the dataset never asks for (through bytes(),
+/// data(), tensor() or SampleWriter::copy()) would leave an earlier batch's bytes in the slot,
+/// so it fails the batch with a WorkerError naming the field instead. Asking for a field counts
+/// as writing all of it; a dataset that writes only part of the memory it asked for is not
+/// caught. The memory is valid only during the call. Not thread-safe.
+class FieldWriter {
  public:
   /// The fields, in the order sample_layout() declared them.
   size_t num_fields() const { return layout_->size(); }
@@ -50,7 +50,8 @@ class SampleWriter {
   /// The position of field `name`; throws std::invalid_argument naming the declared fields.
   size_t index_of(std::string_view name) const;
 
-  /// Field k's memory: field(k).nbytes() bytes to fill.
+  /// Field k's memory, C-contiguous: field(k).nbytes() bytes for one sample (SampleWriter),
+  /// rows() times that for a batch (BatchWriter).
   void* bytes(size_t k);
   /// Field k's memory as T; throws std::invalid_argument when T is not the field's dtype.
   template <typename T>
@@ -64,9 +65,43 @@ class SampleWriter {
     return data<T>(index_of(name));
   }
   /// Field k as a tensor over its memory, for libtorch ops that write into a given tensor
-  /// (copy_, the *_out ops). Costs one tensor; bytes() and data() cost none.
+  /// (copy_, index_select_out and the like): the field's shape for a sample, [rows(), shape...]
+  /// for a batch. Costs one tensor; bytes() and data() cost none.
   at::Tensor tensor(size_t k);
   at::Tensor tensor(std::string_view name) { return tensor(index_of(name)); }  ///< By name.
+
+  /// For mploader: throws std::invalid_argument naming the fields not written, if any.
+  void check_complete() const;
+
+ protected:
+  /// Field k of the memory starts at bases[k] + row * field_bytes[k]; batch_rows is -1 for one
+  /// sample (no batch dimension in tensor()), else the rows of a batch. `unit` names a field in
+  /// check_complete()'s message.
+  FieldWriter(const SampleLayout& layout, uint8_t* const* bases, const size_t* field_bytes,
+              size_t row, int64_t batch_rows, const char* unit);
+  /// Throws std::out_of_range unless field k is declared.
+  void check_field(size_t k) const;
+  /// Throws std::invalid_argument, naming the field, unless its dtype is `wanted`.
+  void check_dtype(size_t k, at::ScalarType wanted) const;
+  /// Every field counts as written (its rows were, by writers of their own).
+  void mark_all_written();
+
+  const SampleLayout* layout_;  ///< The declared fields.
+  uint8_t* const* bases_;       ///< Where each field's memory starts.
+  const size_t* field_bytes_;   ///< One sample's bytes of each field.
+
+ private:
+  size_t row_;
+  int64_t batch_rows_;
+  const char* unit_;
+  uint64_t written_ = 0;  // bit k: field k was handed out (at most 64 fields: the tensor table's)
+};
+
+/// Where Dataset::write puts one sample: for each field of the dataset's sample_layout(),
+/// exactly field(k).nbytes() writable bytes, C-contiguous, in that field's dtype. The rules of
+/// FieldWriter hold: every field must be asked for. mploader makes one per sample.
+class SampleWriter : public FieldWriter {
+ public:
   /// Copies `value` into field k. Throws std::invalid_argument, with both shapes and dtypes,
   /// unless `value` has exactly the field's dtype and shape (any strides).
   void copy(size_t k, const at::Tensor& value);
@@ -77,48 +112,18 @@ class SampleWriter {
   /// pointer array outlives the writer).
   SampleWriter(const SampleLayout& layout, uint8_t* const* bases, const size_t* field_bytes,
                size_t row);
-  /// For mploader: throws std::invalid_argument naming the fields not written, if any.
-  void check_complete() const;
-
- private:
-  void check_dtype(size_t k, at::ScalarType wanted) const;
-  void check_field(size_t k) const;
-
-  const SampleLayout* layout_;
-  uint8_t* const* bases_;
-  const size_t* field_bytes_;
-  size_t row_;
-  uint64_t written_ = 0;  // bit k: field k was handed out (at most 64 fields: the tensor table's)
 };
 
 /// Where Dataset::write_batch puts a whole batch: field k is one C-contiguous block of
 /// rows() x field(k).nbytes() bytes, shape [rows(), field(k).shape...], rows in the order of
-/// the indices. The same rules as SampleWriter: every field must be asked for.
-class BatchWriter {
+/// the indices. The rules of FieldWriter hold: every field must be asked for.
+class BatchWriter : public FieldWriter {
  public:
   size_t rows() const { return rows_; }  ///< The samples in the batch.
-  size_t num_fields() const { return layout_->size(); }  ///< As in sample_layout().
-  const FieldLayout& field(size_t k) const { return (*layout_)[k]; }  ///< Field `k`.
-  /// The position of field `name`; throws std::invalid_argument naming the declared fields.
-  size_t index_of(std::string_view name) const;
-
-  /// Field k's memory for all rows: rows() * field(k).nbytes() bytes.
-  void* bytes(size_t k);
-  /// As bytes(), as T; throws std::invalid_argument when T is not the field's dtype.
-  template <typename T>
-  T* data(size_t k) {
-    check_dtype(k, c10::CppTypeToScalarType<T>::value);
-    return static_cast<T*>(bytes(k));
-  }
-  /// Field k as a [rows(), shape...] tensor over its memory (for index_select_out and the like).
-  at::Tensor tensor(size_t k);
-  at::Tensor tensor(std::string_view name) { return tensor(index_of(name)); }  ///< By name.
 
   /// For mploader: a writer of a batch of `rows` samples whose field k starts at bases[k].
   BatchWriter(const SampleLayout& layout, uint8_t* const* bases, const size_t* field_bytes,
               size_t rows);
-  /// For mploader: throws std::invalid_argument naming the fields not written, if any.
-  void check_complete() const;
 
  private:
   friend class Dataset;  // its default write_batch() writes row by row
@@ -135,14 +140,9 @@ class BatchWriter {
   size_t current_row() const { return current_row_; }  ///< For mploader: see on_row().
 
  private:
-  void check_dtype(size_t k, at::ScalarType wanted) const;
   SampleWriter row(size_t r) const { return SampleWriter(*layout_, bases_, field_bytes_, r); }
 
-  const SampleLayout* layout_;
-  uint8_t* const* bases_;
-  const size_t* field_bytes_;
   size_t rows_;
-  uint64_t written_ = 0;
   RowHook hook_ = nullptr;
   void* hook_context_ = nullptr;
   size_t current_row_;
