@@ -27,11 +27,30 @@ void install_trap(jpeg_decompress_struct& cinfo, JpegTrap& trap) {
   trap.manager.emit_message = jump_on_truncation;
 }
 
-// After the caller's setjmp: the decompressor, over `data`, with its header read.
-void open_jpeg(jpeg_decompress_struct& cinfo, const uint8_t* data, size_t size) {
+// Runs `use` on a decompressor over `data` whose header is read, then destroys it. Returns false
+// with trap.message set when libjpeg fails, in the header or anywhere in `use`: the setjmp is in
+// this frame, which stays live while `use` runs, so libjpeg's longjmp lands here. `use` may
+// throw (the decompressor is destroyed first), but must hold no object with a destructor across
+// a libjpeg call: the longjmp would skip it.
+template <typename Use>
+bool with_jpeg(const uint8_t* data, size_t size, JpegTrap& trap, Use&& use) {
+  jpeg_decompress_struct cinfo;
+  install_trap(cinfo, trap);
+  if (setjmp(trap.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
+  try {
+    use(cinfo);
+  } catch (...) {
+    jpeg_destroy_decompress(&cinfo);
+    throw;
+  }
+  jpeg_destroy_decompress(&cinfo);
+  return true;
 }
 
 // Pillow's cmyk2rgb: each channel times (255 - K), with Pillow's rounding. Adobe's files store
@@ -84,20 +103,13 @@ bool reaches_end_marker(const uint8_t* data, size_t size) {
   return false;
 }
 
-// Reads the rows and columns of `request` (scaled, widened to iMCUs) into out. Returns false with
-// trap.message set on a libjpeg error; throws DecodeError for a size check_image_size refuses.
-bool read_region(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
-                 std::vector<uint8_t>& row, JpegTrap& trap) {
-  jpeg_decompress_struct cinfo;
-  install_trap(cinfo, trap);
-  if (setjmp(trap.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    return false;
-  }
-  open_jpeg(cinfo, data, size);
+// Reads the rows and columns of `request` (scaled, widened to iMCUs) into out; under
+// with_jpeg(), which a libjpeg error returns to. Throws DecodeError for a size check_image_size
+// refuses. Holds nothing with a destructor (see with_jpeg).
+void decode_region(jpeg_decompress_struct& cinfo, const DecodeRequest& request, RgbImage& out,
+                   std::vector<uint8_t>& row) {
   const int64_t width = cinfo.image_width, height = cinfo.image_height;
   if (width < 1 || height < 1 || width * height > request.max_pixels) {
-    jpeg_destroy_decompress(&cinfo);
     check_image_size(width, height, request.max_pixels);  // throws, before any pixel exists
   }
   const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
@@ -140,22 +152,20 @@ bool read_region(const uint8_t* data, size_t size, const DecodeRequest& request,
   } else {
     jpeg_finish_decompress(&cinfo);
   }
-  jpeg_destroy_decompress(&cinfo);
-  return true;
+}
+
+bool read_region(const uint8_t* data, size_t size, const DecodeRequest& request, RgbImage& out,
+                 std::vector<uint8_t>& row, JpegTrap& trap) {
+  return with_jpeg(data, size, trap, [&](jpeg_decompress_struct& cinfo) {
+    decode_region(cinfo, request, out, row);
+  });
 }
 
 bool read_header(const uint8_t* data, size_t size, ImageInfo& info, JpegTrap& trap) {
-  jpeg_decompress_struct cinfo;
-  install_trap(cinfo, trap);
-  if (setjmp(trap.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    return false;
-  }
-  open_jpeg(cinfo, data, size);
-  info = ImageInfo{ImageFormat::kJpeg, static_cast<int>(cinfo.image_width),
-                   static_cast<int>(cinfo.image_height)};
-  jpeg_destroy_decompress(&cinfo);
-  return true;
+  return with_jpeg(data, size, trap, [&](jpeg_decompress_struct& cinfo) {
+    info = ImageInfo{ImageFormat::kJpeg, static_cast<int>(cinfo.image_width),
+                     static_cast<int>(cinfo.image_height)};
+  });
 }
 
 }  // namespace
