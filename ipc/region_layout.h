@@ -37,8 +37,9 @@ constexpr uint32_t kRingCapacity = 64;
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
 // num_slots is prefetch_factor + 1 and prefetch_factor < kMaxDescriptors: the stack holds them.
 static_assert(kMaxSlots >= kMaxDescriptors);
-// The tensor table's limits (README, "Limits"). Each is checked against sample 0's batch at
-// Loader construction. A descriptor's table costs kMaxTensors * ~280 bytes, per descriptor.
+// The tensor table's limits (docs/batches.md, "Limits of a batch"). Each is checked against
+// sample 0's batch at Loader construction. A descriptor's table costs kMaxTensors * ~280
+// bytes, per descriptor.
 constexpr uint32_t kMaxTensors = 64;
 constexpr uint32_t kMaxDims = 16;   // batch dimension included
 constexpr uint32_t kNameBytes = 128;  // 127 characters and the terminator
