@@ -1,9 +1,9 @@
 // mploader-bench command line: CLI11 reads every option as text; the parsers here check it so
 // that each mistake gets one line that names the option and says how to fix it.
-#include "cli.h"
+#include "bench/cli.h"
 
-#include "fault_injection.h"
-#include "fmnist_idx.h"
+#include "bench/runners/fault_injection.h"
+#include "bench/workloads/fmnist_idx.h"
 
 #include <CLI/CLI.hpp>
 

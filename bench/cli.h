@@ -2,7 +2,7 @@
 // A bad value throws UsageError with a one-line message naming the option and the fix.
 #pragma once
 
-#include "run_config.h"
+#include "bench/run_config.h"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,8 @@
-// The names --inject-fault accepts, apart from the faults themselves (fault_injection.cc) so
-// that the command line's parser (cli.cc) links without the library: the fuzz target of the
-// --config TOML files (fuzz/fuzz_bench_config.cc) builds cli.cc alone.
-#include "fault_injection.h"
+// The names --inject-fault accepts, apart from the faults themselves
+// (bench/runners/fault_injection.cc) so that the command line's parser (cli.cc) links without
+// the library: the fuzz target of the --config TOML files (fuzz/fuzz_bench_config.cc) builds
+// cli.cc alone.
+#include "bench/runners/fault_injection.h"
 
 namespace bench {
 

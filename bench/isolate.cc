@@ -1,8 +1,8 @@
 // Fork-per-configuration: the child measures and writes JSON lines (or one "!error" line) to a
 // pipe; the parent reads them back and reaps the child.
-#include "isolate.h"
+#include "bench/isolate.h"
 
-#include "report.h"
+#include "bench/report.h"
 
 #include <ATen/Parallel.h>
 
@@ -75,7 +75,7 @@ int reap(pid_t pid) {
 // measuring, at full speed, for nobody. PDEATHSIG fires when the thread that forked exits; that
 // is the bench's main thread (isolate.h), so it means "the bench is gone". mploader's workers
 // die with the run process in turn (their own PDEATHSIG), and pytorch's python with it too
-// (run_pytorch.cc).
+// (bench/runners/run_pytorch.cc).
 void die_with_bench(pid_t bench) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != bench) _exit(1);  // the bench died before prctl took effect

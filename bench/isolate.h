@@ -3,7 +3,7 @@
 // pools, caches), and a loader that crashes is reported instead of ending the bench.
 #pragma once
 
-#include "run_config.h"
+#include "bench/run_config.h"
 
 #include <functional>
 #include <vector>

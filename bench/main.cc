@@ -4,24 +4,24 @@
 //
 //   mploader-bench --workload synthetic --workers 0,1,2 --loader mploader,libtorch,inprocess
 //   mploader-bench --workload fmnist --loader mploader,pytorch --json
-//   mploader-bench --workload tokens --sampler random,bucket   (see run_tokens.h)
+//   mploader-bench --workload tokens --sampler random,bucket   (see bench/tokens/run_tokens.h)
 //
 // Results go to stdout (a table, ratios, recommendations; or with --json one JSON object per
 // configuration per line), optionally --csv and --plot files; a progress bar (only on a
 // terminal) and skips go to stderr. Exit: 0 ok, 1 a run or the data failed, 2 a bad option.
 // The workload is prepared once; each configuration then runs in a forked child of its own
 // (isolate.h), so no run depends on which ran before it.
-#include "cli.h"
-#include "isolate.h"
-#include "jpeg_dataset.h"
-#include "outputs.h"
-#include "recommend.h"
-#include "report.h"
-#include "run_config.h"
-#include "run_tokens.h"
-#include "stream_corpus.h"
-#include "tar_workload.h"
-#include "workloads.h"
+#include "bench/cli.h"
+#include "bench/isolate.h"
+#include "bench/outputs.h"
+#include "bench/recommend.h"
+#include "bench/report.h"
+#include "bench/run_config.h"
+#include "bench/tokens/run_tokens.h"
+#include "bench/workloads/jpeg_dataset.h"
+#include "bench/workloads/stream_corpus.h"
+#include "bench/workloads/tar_workload.h"
+#include "bench/workloads/workloads.h"
 
 #include <ATen/Parallel.h>
 
@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
   // --start spawn and forkserver run this program again as workers; they begin here.
   mploader::init(argc, argv);
   try {
-    // --workload tokens has its own options (run_tokens.h).
+    // --workload tokens has its own options (bench/tokens/run_tokens.h).
     if (bench::wants_tokens(argc, argv)) return bench::tokens_main(argc, argv);
     bench::Plan plan;
     if (!bench::parse_command_line(argc, argv, plan)) return 0;

@@ -1,5 +1,5 @@
 // CSV, gnuplot script + data + PNG, and the terminal progress bar.
-#include "outputs.h"
+#include "bench/outputs.h"
 
 #include <unistd.h>
 #include <sys/wait.h>

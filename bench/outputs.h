@@ -3,7 +3,7 @@
 // Errors (a folder that does not exist, a full disk) throw std::runtime_error naming the file.
 #pragma once
 
-#include "run_config.h"
+#include "bench/run_config.h"
 
 #include <string>
 #include <vector>

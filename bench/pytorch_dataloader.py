@@ -166,7 +166,8 @@ class JpegDataset(Dataset):
         log_ratio = torch.log(torch.tensor([3 / 4, 4 / 3]))
         for _ in range(10):
             target = area * torch.empty(1).uniform_(0.08, 1.0, generator=g).item()
-            aspect = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1], generator=g)).item()
+            aspect = torch.exp(
+                torch.empty(1).uniform_(log_ratio[0], log_ratio[1], generator=g)).item()
             w, h = round((target * aspect) ** 0.5), round((target / aspect) ** 0.5)
             if 0 < w <= width and 0 < h <= height:
                 top = torch.randint(0, height - h + 1, (1,), generator=g).item()
@@ -334,16 +335,17 @@ def torchvision_folder(data_dir):
         return None, None
     transform = transforms.Compose([
         transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(), transforms.ToTensor(),
-        transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+        transforms.Normalize(JpegDataset.MEAN.view(-1).tolist(),
+                             JpegDataset.STD.view(-1).tolist())])
     how = (f"torchvision {torchvision.__version__}'s ImageFolder (PIL), RandomResizedCrop(224), "
            "RandomHorizontalFlip, ToTensor, Normalize; default_collate")
     return TorchvisionFolder(datasets.ImageFolder(data_dir, transform=transform)), how
 
 
 JPEG_NOTE = ("PyTorch side: torchvision's ImageFolder PIL path, written out (so that it runs "
-             "without torchvision, with crops seeded per sample): PIL decode and convert RGB, RandomResizedCrop(224) parameters as "
-             "torchvision's, PIL BILINEAR (antialiased) resize of the crop, flip, ToTensor, "
-             "Normalize")
+             "without torchvision, with crops seeded per sample): PIL decode and convert RGB, "
+             "RandomResizedCrop(224) parameters as torchvision's, PIL BILINEAR (antialiased) "
+             "resize of the crop, flip, ToTensor, Normalize")
 
 
 HOW = {"stream": "IterableDataset over np.memmap, sharded by get_worker_info(), default_collate",

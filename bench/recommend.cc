@@ -1,5 +1,5 @@
 // recommend(): group rows, pick the smallest worker count within 5 % of the best, classify.
-#include "recommend.h"
+#include "bench/recommend.h"
 
 #include <cstdio>
 #include <map>

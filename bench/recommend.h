@@ -16,7 +16,7 @@
 //   Loaders without these counters (libtorch, inprocess, pytorch) get the choice and no reason.
 #pragma once
 
-#include "run_config.h"
+#include "bench/run_config.h"
 
 #include <ostream>
 #include <string>

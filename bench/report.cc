@@ -1,5 +1,5 @@
 // JSON lines, the readable table, and the mploader-to-others ratios.
-#include "report.h"
+#include "bench/report.h"
 
 #include <nlohmann/json.hpp>
 

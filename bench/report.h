@@ -2,7 +2,7 @@
 // mploader's throughput to each other loader's.
 #pragma once
 
-#include "run_config.h"
+#include "bench/run_config.h"
 
 #include <ostream>
 #include <string>

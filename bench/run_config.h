@@ -26,7 +26,7 @@ struct RunConfig {
   std::string workload;  // synthetic | fmnist | jpeg | stream | tar
   std::string data_dir;  // fmnist IDX folder
   std::string jpeg_dir;  // jpeg: folder of .jpg files (--data-dir, or the generated set)
-  std::string corpus;    // stream: the uint16 token file (stream_corpus.h)
+  std::string corpus;    // stream: the uint16 token file (bench/workloads/stream_corpus.h)
   std::string tar_dir;   // tar: folder of .tar shards (--data-dir, or the packed set)
   int64_t context = 1024;  // stream: tokens per window
   std::vector<int64_t> sample_shape;  // synthetic "image" shape
@@ -41,7 +41,7 @@ struct RunConfig {
   std::string crash_dir;   // empty: $MPLOADER_CRASH_DIR, else ./mploader-crashes
   int64_t timeout_ms = 120000;
   int64_t max_restarts = 0;
-  // --inject-fault (fault_injection.h): empty for a normal run.
+  // --inject-fault (bench/runners/fault_injection.h): empty for a normal run.
   std::string fault;
   int64_t fault_at_batch = 3;
   int64_t fault_worker = 0;

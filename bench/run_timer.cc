@@ -1,7 +1,7 @@
 // RunTimer: first-batch latency, steady-state rates, wall and teardown time of one run.
-#include "run_timer.h"
+#include "bench/run_timer.h"
 
-#include "jpeg_dataset.h"
+#include "bench/workloads/jpeg_dataset.h"
 
 #include <algorithm>
 #include <cmath>

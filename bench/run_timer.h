@@ -2,7 +2,7 @@
 // reports, so that every loader is measured the same way.
 #pragma once
 
-#include "run_config.h"
+#include "bench/run_config.h"
 
 #include <ATen/core/Tensor.h>
 

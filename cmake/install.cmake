@@ -48,7 +48,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mploaderConfig.cmake
 if(TARGET mploader-bench)
   install(TARGETS mploader-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   # The bench runs PyTorch's DataLoader through this script; the installed bench looks for it
-  # here, relative to its own location (bench/run_pytorch.cc).
+  # here, relative to its own location (bench/runners/run_pytorch.cc).
   install(FILES bench/pytorch_dataloader.py DESTINATION ${CMAKE_INSTALL_DATADIR}/mploader)
 endif()
 if(TARGET mploader-soak)

@@ -3,7 +3,8 @@
 # is run by hand, docs/contributing.md); each planted fault (--inject) makes it FAIL naming the
 # epoch and what changed, so the checks can fail; wrong options exit 2 naming the option. Only
 # in the normal build against libtorch 2.x: a sanitizer changes what RSS and threads do over a
-# run, and the 1.13 build adds nothing here.
+# run, and the 1.13 build adds nothing here. mploader-soak (tools/soak/) is built with
+# MPLOADER_BUILD_TOOLS; without it there are no soak tests.
 if(NOT TARGET mploader-soak OR MPLOADER_SANITIZE OR Torch_VERSION VERSION_LESS 2.0)
   return()
 endif()

@@ -1,9 +1,9 @@
 // Runs mploader::Loader (worker processes, shared-memory rings) over the workload, with the
 // dataset wrapped by fault_injection.h when --inject-fault asks for a fault.
-#include "fault_injection.h"
-#include "jpeg_dataset.h"
-#include "run_config.h"
-#include "run_timer.h"
+#include "bench/run_config.h"
+#include "bench/run_timer.h"
+#include "bench/runners/fault_injection.h"
+#include "bench/workloads/jpeg_dataset.h"
 
 #include <mploader/loader.h>
 
@@ -33,7 +33,7 @@ mploader::LoaderOptions loader_options(const RunConfig& config) {
   options.timeout = std::chrono::milliseconds(config.timeout_ms);
   options.crash_dir = config.crash_dir;
   options.max_restarts_per_epoch = config.max_restarts;
-  // Workers live across epochs, as PyTorch's do in pytorch_dataloader.py.
+  // Workers live across epochs, as PyTorch's do in bench/pytorch_dataloader.py.
   options.persistent_workers = true;
   options.start_method = config.start == "spawn"        ? mploader::StartMethod::kSpawn
                          : config.start == "forkserver" ? mploader::StartMethod::kForkserver

@@ -8,7 +8,8 @@
 //
 // Samples: "jpg" float32 [3, 224, 224] through the jpeg workload's transform
 // (RandomResizedCrop(224), RandomHorizontalFlip(), ToTensor(), Normalize), "cls" int64.
-// pytorch_dataloader.py reads the same tars with the webdataset package and with tarfile.
+// bench/pytorch_dataloader.py reads the same tars with the webdataset package and with
+// tarfile.
 #pragma once
 
 #include <mploader/dataset.h>

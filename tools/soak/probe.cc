@@ -1,4 +1,4 @@
-#include "soak_probe.h"
+#include "tools/soak/probe.h"
 
 #include <dirent.h>
 #include <unistd.h>

@@ -6,10 +6,10 @@
 // loading work itself costs. `workers` threads do the work
 // (the calling thread and workers - 1 helpers, so no thread sits waiting); workers == 0 and
 // workers == 1 both load in the calling thread alone.
-#include "fill_pool.h"
-#include "jpeg_dataset.h"
-#include "run_config.h"
-#include "run_timer.h"
+#include "bench/run_config.h"
+#include "bench/run_timer.h"
+#include "bench/runners/fill_pool.h"
+#include "bench/workloads/jpeg_dataset.h"
 
 #include <mploader/dataset.h>
 

@@ -1,5 +1,5 @@
 // FillPool: rows handed out through an atomic counter; spin-then-sleep hand-offs.
-#include "fill_pool.h"
+#include "bench/runners/fill_pool.h"
 
 #include <chrono>
 

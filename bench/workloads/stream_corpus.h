@@ -4,7 +4,8 @@
 // is counted twice), in sorted path order.
 //
 // corpus.bin holds one uint16 id per byte (vocabulary 256), little-endian, no header: the
-// layout nanoGPT's train.bin has, which pytorch_dataloader.py reads with np.memmap as well.
+// layout nanoGPT's train.bin has, which bench/pytorch_dataloader.py reads with np.memmap as
+// well.
 // Samples: "input" and "target", int64 [context].
 #pragma once
 

@@ -5,7 +5,7 @@
 // children, shared memory and RSS are measured and must stay flat from --check-from on.
 #pragma once
 
-#include "soak_options.h"
+#include "tools/soak/options.h"
 
 #include <iosfwd>
 

@@ -3,7 +3,7 @@
 // call it from threads; mploader's workers each have their own copy after fork).
 #pragma once
 
-#include "run_config.h"
+#include "bench/run_config.h"
 
 #include <mploader/dataset.h>
 

@@ -1,4 +1,4 @@
-#include "soak_log.h"
+#include "tools/soak/log.h"
 
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>

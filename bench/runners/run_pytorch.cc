@@ -1,8 +1,9 @@
-// Runs PyTorch's torch.utils.data.DataLoader through pytorch_dataloader.py under the project's
-// Python (MPLOADER_PYTHON: the environment of the libtorch mploader was built with, by default
-// the .venv with torch 2.13; $MPLOADER_BENCH_PYTHON overrides it) and reads back its JSON lines.
-#include "report.h"
-#include "run_config.h"
+// Runs PyTorch's torch.utils.data.DataLoader through bench/pytorch_dataloader.py under the
+// project's Python (MPLOADER_PYTHON: the environment of the libtorch mploader was built with, by
+// default the .venv with torch 2.13; $MPLOADER_BENCH_PYTHON overrides it) and reads back its
+// JSON lines.
+#include "bench/report.h"
+#include "bench/run_config.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -60,7 +61,7 @@ std::string script_path() {
 // In the child between fork and exec (async-signal-safe calls only): stdin from /dev/null,
 // stdout to `out_fd` (or /dev/null, stderr too, when -1), then exec. PDEATHSIG, which exec
 // keeps, kills python when the process that forked it dies: run_child runs in the run process
-// of isolate.h, itself killed with the bench, so python never outlives a killed bench.
+// of bench/isolate.h, itself killed with the bench, so python never outlives a killed bench.
 [[noreturn]] void exec_child(pid_t parent, char* const* argv, int out_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // the parent died before prctl took effect

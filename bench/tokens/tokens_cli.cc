@@ -1,8 +1,8 @@
 // The command line of mploader-bench --workload tokens (run_tokens.h): CLI11 reads every option
-// as text and the checks here give one line naming the option and the fix, as cli.cc does.
-#include "cli.h"
-#include "run_tokens.h"
-#include "token_corpus.h"
+// as text and the checks here give one line naming the option and the fix, as bench/cli.cc does.
+#include "bench/cli.h"
+#include "bench/tokens/run_tokens.h"
+#include "bench/tokens/token_corpus.h"
 
 #include <CLI/CLI.hpp>
 

@@ -1,6 +1,6 @@
 // Real faults for --inject-fault: each one fails the way a buggy dataset would, so the kernel,
 // not the bench, decides how the worker dies.
-#include "fault_injection.h"
+#include "bench/runners/fault_injection.h"
 
 #include <mploader/worker_info.h>
 

@@ -1,4 +1,4 @@
-#include "soak_kills.h"
+#include "tools/soak/kills.h"
 
 #include <signal.h>
 

@@ -1,9 +1,9 @@
 // Runs of mploader-bench --workload tokens (run_tokens.h): one Loader per sampler x workers
 // value over the corpus, counting real and padded tokens of every batch it delivers.
-#include "run_tokens.h"
+#include "bench/tokens/run_tokens.h"
 
-#include "run_config.h"
-#include "token_corpus.h"
+#include "bench/run_config.h"
+#include "bench/tokens/token_corpus.h"
 
 #include <mploader/bucket_sampler.h>
 #include <mploader/distributed_sampler.h>

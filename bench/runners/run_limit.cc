@@ -4,8 +4,8 @@
 // slots per worker, the one released last reused first), handed to the calling thread in order
 // as mploader hands batches to the training loop. No processes, no descriptors, no collation: what is left is the work itself
 // and its memory traffic. Only for workloads that declare a sample layout.
-#include "run_config.h"
-#include "run_timer.h"
+#include "bench/run_config.h"
+#include "bench/run_timer.h"
 
 #include <mploader/dataset.h>
 

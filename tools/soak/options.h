@@ -2,7 +2,7 @@
 // one-line message names the option, the value and the fix (main exits with 2).
 #pragma once
 
-#include "soak_inject.h"
+#include "tools/soak/inject.h"
 
 #include <cstdint>
 #include <stdexcept>

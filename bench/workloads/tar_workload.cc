@@ -1,8 +1,8 @@
 // The tar workload's shards (packed once, cached) and its TarShards dataset.
-#include "tar_workload.h"
+#include "bench/workloads/tar_workload.h"
 
-#include "jpeg_dataset.h"
-#include "run_config.h"
+#include "bench/run_config.h"
+#include "bench/workloads/jpeg_dataset.h"
 
 #include <mploader/errors.h>
 #include <mploader/shards/tar_shards.h>

@@ -1,10 +1,10 @@
 // Workload datasets: synthetic fixed-size samples and in-memory Fashion-MNIST.
-#include "workloads.h"
+#include "bench/workloads/workloads.h"
 
-#include "fmnist_idx.h"
-#include "jpeg_dataset.h"
-#include "stream_corpus.h"
-#include "tar_workload.h"
+#include "bench/workloads/fmnist_idx.h"
+#include "bench/workloads/jpeg_dataset.h"
+#include "bench/workloads/stream_corpus.h"
+#include "bench/workloads/tar_workload.h"
 
 #include <ATen/ops/full.h>
 #include <ATen/ops/scalar_tensor.h>

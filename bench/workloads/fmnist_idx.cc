@@ -1,6 +1,6 @@
 // Fashion-MNIST IDX reader: gzread through zlib, with every header field and the data length
 // checked against what the file really holds.
-#include "fmnist_idx.h"
+#include "bench/workloads/fmnist_idx.h"
 
 #include <ATen/ops/empty.h>
 #include <zlib.h>

@@ -1,8 +1,8 @@
 // The stream workload's corpus (made once, cached) and its TokenStream.
-#include "stream_corpus.h"
+#include "bench/workloads/stream_corpus.h"
 
-#include "jpeg_dataset.h"
-#include "run_config.h"
+#include "bench/run_config.h"
+#include "bench/workloads/jpeg_dataset.h"
 
 #include <mploader/token_stream.h>
 

@@ -1,10 +1,10 @@
-#include "soak_run.h"
+#include "tools/soak/run.h"
 
-#include "soak_dataset.h"
-#include "soak_inject.h"
-#include "soak_kills.h"
-#include "soak_log.h"
-#include "soak_probe.h"
+#include "tools/soak/dataset.h"
+#include "tools/soak/inject.h"
+#include "tools/soak/kills.h"
+#include "tools/soak/log.h"
+#include "tools/soak/probe.h"
 
 #include <mploader/errors.h>
 #include <mploader/loader.h>

@@ -1,7 +1,7 @@
 // Reading and tokenising the tokens workload's corpus (see token_corpus.h).
-#include "token_corpus.h"
+#include "bench/tokens/token_corpus.h"
 
-#include "run_config.h"
+#include "bench/run_config.h"
 
 #include <ATen/ops/tensor.h>
 

@@ -1,8 +1,8 @@
 // The jpeg workload's dataset (the library's ImageFolder) and its generated set.
-#include "jpeg_dataset.h"
+#include "bench/workloads/jpeg_dataset.h"
 
-#include "run_config.h"
-#include "fmnist_idx.h"
+#include "bench/run_config.h"
+#include "bench/workloads/fmnist_idx.h"
 
 #include <mploader/errors.h>
 #include <mploader/vision/encode.h>

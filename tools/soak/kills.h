@@ -1,5 +1,5 @@
 // mploader-soak's worker kills: a seeded schedule of SIGKILLs at random batches (the restarts
-// that answer them are counted by soak_log.h).
+// that answer them are counted by tools/soak/log.h).
 #pragma once
 
 #include <mploader/loader.h>

@@ -2,9 +2,9 @@
 // wrapped as a torch::data dataset of Example<>{data, target} (the sample's first two tensors)
 // stacked with Stack<>.
 // The only file that includes the torch::data headers (they are slow to compile).
-#include "jpeg_dataset.h"
-#include "run_config.h"
-#include "run_timer.h"
+#include "bench/run_config.h"
+#include "bench/run_timer.h"
+#include "bench/workloads/jpeg_dataset.h"
 
 #include <mploader/dataset.h>
 

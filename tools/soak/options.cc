@@ -1,6 +1,6 @@
 // CLI11 reads every option as text; the parsers here check it, so that each mistake gets one
 // line naming the option and the fix, as in mploader-bench.
-#include "soak_options.h"
+#include "tools/soak/options.h"
 
 #include <CLI/CLI.hpp>
 

@@ -1,4 +1,4 @@
-#include "soak_dataset.h"
+#include "tools/soak/dataset.h"
 
 #include <ATen/ATen.h>
 

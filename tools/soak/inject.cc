@@ -1,4 +1,4 @@
-#include "soak_inject.h"
+#include "tools/soak/inject.h"
 
 #include <fcntl.h>
 #include <signal.h>
