@@ -1,12 +1,12 @@
 #include "supervise/preflight.h"
 
+#include "util/cpu_budget.h"
 #include "util/log.h"
 #include "supervise/memory_evidence.h"
 #include "util/units.h"
 #include "process/forkserver.h"
 
 #include <dirent.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -119,9 +119,11 @@ void check_memory(const PreflightInput& in, std::vector<PreflightFinding>& out) 
 void check_cpus_and_shm(const PreflightInput& in, std::vector<PreflightFinding>& out) {
   if (in.cpus > 0 && in.num_workers > in.cpus) {
     out.push_back({false, "cpus", "mploader: num_workers = " + std::to_string(in.num_workers) +
-                                      " but this process may run on " + std::to_string(in.cpus) +
-                                      " CPUs (its affinity mask); the workers will compete for "
-                                      "them. Use at most " + std::to_string(in.cpus) + "."});
+                                      " but this process may use " + std::to_string(in.cpus) +
+                                      (in.cpus == 1 ? " CPU (" : " CPUs (") + in.cpus_source +
+                                      "); the workers will "
+                                      "compete for them. Use at most " +
+                                      std::to_string(in.cpus) + "."});
   }
   // The rings are memfd unless shm_dir is set, but dataset code and other libraries often use
   // /dev/shm, and Docker gives it 64 MiB by default.
@@ -172,8 +174,9 @@ void measure_machine(PreflightInput& in) {
     in.fd_soft_limit = limit.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(limit.rlim_cur);
     in.fd_hard_limit = limit.rlim_max == RLIM_INFINITY ? -1 : static_cast<int64_t>(limit.rlim_max);
   }
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) in.cpus = CPU_COUNT(&set);
+  const CpuBudget cpus = cpu_budget();
+  in.cpus = cpus.cpus();
+  in.cpus_source = cpus.source();
   in.memory_limit = read_oom_counter(getpid()).limit_bytes;
   in.memory_available = meminfo_available();
   struct statvfs st;

@@ -30,7 +30,8 @@ struct PreflightInput {
   int64_t fd_soft_limit = -1;
   int64_t fd_hard_limit = -1;
   int fd_raise_error = 0;       // errno of raise_fd_soft_limit()'s setrlimit, 0 if none failed
-  int64_t cpus = 0;             // in this process's affinity mask
+  int64_t cpus = 0;             // this process's CPU budget (util/cpu_budget.h)
+  std::string cpus_source = "its affinity mask";  // what limits cpus, for the message
   int64_t memory_limit = -1;    // the memory cgroup's, -1 if none
   int64_t memory_available = -1;
   int64_t dev_shm_bytes = -1;   // size of /dev/shm, -1 if absent

@@ -1,0 +1,176 @@
+// The CPU budget (util/cpu_budget.h): the quota files' texts, a cgroup tree laid out in a
+// temporary folder, and a real cgroup with a quota of 1 CPU (root only; skipped, saying why,
+// elsewhere). The preflight check and the bench's recommendation read the budget from here.
+#include "supervise/preflight.h"
+#include "util/cpu_budget.h"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+using mploader::detail::cfs_quota;
+using mploader::detail::cpu_budget;
+using mploader::detail::cpu_max_quota;
+using mploader::detail::CpuBudget;
+
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+void make_dirs(const std::string& path) {
+  std::string so_far;
+  for (size_t at = 1; at != std::string::npos;) {
+    at = path.find('/', at + 1);
+    so_far = path.substr(0, at);
+    mkdir(so_far.c_str(), 0755);
+  }
+}
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char name[] = "/tmp/mploader-cpu-budget-XXXXXX";
+    path = mkdtemp(name);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
+
+bool write_ok(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+// A v1 cpu cgroup below this process's own, with a quota of one CPU; empty when it cannot be
+// made, with the reason in `why`.
+std::string one_cpu_cgroup_v1(std::string& why) {
+  if (geteuid() != 0) {
+    why = "not root";
+    return "";
+  }
+  for (const char* mount : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
+    const std::string dir = std::string(mount) + "/mploader-cpu-test-" + std::to_string(getpid());
+    if (mkdir(dir.c_str(), 0755) != 0) continue;
+    if (write_ok(dir + "/cpu.cfs_period_us", "100000") &&
+        write_ok(dir + "/cpu.cfs_quota_us", "100000")) {
+      return dir;
+    }
+    rmdir(dir.c_str());
+  }
+  why = "no cgroup v1 cpu controller to make a cgroup in (/sys/fs/cgroup/cpu)";
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("cpu budget: cpu.max and cfs quota texts", "[cpu_budget]") {
+  CHECK(cpu_max_quota("max 100000\n") == 0);
+  CHECK(cpu_max_quota("150000 100000\n") == Approx(1.5));
+  CHECK(cpu_max_quota("50000 100000") == Approx(0.5));
+  CHECK(cpu_max_quota("") == -1);
+  CHECK(cpu_max_quota("150000") == -1);
+  CHECK(cpu_max_quota("abc 100000") == -1);
+  CHECK(cpu_max_quota("100000 0") == -1);
+  CHECK(cfs_quota("-1\n", "100000\n") == 0);
+  CHECK(cfs_quota("250000\n", "100000\n") == Approx(2.5));
+  CHECK(cfs_quota("x", "100000") == -1);
+  CHECK(cfs_quota("100000", "0") == -1);
+}
+
+TEST_CASE("cpu budget: the quota rounds down, to 1 at least, and never raises the mask",
+          "[cpu_budget]") {
+  CpuBudget b;
+  b.affinity = 8;
+  CHECK(b.cpus() == 8);
+  CHECK(b.source() == "its affinity mask");
+  b.quota_cpus = 2.5;
+  b.quota_file = "/q";
+  CHECK(b.cpus() == 2);
+  CHECK(b.source() == "the cgroup CPU quota of 2.50 CPUs (/q)");
+  b.quota_cpus = 0.3;
+  CHECK(b.cpus() == 1);
+  b.quota_cpus = 16;
+  CHECK(b.cpus() == 8);
+  CHECK(b.source() == "its affinity mask");
+}
+
+TEST_CASE("cpu budget: the tightest quota of the cgroup and its ancestors, v1 and v2",
+          "[cpu_budget]") {
+  TempDir t;
+  const std::string proc = t.path + "/proc", root = t.path + "/cgroup";
+  make_dirs(proc);
+  // v2: the job's cgroup allows 3 CPUs, its parent 1.5, the root has no cpu.max.
+  make_dirs(root + "/v2/kube/job");
+  write_file(root + "/v2/kube/cpu.max", "150000 100000\n");
+  write_file(root + "/v2/kube/job/cpu.max", "300000 100000\n");
+  write_file(proc + "/cgroup", "0::/kube/job\n");
+  CpuBudget v2 = cpu_budget(proc, root + "/v2");
+  CHECK(v2.quota_cpus == Approx(1.5));
+  CHECK(v2.quota_file == root + "/v2/kube/cpu.max");
+  // v1, with the controllers mounted together: only the cpu line counts.
+  make_dirs(root + "/v1/cpu,cpuacct/docker/abc");
+  write_file(root + "/v1/cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "200000\n");
+  write_file(root + "/v1/cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n");
+  write_file(root + "/v1/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+  write_file(root + "/v1/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+  write_file(proc + "/cgroup", "4:memory:/docker/abc\n2:cpu,cpuacct:/docker/abc\n");
+  CpuBudget v1 = cpu_budget(proc, root + "/v1");
+  CHECK(v1.quota_cpus == Approx(2.0));
+  // No quota anywhere: the affinity mask alone.
+  write_file(proc + "/cgroup", "0::/\n");
+  CpuBudget none = cpu_budget(proc, root + "/v2");
+  CHECK(none.quota_cpus == 0);
+  CHECK(none.cpus() == none.affinity);
+}
+
+TEST_CASE("cpu budget: a real cgroup with a quota of 1 CPU gives 1, and the preflight says so",
+          "[cpu_budget][process]") {
+  std::string why;
+  const std::string dir = one_cpu_cgroup_v1(why);
+  if (dir.empty()) {
+    WARN("skipped: cannot make a cgroup with a CPU quota: " << why);
+    return;
+  }
+  int out[2];
+  REQUIRE(pipe(out) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // enter the cgroup, then measure as the loader would
+    close(out[0]);
+    if (!write_ok(dir + "/cgroup.procs", std::to_string(getpid()))) _exit(3);
+    mploader::detail::PreflightInput in;
+    in.num_workers = 2;
+    mploader::detail::measure_machine(in);
+    std::string said = std::to_string(in.cpus) + "\n";
+    for (const auto& f : mploader::detail::preflight(in)) {
+      if (f.what == "cpus") said += f.message;
+    }
+    if (write(out[1], said.data(), said.size()) < 0) _exit(4);
+    _exit(0);
+  }
+  close(out[1]);
+  std::string said;
+  char buffer[512];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) said.append(buffer, n);
+  close(out[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  rmdir(dir.c_str());
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  INFO(said);
+  CHECK(said.rfind("1\n", 0) == 0);
+  CHECK_THAT(said, Catch::Contains("num_workers = 2 but this process may use 1 CPU (") &&
+                       Catch::Contains("the cgroup CPU quota of 1.00 CPUs") &&
+                       Catch::Contains("cpu.cfs_quota_us") && Catch::Contains("Use at most 1."));
+}
