@@ -22,6 +22,7 @@
 #include "bench/workloads/stream_corpus.h"
 #include "bench/workloads/tar_workload.h"
 #include "bench/workloads/workloads.h"
+#include "util/cpu_budget.h"
 
 #include <ATen/Parallel.h>
 
@@ -32,7 +33,6 @@
 #include <exception>
 #include <iostream>
 #include <set>
-#include <thread>
 
 namespace bench {
 namespace {
@@ -166,9 +166,10 @@ void print_summary(const Plan& plan, const std::vector<RunResult>& results) {
   for (const RunResult& r : results) print_table_row(std::cout, r);
   print_token_rates(std::cout, results);
   print_ratios(std::cout, results);
-  print_recommendations(std::cout, recommend(results));
+  const mploader::detail::CpuBudget cpus = mploader::detail::cpu_budget();
+  print_recommendations(std::cout, recommend(results, {cpus.cpus(), cpus.source()}));
   std::cout << '\n';
-  print_scaling(std::cout, results, static_cast<int64_t>(std::thread::hardware_concurrency()));
+  print_scaling(std::cout, results, cpus.cpus());
 }
 
 int run(Plan& plan) {

@@ -1,4 +1,5 @@
-// recommend(): group rows, pick the smallest worker count within 5 % of the best, classify.
+// recommend(): group rows, pick the smallest worker count within 5 % of the best (within the
+// CPU budget), classify.
 #include "bench/recommend.h"
 
 #include <cstdio>
@@ -68,25 +69,55 @@ void classify(const RunResult& choice, const RunResult& fewest, Recommendation& 
   }
 }
 
+// The group's rows within the CPU budget, or all of them when none is (or there is no budget).
+std::vector<const RunResult*> within_budget(const std::vector<const RunResult*>& g,
+                                            const CpuLimit& limit) {
+  std::vector<const RunResult*> kept;
+  for (const RunResult* r : g) {
+    if (limit.cpus <= 0 || r->config.workers <= limit.cpus) kept.push_back(r);
+  }
+  return kept.empty() ? g : kept;
+}
+
+const RunResult* fastest(const std::vector<const RunResult*>& rows) {
+  const RunResult* best = rows.front();
+  for (const RunResult* r : rows) {
+    if (r->samples_per_s > best->samples_per_s) best = r;
+  }
+  return best;
+}
+
+std::string budget_note(const RunResult& over, const RunResult& best, const CpuLimit& limit) {
+  return fmt("%.0f workers measured %.0f %% more samples/s", over.config.workers,
+             (over.samples_per_s / best.samples_per_s - 1) * 100) +
+         fmt(" than %.0f, but this process may use %.0f CPU", best.config.workers,
+             limit.cpus) + (limit.cpus == 1 ? "" : "s") +
+         " (" + limit.source + "): in training, workers beyond that take CPU time from the loop";
+}
+
 }  // namespace
 
-std::vector<Recommendation> recommend(const std::vector<RunResult>& rows) {
+std::vector<Recommendation> recommend(const std::vector<RunResult>& rows, const CpuLimit& limit) {
   std::vector<Recommendation> recs;
   for (const std::vector<const RunResult*>& g : groups(rows)) {
-    const RunResult* best = g.front();
+    const std::vector<const RunResult*> allowed = within_budget(g, limit);
+    const RunResult* best = fastest(allowed);
     const RunResult* fewest = g.front();
     for (const RunResult* r : g) {
-      if (r->samples_per_s > best->samples_per_s) best = r;
       if (r->config.workers < fewest->config.workers) fewest = r;
     }
     const RunResult* choice = best;
-    for (const RunResult* r : g) {
+    for (const RunResult* r : allowed) {
       if (r->samples_per_s >= kWithin * best->samples_per_s &&
           r->config.workers < choice->config.workers) {
         choice = r;
       }
     }
     Recommendation rec;
+    const RunResult* over = fastest(g);
+    if (over->samples_per_s > best->samples_per_s) {
+      rec.budget_note = budget_note(*over, *best, limit);
+    }
     std::tie(rec.loader, rec.workload, rec.batch_size, rec.prefetch) = group_of(*choice);
     rec.workers = choice->config.workers;
     rec.samples_per_s = choice->samples_per_s;
@@ -111,6 +142,7 @@ void print_recommendations(std::ostream& out, const std::vector<Recommendation>&
                   r.samples_per_s, r.best_samples_per_s, static_cast<long long>(r.best_workers));
     out << line;
     if (!r.bound.empty()) out << "\n    " << r.bound << ": " << r.reason;
+    if (!r.budget_note.empty()) out << "\n    " << r.budget_note;
     out << '\n';
   }
 }

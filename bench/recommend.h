@@ -3,7 +3,10 @@
 //
 // For each (loader, workload, batch size, prefetch) with two or more worker counts:
 //   best   = the highest samples/s of the group;
-//   choice = the smallest num_workers whose samples/s is within 5 % of best;
+//   choice = the smallest num_workers whose samples/s is within 5 % of best, among the counts
+//            within the CPU budget (util/cpu_budget.h: the affinity mask and the cgroup's CPU
+//            quota) when the group measured any: in training, workers beyond it take CPU time
+//            from the loop, which the bench's loop, doing no training, does not show;
 //   reason, read at `choice` from mploader's own counters (Loader::stats()):
 //     - "main-loop bound" when choice is 0 workers (loading in the main process is as fast);
 //     - "IPC-bound"    when worker utilisation < 0.6: workers sit idle while the training loop
@@ -33,9 +36,17 @@ struct Recommendation {
   double best_samples_per_s = 0;
   std::string bound;        // CPU-bound | memory-bound | IPC-bound | main-loop bound | ""
   std::string reason;       // the measurements behind `bound`, one line
+  std::string budget_note;  // when a count above the CPU budget measured faster: what was left
 };
 
-std::vector<Recommendation> recommend(const std::vector<RunResult>& rows);
+// The CPUs the workers may use (0: no limit) and what sets that, for the note.
+struct CpuLimit {
+  int64_t cpus = 0;
+  std::string source;
+};
+
+std::vector<Recommendation> recommend(const std::vector<RunResult>& rows,
+                                      const CpuLimit& limit = {});
 void print_recommendations(std::ostream& out, const std::vector<Recommendation>& recs);
 
 // throughput(workers = cores) / (cores x throughput(workers = 1)) per loader, workload, batch

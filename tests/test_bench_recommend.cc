@@ -70,3 +70,23 @@ TEST_CASE("scaling efficiency: throughput at cores workers over cores x one work
   bench::print_scaling(out, {row(1, 100), row(4, 360)}, 4);
   CHECK(out.str().find("0.90") != std::string::npos);
 }
+
+TEST_CASE("recommend: never more workers than the CPU budget, and says what was faster",
+          "[recommend]") {
+  // Inside a quota of 1 CPU the bench's own loop may still measure 2 workers ahead: in
+  // training that CPU time would come from the loop.
+  const auto recs = bench::recommend({row(1, 100, 0.98, 10), row(2, 140, 0.97, 10.2)},
+                                     {1, "the cgroup CPU quota of 1.00 CPUs (/q)"});
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].workers == 1);
+  CHECK(recs[0].best_workers == 1);
+  CHECK_THAT(recs[0].budget_note,
+             Catch::Contains("2 workers measured 40 % more samples/s than 1") &&
+                 Catch::Contains("may use 1 CPU (the cgroup CPU quota"));
+  // Without a budget, or within it, nothing changes.
+  CHECK(bench::recommend({row(1, 100, 0.98, 10), row(2, 140, 0.97, 10.2)})[0].workers == 2);
+  const auto roomy =
+      bench::recommend({row(1, 100, 0.98, 10), row(2, 140, 0.97, 10.2)}, {8, "its affinity mask"});
+  CHECK(roomy[0].workers == 2);
+  CHECK(roomy[0].budget_note.empty());
+}
