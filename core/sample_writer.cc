@@ -1,5 +1,5 @@
-// FieldWriter, SampleWriter and BatchWriter (mploader/sample_writer.h), and the defaults that let a dataset
-// implement get(), write(), or both (mploader/dataset.h).
+// FieldWriter, SampleWriter and BatchWriter (mploader/sample_writer.h), and the defaults that
+// let a dataset implement get(), write(), or both (mploader/dataset.h).
 #include <mploader/dataset.h>
 
 #include "core/exception_text.h"

@@ -117,8 +117,8 @@ int64_t TokenStream::window_start(int64_t index, uint64_t seed, uint64_t epoch) 
   }
   const int64_t slack = tokens_[f] - 1 - windows_[f] * c;
   const int64_t span = std::min(c - 1, slack) + 1;  // offsets 0 .. span - 1
-  const int64_t offset =
-      static_cast<int64_t>(detail::mix_seed(detail::mix_seed(seed, epoch), f) % static_cast<uint64_t>(span));
+  const uint64_t file_seed = detail::mix_seed(detail::mix_seed(seed, epoch), f);
+  const int64_t offset = static_cast<int64_t>(file_seed % static_cast<uint64_t>(span));
   return offset + (shard_first_[at.shard] + at.sample) * c;
 }
 
