@@ -8,15 +8,15 @@
 #include <stdexcept>
 #include <string>
 
-namespace detail = mploader::shards::detail;
+namespace tar = mploader::shards::detail;
 
 TEST_CASE("shards: a gzipped member claiming 1 TiB is cut short, not allocated") {
   // Its header says 2^40 bytes and 3 are there. The size of a compressed tar's member cannot
   // be checked against the file, and reading it resized the buffer to 1 TiB up front
   // (std::bad_alloc, or the OOM killer where memory is overcommitted).
   const std::string path = std::string(MPLOADER_TEST_DATA_DIR) + "/fuzz/tar-gz-member-of-1tib.tar.gz";
-  detail::TarReader reader(path);
-  detail::RawSample sample;
+  tar::TarReader reader(path);
+  tar::RawSample sample;
   try {
     reader.next(&sample);
     FAIL("the member was read whole");
@@ -35,13 +35,13 @@ TEST_CASE("shards: a member whose header says -2^63 bytes is a damaged header") 
   const std::string expected = "member \"sub/c.cls\" has a size of -9223372036854775808 bytes "
                                "in its header: the header is damaged";
   try {
-    detail::scan_shard(path);
+    tar::scan_shard(path);
     FAIL("the scan accepted it");
   } catch (const mploader::OptionError& e) {
     CHECK(e.option() == "tar_paths");
     CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains(expected));
   }
-  detail::TarReader reader(path);
-  detail::RawSample sample;
+  tar::TarReader reader(path);
+  tar::RawSample sample;
   CHECK_THROWS_WITH(reader.next(&sample), Catch::Contains(expected));
 }
