@@ -6,7 +6,6 @@ if(NOT TARGET mploader_shards)
 endif()
 find_package(LibArchive REQUIRED)
 add_executable(mploader_shards_tests
-  test_main.cc
   shards/test_tar_shards.cc
   shards/test_tar_loader.cc
   shards/test_tar_fuzz_findings.cc

@@ -10,7 +10,6 @@
 # tsan.supp holds the suppressions, one reason each: reports from inside libtorch, which is not
 # instrumented, are not ours to fix. halt_on_error: a race fails the test it happened in.
 add_executable(mploader_tsan_tests
-  test_main.cc
   test_loader.cc
   test_loader_failures.cc
   test_crashes.cc

@@ -5,7 +5,6 @@ if(NOT TARGET mploader_vision)
   return()
 endif()
 add_executable(mploader_vision_tests
-  test_main.cc
   vision/test_image.cc
   vision/test_image_folder.cc
   vision/test_decode.cc
