@@ -14,7 +14,7 @@ foreach(mode ${modes})
   add_test(NAME "${name}"
     COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/consumer/check.sh ${mode} ${PROJECT_SOURCE_DIR}
             ${work} ${PROJECT_BINARY_DIR} ${CMAKE_BUILD_TYPE} ${MPLOADER_SANITIZE}
-            ${CMAKE_CXX_COMPILER} ${Torch_DIR})
+            ${CMAKE_CXX_COMPILER} ${Torch_DIR} ${MPLOADER_LEAN_DEBUG_INFO})
   set_tests_properties("${name}" PROPERTIES
     TIMEOUT 1500  # a cold build of the library on 2 cores
     RESOURCE_LOCK mploader_consumer_build

@@ -1,13 +1,15 @@
 #!/bin/sh
 # Builds tests/consumer against mploader one way and runs it (ctest "consumer: ...").
-# Usage: check.sh MODE SOURCE_DIR WORK_DIR OUTER_BUILD_DIR BUILD_TYPE SANITIZE CXX TORCH_DIR
+# Usage: check.sh MODE SOURCE_DIR WORK_DIR OUTER_BUILD_DIR BUILD_TYPE SANITIZE CXX TORCH_DIR LEAN
 #   MODE package: `cmake --install OUTER_BUILD_DIR` into WORK_DIR/prefix, then find_package,
 #     which finds the libtorch mploader was built with (TORCH_DIR) by itself;
-#   MODE subdir / fetch: add_subdirectory / FetchContent of SOURCE_DIR, given -DTorch_DIR.
+#   MODE subdir / fetch: add_subdirectory / FetchContent of SOURCE_DIR, given -DTorch_DIR and
+#     the outer build's MPLOADER_SANITIZE and MPLOADER_LEAN_DEBUG_INFO (LEAN), whose flags the
+#     library's objects must share to come from ccache.
 # Either way the consumer must end up with TORCH_DIR, the outer build's libtorch.
 # WORK_DIR/build is kept between runs, so a second run rebuilds only what changed.
 set -eu
-mode=$1 src=$2 work=$3 outer=$4 build_type=$5 sanitize=$6 cxx=$7 torch_dir=$8
+mode=$1 src=$2 work=$3 outer=$4 build_type=$5 sanitize=$6 cxx=$7 torch_dir=$8 lean=$9
 build=$work/build
 mkdir -p "$work"
 # ccache keys -g objects by folder unless told otherwise (CCACHE_NOHASHDIR): without it, the
@@ -31,7 +33,8 @@ case $mode in
     fi
     extra="-DCMAKE_PREFIX_PATH=$work/prefix" ;;
   subdir|fetch)
-    extra="-DMPLOADER_SOURCE_DIR=$src -DMPLOADER_SANITIZE=$sanitize -DTorch_DIR=$torch_dir" ;;
+    extra="-DMPLOADER_SOURCE_DIR=$src -DMPLOADER_SANITIZE=$sanitize -DTorch_DIR=$torch_dir"
+    extra="$extra -DMPLOADER_LEAN_DEBUG_INFO=$lean" ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 # shellcheck disable=SC2086
