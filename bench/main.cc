@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <exception>
 #include <iostream>
+#include <map>
 #include <set>
 
 namespace bench {
@@ -150,10 +151,32 @@ void report_corrupt(const Plan& plan, const std::vector<RunResult>& results) {
   }
 }
 
+// A run that went through its dataset more than once measured epoch boundaries too: there the
+// loader's queue drains and refills. Said once per workload, with the largest count.
+void report_epochs(const std::vector<RunResult>& results) {
+  std::map<std::string, const RunResult*> most;
+  for (const RunResult& r : results) {
+    const RunResult*& m = most[r.config.workload];
+    if (r.epochs > 1 && (m == nullptr || r.epochs > m->epochs)) m = &r;
+  }
+  for (const auto& [workload, r] : most) {
+    if (r == nullptr) continue;
+    std::cerr << "mploader-bench: " << workload << ": a run of " << r->batches
+              << " batches of " << r->config.batch_size << " went through the "
+              << r->dataset_size << "-sample dataset " << r->epochs
+              << " times (mploader, " << r->config.workers
+              << (r->config.workers == 1 ? " worker" : " workers") << "); its samples/s include each epoch's start, where the workers' "
+                 "queue refills. For the steady rate give more data, or --batches "
+              << r->dataset_size / std::max<int64_t>(1, r->config.batch_size)
+              << " or fewer at this batch size\n";
+  }
+}
+
 void print_summary(const Plan& plan, const std::vector<RunResult>& results) {
   if (!plan.csv.empty()) write_csv(plan.csv, results);
   if (!plan.plot.empty()) std::cerr << "mploader-bench: " << write_plot(plan.plot, results) << '\n';
   report_corrupt(plan, results);
+  report_epochs(results);
   std::set<std::string> said;  // each loader's note once per workload
   for (const RunResult& r : results) {
     if (!r.note.empty() && said.insert(r.config.loader + " " + r.config.workload).second) {
@@ -161,13 +184,18 @@ void print_summary(const Plan& plan, const std::vector<RunResult>& results) {
                 << r.note << '\n';
     }
   }
-  if (plan.json) return;
+  const mploader::detail::CpuBudget cpus = mploader::detail::cpu_budget();
+  const CpuLimit limit{cpus.cpus(), cpus.source()};
+  const std::vector<Recommendation> recs = recommend(results, limit);
+  if (plan.json) {
+    for (const Recommendation& rec : recs) std::cout << json_recommendation(rec, limit) << '\n';
+    return;
+  }
   print_table_header(std::cout);
   for (const RunResult& r : results) print_table_row(std::cout, r);
   print_token_rates(std::cout, results);
   print_ratios(std::cout, results);
-  const mploader::detail::CpuBudget cpus = mploader::detail::cpu_budget();
-  print_recommendations(std::cout, recommend(results, {cpus.cpus(), cpus.source()}));
+  print_recommendations(std::cout, recs);
   std::cout << '\n';
   print_scaling(std::cout, results, cpus.cpus());
 }

@@ -2,6 +2,8 @@
 // CPU budget), classify.
 #include "bench/recommend.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <map>
 #include <tuple>
@@ -145,6 +147,25 @@ void print_recommendations(std::ostream& out, const std::vector<Recommendation>&
     if (!r.budget_note.empty()) out << "\n    " << r.budget_note;
     out << '\n';
   }
+}
+
+std::string json_recommendation(const Recommendation& rec, const CpuLimit& limit) {
+  nlohmann::ordered_json j;
+  j["record"] = "recommendation";
+  j["loader"] = rec.loader;
+  j["workload"] = rec.workload;
+  j["batch_size"] = rec.batch_size;
+  j["prefetch"] = rec.prefetch;
+  j["workers"] = rec.workers;
+  j["samples_per_s"] = rec.samples_per_s;
+  j["best_workers"] = rec.best_workers;
+  j["best_samples_per_s"] = rec.best_samples_per_s;
+  j["bound"] = rec.bound;
+  j["reason"] = rec.reason;
+  j["budget_note"] = rec.budget_note;
+  j["cpu_budget"] = limit.cpus;
+  j["cpu_budget_source"] = limit.source;
+  return j.dump();
 }
 
 void print_scaling(std::ostream& out, const std::vector<RunResult>& rows, int64_t cores) {

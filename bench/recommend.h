@@ -49,6 +49,12 @@ std::vector<Recommendation> recommend(const std::vector<RunResult>& rows,
                                       const CpuLimit& limit = {});
 void print_recommendations(std::ostream& out, const std::vector<Recommendation>& recs);
 
+// One recommendation as a JSON object on one line (no newline), for --json: "record":
+// "recommendation" (rows have no "record"), then loader, workload, batch_size, prefetch,
+// workers, samples_per_s, best_workers, best_samples_per_s, bound, reason, budget_note (empty
+// strings when there is none), cpu_budget (0: no limit) and cpu_budget_source.
+std::string json_recommendation(const Recommendation& rec, const CpuLimit& limit);
+
 // throughput(workers = cores) / (cores x throughput(workers = 1)) per loader, workload, batch
 // size and prefetch that has both rows; printed as lines "scaling efficiency ...".
 void print_scaling(std::ostream& out, const std::vector<RunResult>& rows, int64_t cores);

@@ -3,6 +3,8 @@
 
 #include "bench/recommend.h"
 
+#include <nlohmann/json.hpp>
+
 #include <sstream>
 
 namespace {
@@ -89,4 +91,27 @@ TEST_CASE("recommend: never more workers than the CPU budget, and says what was 
       bench::recommend({row(1, 100, 0.98, 10), row(2, 140, 0.97, 10.2)}, {8, "its affinity mask"});
   CHECK(roomy[0].workers == 2);
   CHECK(roomy[0].budget_note.empty());
+}
+
+TEST_CASE("recommend: --json gives each recommendation as a record of its own", "[recommend]") {
+  const auto recs = bench::recommend({row(1, 100, 0.98, 10), row(2, 140, 0.97, 10.2)},
+                                     {1, "the cgroup CPU quota of 1.00 CPUs (/q)"});
+  REQUIRE(recs.size() == 1);
+  const std::string line =
+      bench::json_recommendation(recs[0], {1, "the cgroup CPU quota of 1.00 CPUs (/q)"});
+  CHECK(line.find('\n') == std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(line);
+  CHECK(j.at("record") == "recommendation");
+  CHECK(j.at("loader") == "mploader");
+  CHECK(j.at("workload") == "jpeg");
+  CHECK(j.at("batch_size") == 64);
+  CHECK(j.at("prefetch") == 2);
+  CHECK(j.at("workers") == 1);
+  CHECK(j.at("samples_per_s") == 100.0);
+  CHECK(j.at("best_workers") == 1);
+  CHECK(j.at("bound") == "CPU-bound");
+  CHECK_THAT(j.at("reason").get<std::string>(), Catch::Contains("workers busy 98 %"));
+  CHECK_THAT(j.at("budget_note").get<std::string>(), Catch::Contains("2 workers measured"));
+  CHECK(j.at("cpu_budget") == 1);
+  CHECK(j.at("cpu_budget_source") == "the cgroup CPU quota of 1.00 CPUs (/q)");
 }

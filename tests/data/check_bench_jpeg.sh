@@ -2,9 +2,10 @@
 # mploader-bench's jpeg workload end to end, on small sets:
 #   1. a tiny sweep on a generated set writes a parsable CSV (header + one row per run),
 #      the plot's .gp and .dat, and prints a recommendation;
-#   2. a folder with a truncated JPEG and a text file named .jpg runs to the end, counting the
+#   2. a run that goes through the set 3 times says so, with the count;
+#   3. a folder with a truncated JPEG and a text file named .jpg runs to the end, counting the
 #      bad samples and naming the files;
-#   3. configs/jpeg-sweep.toml is accepted (its keys are options), overridden to a tiny run.
+#   4. configs/jpeg-sweep.toml is accepted (its keys are options), overridden to a tiny run.
 # Usage: check_bench_jpeg.sh BENCH WORKDIR CONFIG
 set -eu
 bench=$1 work=$2 config=$3
@@ -23,6 +24,13 @@ rows=$(awk -F, 'NR > 1 && NF == 17 && $6 > 0' "$work/out.csv" | wc -l)
 grep -q "Recommended num_workers" "$work/table.txt" || fail "no recommendation"
 grep -q "mploader jpeg batch=8 prefetch=1: num_workers=[12]" "$work/table.txt" \
   || fail "no mploader recommendation: $(cat "$work/table.txt")"
+! grep -q "went through" "$work/err.txt" || fail "one epoch said to be several: $(cat "$work/err.txt")"
+
+# 18 batches of 8 from 48 images are 3 epochs: said, with the count and the remedy.
+"$bench" --workload jpeg --jpeg-count 48 --batch-size 8 --batches 18 --workers 1 \
+  --loader mploader >/dev/null 2>"$work/epochs.txt" || { cat "$work/epochs.txt"; fail "epochs run"; }
+grep -q "jpeg: a run of 18 batches of 8 went through the 48-sample dataset 3 times .*--batches 6 or fewer" \
+  "$work/epochs.txt" || fail "no epoch count: $(cat "$work/epochs.txt")"
 
 bad="$work/bad"
 mkdir -p "$bad/a"
