@@ -154,19 +154,20 @@ void report_corrupt(const Plan& plan, const std::vector<RunResult>& results) {
 // A run that went through its dataset more than once measured epoch boundaries too: there the
 // loader's queue drains and refills. Said once per workload, with the largest count.
 void report_epochs(const std::vector<RunResult>& results) {
-  std::map<std::string, const RunResult*> most;
+  std::map<std::string, const RunResult*> most;  // only workloads with such a run
   for (const RunResult& r : results) {
-    const RunResult*& m = most[r.config.workload];
-    if (r.epochs > 1 && (m == nullptr || r.epochs > m->epochs)) m = &r;
+    if (r.epochs <= 1) continue;
+    auto [it, fresh] = most.emplace(r.config.workload, &r);
+    if (!fresh && r.epochs > it->second->epochs) it->second = &r;
   }
   for (const auto& [workload, r] : most) {
-    if (r == nullptr) continue;
     std::cerr << "mploader-bench: " << workload << ": a run of " << r->batches
               << " batches of " << r->config.batch_size << " went through the "
               << r->dataset_size << "-sample dataset " << r->epochs
               << " times (mploader, " << r->config.workers
-              << (r->config.workers == 1 ? " worker" : " workers") << "); its samples/s include each epoch's start, where the workers' "
-                 "queue refills. For the steady rate give more data, or --batches "
+              << (r->config.workers == 1 ? " worker" : " workers")
+              << "); its samples/s include each epoch's start, where the workers' queue "
+                 "refills. For the steady rate give more data, or --batches "
               << r->dataset_size / std::max<int64_t>(1, r->config.batch_size)
               << " or fewer at this batch size\n";
   }
