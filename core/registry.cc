@@ -28,12 +28,28 @@ Registry<CollatorFactory>& collators() {
   return r;
 }
 
+// The open RegistrationCapture, if any. Registrations run at static initialisation, one
+// library at a time on the thread that loads it, so one mutex guards it and both registries'
+// additions (taken before a registry's own).
+std::mutex capture_mutex;
+detail::RegistrationCapture* open_capture = nullptr;  // GUARDED_BY(capture_mutex)
+
 template <class Factory>
 void add(Registry<Factory>& r, const std::string& kind, const std::string& name, Factory f) {
+  std::lock_guard<std::mutex> capture_lock(capture_mutex);
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (!r.factories.emplace(name, std::move(f)).second) {
+  const bool fresh = r.factories.emplace(name, std::move(f)).second;
+  if (open_capture != nullptr) {
+    if (!fresh) {
+      open_capture->duplicates.push_back(kind + " '" + name + "'");
+    } else {
+      (kind == "dataset" ? open_capture->datasets : open_capture->collators).push_back(name);
+    }
+    return;
+  }
+  if (!fresh) {
     throw std::invalid_argument("mploader: a " + kind + " factory named '" + name +
-                                "' is registered twice");
+                                "' is registered twice; give one of them another name");
   }
 }
 
@@ -91,6 +107,20 @@ std::vector<std::string> registered_datasets() {
 }
 
 namespace detail {
+
+RegistrationCapture::RegistrationCapture() {
+  std::lock_guard<std::mutex> lock(capture_mutex);
+  if (open_capture != nullptr) {
+    throw std::logic_error("mploader: a RegistrationCapture is already open; load one "
+                           "library at a time");
+  }
+  open_capture = this;
+}
+
+RegistrationCapture::~RegistrationCapture() {
+  std::lock_guard<std::mutex> lock(capture_mutex);
+  open_capture = nullptr;
+}
 
 DatasetFactory find_dataset_factory(const std::string& name) {
   std::lock_guard<std::mutex> lock(datasets().mutex);

@@ -1,6 +1,7 @@
 // start_method spawn: workers are this test binary run again (see test_main.cc), rebuilding
 // their datasets from registered factories. Same batches as fork; nothing inherited; every
 // reason spawn cannot work is an error at construction.
+#include "core/recipes.h"
 #include "crash_test_support.h"
 #include "worker/worker_spec.h"
 
@@ -8,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 using namespace mploader;
@@ -242,4 +244,30 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
   text.replace(text.find(" 6d79") + 1, 2, "zz");
   CHECK_NOTHROW(worker::decode_spec(text));
   CHECK_FALSE(worker::decode_spec(text));
+}
+
+// A library's registrations run inside dlopen(), which an exception must not cross: while a
+// capture is open a duplicate is recorded, and outside one it throws as before.
+TEST_CASE("registry: a capture records new names and duplicates instead of throwing",
+          "[spawn]") {
+  const auto factory = [](const std::string&) { return std::shared_ptr<Dataset>(); };
+  const auto collator = [](const std::string&) { return std::shared_ptr<Collator>(); };
+  register_dataset("capture-test-first", factory);
+  {
+    mploader::detail::RegistrationCapture capture;
+    CHECK_THROWS_WITH(mploader::detail::RegistrationCapture(),
+                      Catch::Contains("one library at a time"));
+    CHECK_NOTHROW(register_dataset("capture-test-second", factory));
+    CHECK_NOTHROW(register_dataset("capture-test-first", factory));
+    CHECK_NOTHROW(register_collator("capture-test-collator", collator));
+    CHECK(capture.datasets == std::vector<std::string>{"capture-test-second"});
+    CHECK(capture.collators == std::vector<std::string>{"capture-test-collator"});
+    CHECK(capture.duplicates == std::vector<std::string>{"dataset 'capture-test-first'"});
+  }
+  CHECK_THROWS_WITH(register_dataset("capture-test-second", factory),
+                    Catch::Contains("registered twice"));
+  const std::vector<std::string> names = registered_datasets();
+  CHECK(std::count(names.begin(), names.end(), "capture-test-second") == 1);
+  mploader::detail::RegistrationCapture reopened;  // the first one closed
+  CHECK(reopened.datasets.empty());
 }
