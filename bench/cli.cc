@@ -2,6 +2,7 @@
 // that each mistake gets one line that names the option and says how to fix it.
 #include "bench/cli.h"
 
+#include "bench/plugin.h"
 #include "bench/runners/fault_injection.h"
 #include "bench/workloads/fmnist_idx.h"
 
@@ -100,6 +101,10 @@ namespace {
 // The option values as text, with their defaults.
 struct RawOptions {
   std::string workload = "fmnist";
+  bool workload_given = false;
+  std::string dataset_lib;  // --dataset-lib, --dataset, --dataset-config: a plugin's dataset
+  std::string dataset;
+  std::string dataset_config;
   std::string data_dir;  // empty: the workload's default
   std::string jpeg_count = "2000";
   std::string csv;
@@ -146,6 +151,12 @@ void add_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--workload", raw.workload, "synthetic, fmnist, jpeg, stream or tar (a comma "
                  "list sweeps); tokens has options of its own: --workload tokens --help")
       ->capture_default_str();
+  app.add_option("--dataset-lib", raw.dataset_lib, "a shared library of your datasets, built "
+                 "with mploader_add_dataset_plugin; with --dataset, instead of --workload");
+  app.add_option("--dataset", raw.dataset, "the name a --dataset-lib dataset is registered "
+                 "under (MPLOADER_REGISTER_DATASET)");
+  app.add_option("--dataset-config", raw.dataset_config, "the text the --dataset factory is "
+                 "given (default: empty)");
   app.add_option("--data-dir", raw.data_dir, "fmnist: folder with the Fashion-MNIST "
                  "*-ubyte.gz files (default /usr/share/datasets/fashion-mnist); jpeg: a folder "
                  "of class folders of .jpg/.png files, as torchvision's ImageFolder (default: a "
@@ -339,6 +350,39 @@ void validate_fault(const RawOptions& raw, Plan& plan) {
   }
 }
 
+// --dataset-lib and --dataset name a dataset of the user's in place of --workload.
+void validate_plugin(const RawOptions& raw, Plan& plan) {
+  if (raw.dataset_lib.empty() && raw.dataset.empty()) {
+    if (!raw.dataset_config.empty()) {
+      throw UsageError("--dataset-config: only with --dataset-lib and --dataset, e.g. "
+                       "--dataset-lib build/libmy_datasets.so --dataset my-images "
+                       "--dataset-config /data/images");
+    }
+    return;
+  }
+  if (raw.dataset_lib.empty()) {
+    throw UsageError("--dataset: needs --dataset-lib, the shared library that registers '" +
+                     raw.dataset + "', e.g. --dataset-lib build/libmy_datasets.so");
+  }
+  const DatasetPlugin plugin = load_dataset_plugin(raw.dataset_lib);
+  if (raw.dataset.empty()) {
+    throw UsageError("--dataset-lib: give --dataset NAME too, one of the datasets '" +
+                     raw.dataset_lib + "' registers: " + join(plugin.datasets));
+  }
+  if (raw.workload_given) {
+    throw UsageError("--workload: not with --dataset, which names the dataset to measure; "
+                     "leave --workload out");
+  }
+  if (has({"synthetic", "fmnist", "jpeg", "stream", "tar", "tokens"}, raw.dataset)) {
+    throw UsageError("--dataset: '" + raw.dataset + "' is also a built-in workload's name, "
+                     "which the bench would treat as that workload; register the dataset "
+                     "under another name");
+  }
+  plan.workloads = {raw.dataset};
+  plan.base.dataset_lib = raw.dataset_lib;
+  plan.base.dataset_config = raw.dataset_config;
+}
+
 void validate(const RawOptions& raw, Plan& plan) {
   if (raw.workload.find("tokens") != std::string::npos) {
     throw UsageError("--workload: tokens runs on its own, with its own options; see "
@@ -358,6 +402,7 @@ void validate(const RawOptions& raw, Plan& plan) {
   plan.base.batch_size = plan.batch_sizes.front();
   plan.base.batches = parse_count("--batches", raw.batches, 2, "200");
   plan.prefetches = parse_count_list("--prefetch", raw.prefetch, 1, "2,4");
+  validate_plugin(raw, plan);
   check_batches(plan);
   plan.base.prefetch = plan.prefetches.front();
   plan.csv = raw.csv;
@@ -411,6 +456,7 @@ bool parse_command_line(int argc, char** argv, Plan& plan) {
   for (const auto& [name, values] : lists) {
     if (!values.second->empty() && app.count(name) == 0) *values.first = *values.second;
   }
+  raw.workload_given = app.count("--workload") > 0;
   validate(raw, plan);
   return true;
 }

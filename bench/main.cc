@@ -14,6 +14,7 @@
 #include "bench/cli.h"
 #include "bench/isolate.h"
 #include "bench/outputs.h"
+#include "bench/plugin.h"
 #include "bench/recommend.h"
 #include "bench/report.h"
 #include "bench/run_config.h"
@@ -42,7 +43,12 @@ namespace {
 void check_pytorch(Plan& plan) {
   auto it = std::find(plan.loaders.begin(), plan.loaders.end(), "pytorch");
   std::string reason;
-  if (it == plan.loaders.end() || pytorch_available(reason)) return;
+  if (it == plan.loaders.end()) return;
+  if (!plan.base.dataset_lib.empty()) {
+    reason = "PyTorch's rows run the built-in workloads written again in Python "
+             "(pytorch_dataloader.py); a --dataset-lib dataset exists only in C++";
+  }
+  if (reason.empty() && pytorch_available(reason)) return;
   std::cerr << "mploader-bench: skipping loader pytorch: " << reason << '\n';
   plan.loaders.erase(it);
 }
@@ -58,6 +64,10 @@ std::vector<RunResult> run_one(const RunConfig& config,
   }
   if (config.loader == "limit") return {run_limit(config, data)};
   return run_pytorch(config);
+}
+
+bool has_loader(const Plan& plan, const std::string& loader) {
+  return std::find(plan.loaders.begin(), plan.loaders.end(), loader) != plan.loaders.end();
 }
 
 // The label of one run, for progress and failure lines.
@@ -122,9 +132,15 @@ bool run_workload(const Plan& plan, const std::string& workload, Progress& progr
     config.batch_size = batch_size;
     // Synthetic holds exactly batches x batch_size samples: one dataset per batch size.
     const std::shared_ptr<mploader::Dataset> data = prepare(plan, config);
+    const bool in_place = data->sample_layout().has_value();
+    if (!in_place && has_loader(plan, "limit") && batch_size == plan.batch_sizes.front()) {
+      std::cerr << "mploader-bench: skipping loader limit on " << workload << ": the dataset "
+                << "does not write in place (no sample_layout()), so it has no one-write limit\n";
+    }
     for (int64_t prefetch : plan.prefetches) {
       for (int64_t workers : plan.workers) {
         for (const std::string& loader : plan.loaders) {
+          if (loader == "limit" && !in_place) continue;
           config.prefetch = prefetch;
           config.workers = workers;
           config.loader = loader;
@@ -234,9 +250,11 @@ int run(Plan& plan) {
 }  // namespace bench
 
 int main(int argc, char** argv) {
-  // --start spawn and forkserver run this program again as workers; they begin here.
-  mploader::init(argc, argv);
   try {
+    // --start spawn and forkserver run this program again as workers; they begin here, with
+    // the --dataset-lib libraries their parent loaded, whose factories rebuild the dataset.
+    bench::load_inherited_plugins();
+    mploader::init(argc, argv);
     // --workload tokens has its own options (bench/tokens/run_tokens.h).
     if (bench::wants_tokens(argc, argv)) return bench::tokens_main(argc, argv);
     bench::Plan plan;

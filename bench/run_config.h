@@ -23,7 +23,11 @@ class UsageError : public std::runtime_error {
 // One configuration: one loader on one workload with one worker count.
 struct RunConfig {
   std::string loader;    // mploader | libtorch | inprocess | inprocess-copy | limit | pytorch
-  std::string workload;  // synthetic | fmnist | jpeg | stream | tar
+  std::string workload;  // synthetic | fmnist | jpeg | stream | tar, or a plugin's dataset
+  // --dataset-lib, and --dataset-config: the library that registers `workload`, and the text
+  // its factory is given (bench/plugin.h). Empty for the built-in workloads.
+  std::string dataset_lib;
+  std::string dataset_config;
   std::string data_dir;  // fmnist IDX folder
   std::string jpeg_dir;  // jpeg: folder of .jpg files (--data-dir, or the generated set)
   std::string corpus;    // stream: the uint16 token file (bench/workloads/stream_corpus.h)

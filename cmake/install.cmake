@@ -43,6 +43,7 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/mploaderConfigVersi
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mploaderConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/mploaderConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/mploaderPlugin.cmake
   DESTINATION ${MPLOADER_CMAKE_DIR})
 
 if(TARGET mploader-bench)

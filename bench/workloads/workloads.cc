@@ -1,6 +1,7 @@
 // Workload datasets: synthetic fixed-size samples and in-memory Fashion-MNIST.
 #include "bench/workloads/workloads.h"
 
+#include "bench/plugin.h"
 #include "bench/workloads/fmnist_idx.h"
 #include "bench/workloads/jpeg_dataset.h"
 #include "bench/workloads/stream_corpus.h"
@@ -115,6 +116,10 @@ mploader::Sample FmnistDataset::get(int64_t index) {
 }
 
 std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config) {
+  if (!config.dataset_lib.empty()) {
+    return make_plugin_dataset(load_dataset_plugin(config.dataset_lib), config.workload,
+                               config.dataset_config);
+  }
   if (config.workload == "synthetic") {
     const auto size = static_cast<size_t>(config.batches * config.batch_size);
     return std::make_shared<SyntheticDataset>(config.sample_shape, size);

@@ -61,7 +61,7 @@ class FmnistDataset : public mploader::Dataset {
 
 // The dataset of `config.workload`. Synthetic holds exactly batches * batch_size samples;
 // jpeg reads config.jpeg_dir (jpeg_dataset.h); stream, config.corpus (stream_corpus.h); tar,
-// config.tar_dir (tar_workload.h).
+// config.tar_dir (tar_workload.h); a --dataset from config.dataset_lib (plugin.h).
 std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config);
 
 }  // namespace bench
