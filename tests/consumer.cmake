@@ -20,3 +20,17 @@ foreach(mode ${modes})
     RESOURCE_LOCK mploader_consumer_build
     PASS_REGULAR_EXPRESSION "consumer ok: fork and spawn each delivered all 203 samples once")
 endforeach()
+
+# A dataset library built out of tree against the installed package and tuned by the installed
+# mploader-bench, and the libraries it must refuse (tests/consumer/plugin_check.sh).
+if(TARGET mploader-bench AND NOT MPLOADER_SANITIZE)
+  set(name "plugin: the installed bench tunes a dataset library built against the package")
+  add_test(NAME "${name}"
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/consumer/plugin_check.sh ${PROJECT_SOURCE_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/plugin ${PROJECT_BINARY_DIR} ${CMAKE_BUILD_TYPE}
+            ${CMAKE_CXX_COMPILER})
+  set_tests_properties("${name}" PROPERTIES
+    TIMEOUT 900
+    RESOURCE_LOCK mploader_consumer_build
+    PASS_REGULAR_EXPRESSION "plugin ok: tuned out of tree")
+endif()
