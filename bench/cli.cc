@@ -2,7 +2,6 @@
 // that each mistake gets one line that names the option and says how to fix it.
 #include "bench/cli.h"
 
-#include "bench/plugin.h"
 #include "bench/runners/fault_injection.h"
 #include "bench/workloads/fmnist_idx.h"
 
@@ -364,11 +363,11 @@ void validate_plugin(const RawOptions& raw, Plan& plan) {
     throw UsageError("--dataset: needs --dataset-lib, the shared library that registers '" +
                      raw.dataset + "', e.g. --dataset-lib build/libmy_datasets.so");
   }
-  const DatasetPlugin plugin = load_dataset_plugin(raw.dataset_lib);
-  if (raw.dataset.empty()) {
-    throw UsageError("--dataset-lib: give --dataset NAME too, one of the datasets '" +
-                     raw.dataset_lib + "' registers: " + join(plugin.datasets));
-  }
+  plan.base.dataset_lib = raw.dataset_lib;
+  plan.base.dataset_config = raw.dataset_config;
+  // Parsing loads no library: main() does, and names the datasets when --dataset is missing.
+  plan.workloads.clear();
+  if (raw.dataset.empty()) return;
   if (raw.workload_given) {
     throw UsageError("--workload: not with --dataset, which names the dataset to measure; "
                      "leave --workload out");
@@ -379,8 +378,6 @@ void validate_plugin(const RawOptions& raw, Plan& plan) {
                      "under another name");
   }
   plan.workloads = {raw.dataset};
-  plan.base.dataset_lib = raw.dataset_lib;
-  plan.base.dataset_config = raw.dataset_config;
 }
 
 void validate(const RawOptions& raw, Plan& plan) {

@@ -217,7 +217,19 @@ void print_summary(const Plan& plan, const std::vector<RunResult>& results) {
   print_scaling(std::cout, results, cpus.cpus());
 }
 
+// Loads --dataset-lib (bench/plugin.h); the command line names a dataset it registers.
+void load_plugin(const Plan& plan) {
+  if (plan.base.dataset_lib.empty()) return;
+  const DatasetPlugin plugin = load_dataset_plugin(plan.base.dataset_lib);
+  if (!plan.workloads.empty()) return;
+  std::string names;
+  for (const std::string& n : plugin.datasets) names += (names.empty() ? "" : ", ") + n;
+  throw UsageError("--dataset-lib: give --dataset NAME too, one of the datasets '" +
+                   plan.base.dataset_lib + "' registers: " + names);
+}
+
 int run(Plan& plan) {
+  load_plugin(plan);
   // One intra-op thread everywhere (as PyTorch's DataLoader workers and the Python script do):
   // the loaders' own workers are what is measured, and fork stays OpenMP-safe.
   at::set_num_threads(1);

@@ -86,6 +86,8 @@ refused 2 "cannot open '$work/missing.so'" --dataset-lib "$work/missing.so" --da
 refused 2 "registers no dataset named 'nope'; it registers: example.sines" \
   --dataset-lib "$lib" --dataset nope
 refused 2 "--dataset: needs --dataset-lib" --dataset example.sines
+refused 2 "give --dataset NAME too, one of the datasets '$lib' registers: example.sines" \
+  --dataset-lib "$lib"
 refused 2 "--workload: not with --dataset" \
   --dataset-lib "$lib" --dataset example.sines --workload fmnist
 refused 1 "its factory threw: example.sines: length='-3' is not a whole number" \
@@ -97,4 +99,4 @@ refused 2 "registers dataset 'bench-synthetic', a name that mploader-bench" \
   --dataset-lib "$work/refused/libduplicate_plugin.so" --dataset bench-synthetic
 refused 2 "holds a copy of mploader of its own" \
   --dataset-lib "$work/refused/libown_copy_plugin.so" --dataset bench-synthetic
-echo "plugin ok: tuned out of tree, same batches under spawn, 8 mistakes refused"
+echo "plugin ok: tuned out of tree, same batches under spawn, 9 mistakes refused"
