@@ -1,6 +1,7 @@
-// recommend(): group rows, pick the smallest worker count within 5 % of the best (within the
-// CPU budget), classify.
+// recommend(): group rows, and apply mploader's rule to each group.
 #include "bench/recommend.h"
+
+#include <mploader/tune.h>
 
 #include <nlohmann/json.hpp>
 
@@ -11,10 +12,6 @@
 namespace bench {
 
 namespace {
-
-constexpr double kWithin = 0.95;
-constexpr double kBusyUtilisation = 0.6;
-constexpr double kSlowdown = 1.3;
 
 using GroupKey = std::tuple<std::string, std::string, int64_t, int64_t>;
 
@@ -38,94 +35,42 @@ std::vector<std::vector<const RunResult*>> groups(const std::vector<RunResult>& 
   return kept;
 }
 
-std::string fmt(const char* format, double a, double b = 0, double c = 0) {
-  char text[256];
-  std::snprintf(text, sizeof text, format, a, b, c);
-  return text;
-}
-
-void classify(const RunResult& choice, const RunResult& fewest, Recommendation& rec) {
-  if (choice.config.workers == 0) {
-    rec.bound = "main-loop bound";
-    rec.reason = "loading in the main process is within 5 % of the best; workers add nothing";
-    return;
-  }
-  if (choice.utilisation < 0) return;  // no counters for this loader
-  const std::string measured =
-      fmt("workers busy %.0f %% of the time, %.2f ms per batch each; the loop waits %.2f ms "
-          "per batch (p50)", choice.utilisation * 100, choice.busy_ms_per_batch,
-          choice.wait_p50_ms);
-  const double slowdown = fewest.busy_ms_per_batch > 0 && fewest.config.workers > 0
-                              ? choice.busy_ms_per_batch / fewest.busy_ms_per_batch : 1.0;
-  if (choice.utilisation < kBusyUtilisation) {
-    rec.bound = "IPC-bound";
-    rec.reason = measured + ": workers wait for the loop, not the loop for the work";
-  } else if (slowdown >= kSlowdown) {
-    rec.bound = "memory-bound";
-    rec.reason = measured + fmt(": a batch takes %.2fx the busy time it took with %.0f "
-                                "worker(s), so workers contend for memory", slowdown,
-                                static_cast<double>(fewest.config.workers));
-  } else {
-    rec.bound = "CPU-bound";
-    rec.reason = measured + ": the workers' computing limits throughput, each as fast as alone";
-  }
-}
-
-// The group's rows within the CPU budget, or all of them when none is (or there is no budget).
-std::vector<const RunResult*> within_budget(const std::vector<const RunResult*>& g,
-                                            const CpuLimit& limit) {
-  std::vector<const RunResult*> kept;
-  for (const RunResult* r : g) {
-    if (limit.cpus <= 0 || r->config.workers <= limit.cpus) kept.push_back(r);
-  }
-  return kept.empty() ? g : kept;
-}
-
-const RunResult* fastest(const std::vector<const RunResult*>& rows) {
-  const RunResult* best = rows.front();
-  for (const RunResult* r : rows) {
-    if (r->samples_per_s > best->samples_per_s) best = r;
-  }
-  return best;
-}
-
-std::string budget_note(const RunResult& over, const RunResult& best, const CpuLimit& limit) {
-  return fmt("%.0f workers measured %.0f %% more samples/s", over.config.workers,
-             (over.samples_per_s / best.samples_per_s - 1) * 100) +
-         fmt(" than %.0f, but this process may use %.0f CPU", best.config.workers,
-             limit.cpus) + (limit.cpus == 1 ? "" : "s") +
-         " (" + limit.source + "): in training, workers beyond that take CPU time from the loop";
+mploader::TunePoint point_of(const RunResult& r) {
+  mploader::TunePoint p;
+  p.workers = r.config.workers;
+  p.prefetch = r.config.prefetch;
+  p.batch_size = r.config.batch_size;
+  p.batches = r.batches;
+  p.samples_per_s = r.samples_per_s;
+  p.utilisation = r.utilisation;
+  p.busy_ms_per_batch = r.busy_ms_per_batch;
+  p.wait_p50_ms = r.wait_p50_ms;
+  return p;
 }
 
 }  // namespace
 
+// The rule is the library's (mploader::choose_num_workers, loader/tune_rule.cc), which
+// mploader::tune() applies too.
 std::vector<Recommendation> recommend(const std::vector<RunResult>& rows, const CpuLimit& limit) {
   std::vector<Recommendation> recs;
   for (const std::vector<const RunResult*>& g : groups(rows)) {
-    const std::vector<const RunResult*> allowed = within_budget(g, limit);
-    const RunResult* best = fastest(allowed);
-    const RunResult* fewest = g.front();
-    for (const RunResult* r : g) {
-      if (r->config.workers < fewest->config.workers) fewest = r;
-    }
-    const RunResult* choice = best;
-    for (const RunResult* r : allowed) {
-      if (r->samples_per_s >= kWithin * best->samples_per_s &&
-          r->config.workers < choice->config.workers) {
-        choice = r;
-      }
-    }
+    std::vector<mploader::TunePoint> points;
+    for (const RunResult* r : g) points.push_back(point_of(*r));
+    const mploader::TuneChoice c =
+        mploader::choose_num_workers(points, mploader::TuneCpuBudget{limit.cpus, limit.source});
     Recommendation rec;
-    const RunResult* over = fastest(g);
-    if (over->samples_per_s > best->samples_per_s) {
-      rec.budget_note = budget_note(*over, *best, limit);
-    }
-    std::tie(rec.loader, rec.workload, rec.batch_size, rec.prefetch) = group_of(*choice);
-    rec.workers = choice->config.workers;
-    rec.samples_per_s = choice->samples_per_s;
-    rec.best_workers = best->config.workers;
-    rec.best_samples_per_s = best->samples_per_s;
-    classify(*choice, *fewest, rec);
+    rec.loader = g.front()->config.loader;
+    rec.workload = g.front()->config.workload;
+    rec.batch_size = c.batch_size;
+    rec.prefetch = c.prefetch;
+    rec.workers = c.workers;
+    rec.samples_per_s = c.samples_per_s;
+    rec.best_workers = c.best_workers;
+    rec.best_samples_per_s = c.best_samples_per_s;
+    rec.bound = c.bound;
+    rec.reason = c.reason;
+    rec.budget_note = c.budget_note;
     recs.push_back(rec);
   }
   return recs;

@@ -1,7 +1,8 @@
 // The num_workers recommendation and the scaling summary, from measured rows only (pure
 // functions: unit-tested on made-up rows in tests/test_bench_recommend.cc).
 //
-// For each (loader, workload, batch size, prefetch) with two or more worker counts:
+// The rule is mploader::choose_num_workers (mploader/tune.h), which mploader::tune() applies
+// too. For each (loader, workload, batch size, prefetch) with two or more worker counts:
 //   best   = the highest samples/s of the group;
 //   choice = the smallest num_workers whose samples/s is within 5 % of best, among the counts
 //            within the CPU budget (util/cpu_budget.h: the affinity mask and the cgroup's CPU

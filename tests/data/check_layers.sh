@@ -20,7 +20,7 @@ public_layer() {
     worker_info.h) echo worker ;;
     start_method.h) echo process ;;
     stats.h) echo supervise ;;
-    loader.h|options.h) echo loader ;;
+    loader.h|options.h|tune.h) echo loader ;;
     device_prefetcher.h|mploader.h) echo device ;;
     vision/*) echo vision ;;
     shards/*) echo shards ;;
