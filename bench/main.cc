@@ -222,10 +222,8 @@ void load_plugin(const Plan& plan) {
   if (plan.base.dataset_lib.empty()) return;
   const DatasetPlugin plugin = load_dataset_plugin(plan.base.dataset_lib);
   if (!plan.workloads.empty()) return;
-  std::string names;
-  for (const std::string& n : plugin.datasets) names += (names.empty() ? "" : ", ") + n;
   throw UsageError("--dataset-lib: give --dataset NAME too, one of the datasets '" +
-                   plan.base.dataset_lib + "' registers: " + names);
+                   plan.base.dataset_lib + "' registers: " + dataset_names(plugin));
 }
 
 int run(Plan& plan) {

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -139,6 +140,8 @@ DatasetPlugin load(const std::string& path, bool pass_on) {
 
 DatasetPlugin load_dataset_plugin(const std::string& path) { return load(path, true); }
 
+std::string dataset_names(const DatasetPlugin& plugin) { return join(plugin.datasets); }
+
 void load_inherited_plugins() {
   const char* libs = std::getenv(kInheritedLibs);
   if (libs == nullptr) return;
@@ -151,11 +154,10 @@ void load_inherited_plugins() {
 std::shared_ptr<mploader::Dataset> make_plugin_dataset(const DatasetPlugin& plugin,
                                                        const std::string& name,
                                                        const std::string& config) {
-  bool known = false;
-  for (const std::string& n : plugin.datasets) known = known || n == name;
-  if (!known) {
+  if (std::find(plugin.datasets.begin(), plugin.datasets.end(), name) ==
+      plugin.datasets.end()) {
     throw UsageError("--dataset: '" + plugin.path + "' registers no dataset named '" + name +
-                     "'; it registers: " + join(plugin.datasets));
+                     "'; it registers: " + dataset_names(plugin));
   }
   const mploader::DatasetFactory factory = mploader::detail::find_dataset_factory(name);
   std::shared_ptr<mploader::Dataset> data;

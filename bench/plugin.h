@@ -30,6 +30,9 @@ DatasetPlugin load_dataset_plugin(const std::string& path);
 // parent loaded. Call before mploader::init().
 void load_inherited_plugins();
 
+// The names of the datasets `plugin` registers, as "a, b", for messages.
+std::string dataset_names(const DatasetPlugin& plugin);
+
 // Builds dataset `name` of `plugin` from `config`. Throws UsageError for a name the library
 // does not register, and std::runtime_error, with the factory's message, when it throws or
 // returns no dataset.

@@ -1,8 +1,6 @@
 // recommend(): group rows, and apply mploader's rule to each group.
 #include "bench/recommend.h"
 
-#include <mploader/tune.h>
-
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -57,21 +55,8 @@ std::vector<Recommendation> recommend(const std::vector<RunResult>& rows, const 
   for (const std::vector<const RunResult*>& g : groups(rows)) {
     std::vector<mploader::TunePoint> points;
     for (const RunResult* r : g) points.push_back(point_of(*r));
-    const mploader::TuneChoice c =
-        mploader::choose_num_workers(points, mploader::TuneCpuBudget{limit.cpus, limit.source});
-    Recommendation rec;
-    rec.loader = g.front()->config.loader;
-    rec.workload = g.front()->config.workload;
-    rec.batch_size = c.batch_size;
-    rec.prefetch = c.prefetch;
-    rec.workers = c.workers;
-    rec.samples_per_s = c.samples_per_s;
-    rec.best_workers = c.best_workers;
-    rec.best_samples_per_s = c.best_samples_per_s;
-    rec.bound = c.bound;
-    rec.reason = c.reason;
-    rec.budget_note = c.budget_note;
-    recs.push_back(rec);
+    recs.push_back(Recommendation{mploader::choose_num_workers(points, limit),
+                                  g.front()->config.loader, g.front()->config.workload});
   }
   return recs;
 }

@@ -22,29 +22,21 @@
 
 #include "bench/run_config.h"
 
+#include <mploader/tune.h>
+
 #include <ostream>
 #include <string>
 #include <vector>
 
 namespace bench {
 
-struct Recommendation {
+// The library's choice for one group (mploader/tune.h), with the group's loader and workload.
+struct Recommendation : mploader::TuneChoice {
   std::string loader, workload;
-  int64_t batch_size = 0, prefetch = 0;
-  int64_t workers = 0;      // the choice
-  double samples_per_s = 0; // at the choice
-  int64_t best_workers = 0;
-  double best_samples_per_s = 0;
-  std::string bound;        // CPU-bound | memory-bound | IPC-bound | main-loop bound | ""
-  std::string reason;       // the measurements behind `bound`, one line
-  std::string budget_note;  // when a count above the CPU budget measured faster: what was left
 };
 
 // The CPUs the workers may use (0: no limit) and what sets that, for the note.
-struct CpuLimit {
-  int64_t cpus = 0;
-  std::string source;
-};
+using CpuLimit = mploader::TuneCpuBudget;
 
 std::vector<Recommendation> recommend(const std::vector<RunResult>& rows,
                                       const CpuLimit& limit = {});
