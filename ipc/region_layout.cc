@@ -44,6 +44,8 @@ void RegionView::initialize(void* base, const RegionGeometry& g, int worker_id) 
   h->cancel_generation.store(0);
   h->tasks_done.store(0);
   h->busy_ns.store(0);
+  for (std::atomic<uint64_t>& stage : h->stage_ns) stage.store(0);
+  h->cpu_ns.store(0);
   h->current_index.store(-1);
   h->current_sequence.store(0);
   h->phase.store(static_cast<uint32_t>(WorkerPhase::kStarting));

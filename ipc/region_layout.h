@@ -30,8 +30,9 @@
 namespace mploader::ipc {
 
 constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
-// 4: the free-slot stack; 5: failed_call; 6: skip log; 7: TensorMeta::kind (text fields)
-constexpr uint32_t kLayoutVersion = 7;
+// 4: the free-slot stack; 5: failed_call; 6: skip log; 7: TensorMeta::kind (text fields);
+// 8: stage times and CPU time
+constexpr uint32_t kLayoutVersion = 8;
 constexpr uint32_t kRingCapacity = 64;
 // Each ring can hold every descriptor id at once, so a push of one can never find it full.
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
@@ -67,6 +68,16 @@ struct TensorMeta {
   int64_t shape[kMaxDims];
   uint64_t offset;  // from the start of the payload slot or overflow segment
   uint64_t nbytes;
+};
+
+// Where a worker's busy time goes (LoaderStats' StageTimes), indexing RegionHeader::stage_ns.
+enum class Stage : uint32_t {
+  kRead = 0,       // Dataset::get / write / write_batch, less what the dataset names below
+  kDecode = 1,     // decoding, as the dataset reports it (mploader/stage_timer.h)
+  kTransform = 2,  // transforms, likewise
+  kWrite = 3,      // planning the batch and collating it into its slot
+  kHandOff = 4,    // publishing the batch and waking the main process
+  kCount = 5,
 };
 
 // What a task asks of the worker.
@@ -140,6 +151,8 @@ struct alignas(64) RegionHeader {
   std::atomic<uint64_t> current_sequence;           // worker: batch being built
   std::atomic<uint32_t> phase;                      // worker: WorkerPhase
   std::atomic<uint64_t> busy_ns;                    // worker: time spent on tasks
+  std::atomic<uint64_t> stage_ns[static_cast<uint32_t>(Stage::kCount)];  // worker: busy_ns split
+  std::atomic<uint64_t> cpu_ns;  // worker: its CPU time since its first task (sampled)
   // Main pushes the slots the training loop releases; the worker pops one per batch it writes.
   SharedSlotStack free_slots;
   // Written by the worker's signal handlers (worker/crash_handler.h), read by the main process.

@@ -4,6 +4,7 @@
 #include "loader/component_settings.h"
 #include "loader/in_process_source.h"
 #include "loader/slot_probe.h"
+#include "util/cpu_budget.h"
 #include "util/log.h"
 #include "util/units.h"
 
@@ -20,7 +21,8 @@ WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options,
     : dataset_(dataset),
       collator_(options.collate),
       persistent_workers_(options.persistent_workers),
-      quarantine_(std::move(quarantine)) {
+      quarantine_(std::move(quarantine)),
+      epochs_(epoch_context(options)) {
   if (options.num_workers == 0) {
     source_ = std::make_unique<InProcessSource>(dataset_, *collator_, skips_, options.seed);
     return;
@@ -43,6 +45,19 @@ WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options,
 }
 
 WorkerRuntime::~WorkerRuntime() { stop_workers(); }
+
+EpochContext WorkerRuntime::epoch_context(const LoaderOptions& options) {
+  EpochContext c;
+  c.num_workers = options.num_workers;
+  c.prefetch_factor = options.prefetch_factor;
+  c.in_order = options.in_order;
+  if (options.num_workers > 0) {
+    const CpuBudget budget = cpu_budget();
+    c.cpu_budget = budget.cpus();
+    c.cpu_budget_source = budget.source();
+  }
+  return c;
+}
 
 // This machine's limits, and what the pool configured so far needs of them.
 PreflightInput WorkerRuntime::preflight_input() const {
@@ -97,6 +112,7 @@ void WorkerRuntime::stop_workers() {
 void WorkerRuntime::start_epoch(EpochPlan plan) {
   leave_out_quarantined(plan);
   if (!source_) start_workers(plan.epoch);
+  if (pool_) epochs_.start(plan.epoch, stats());
   source_->start_epoch(std::move(plan.batches), std::move(plan.sequences),
                        std::move(plan.streams), plan.epoch);
 }
@@ -129,8 +145,21 @@ std::optional<Batch> WorkerRuntime::next() {
                                         .count());
   batches_taken_ += batch ? 1 : 0;
   drain_skips();
+  if (!batch) finish_epoch();
   if (!batch && !persistent_workers_) stop_workers();
   return batch;
+}
+
+void WorkerRuntime::finish_epoch() {
+  if (!pool_) return;
+  const std::optional<EpochStats> epoch = epochs_.finish(stats());
+  if (!epoch || epoch->summary.empty()) return;
+  // Short epochs (tests, tiny datasets) say little and would flood the log.
+  if (epoch->wall_ns >= 1000ull * 1000 * 1000) {
+    log().info(epoch->summary);
+  } else {
+    log().debug(epoch->summary);
+  }
 }
 
 std::vector<int> WorkerRuntime::worker_pids() const {
@@ -152,17 +181,32 @@ LoaderStats WorkerRuntime::stats() const {
   drain_skips();
   skips_->fill(s);
   s.quarantined = quarantine_->list();
-  if (!pool_) return s;
+  if (!pool_) {
+    epochs_.fill(s);
+    return s;
+  }
   s.workers.resize(std::max(s.workers.size(), pool_->size()));
   for (size_t w = 0; w < pool_->size(); ++w) {
     const ipc::RegionHeader& h = pool_->channel(w).view.header();
-    s.workers[w].busy_ns += h.busy_ns.load(std::memory_order_relaxed);
-    s.workers[w].batches += h.tasks_done.load(std::memory_order_relaxed);
+    WorkerStats& out = s.workers[w];
+    out.busy_ns += h.busy_ns.load(std::memory_order_relaxed);
+    out.batches += h.tasks_done.load(std::memory_order_relaxed);
+    out.cpu_ns += h.cpu_ns.load(std::memory_order_relaxed);
+    StageTimes& st = out.stages;
+    const auto stage = [&](ipc::Stage k) {
+      return h.stage_ns[static_cast<uint32_t>(k)].load(std::memory_order_relaxed);
+    };
+    st.read_ns += stage(ipc::Stage::kRead);
+    st.decode_ns += stage(ipc::Stage::kDecode);
+    st.transform_ns += stage(ipc::Stage::kTransform);
+    st.write_ns += stage(ipc::Stage::kWrite);
+    st.handoff_ns += stage(ipc::Stage::kHandOff);
   }
   if (source_) {
     s.head_of_line_ns += source_->head_of_line_ns();
     source_->add_memory(s);
   }
+  epochs_.fill(s);
   return s;
 }
 

@@ -10,6 +10,7 @@
 
 #include "loader/batch_source.h"
 #include "loader/dispatcher.h"
+#include "loader/epoch_report.h"
 #include "loader/epoch_state.h"
 #include "process/worker_pool.h"
 #include "supervise/preflight.h"
@@ -53,6 +54,7 @@ class WorkerRuntime {
   LoaderStats stats() const;
 
  private:
+  static EpochContext epoch_context(const LoaderOptions& options);
   PreflightInput preflight_input() const;
   void refuse_impossible_fd_limits() const;
   void run_preflight() const;
@@ -60,6 +62,8 @@ class WorkerRuntime {
   void stop_workers();
   // Leaves quarantined samples out of `plan` (a batch left with none goes), as skips.
   void leave_out_quarantined(EpochPlan& plan) const;
+  // Ends the epoch's record and logs where its time went.
+  void finish_epoch();
 
   Dataset& dataset_;
   std::shared_ptr<Collator> collator_;
@@ -76,6 +80,7 @@ class WorkerRuntime {
   // Skipped samples of every pool and of the in-process path; the in-process source holds it.
   std::shared_ptr<SkipLedger> skips_ = std::make_shared<SkipLedger>();
   std::shared_ptr<Quarantine> quarantine_;
+  EpochLedger epochs_;  // with workers only: the in-process path has no worker times
 
   void drain_skips() const;
 };

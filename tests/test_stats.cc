@@ -5,7 +5,11 @@
 
 #include <mploader/mploader.h>
 
+#include "stderr_capture.h"
+
 #include <ATen/ATen.h>
+
+#include <time.h>
 
 #include <chrono>
 #include <thread>
@@ -42,6 +46,37 @@ mploader::LoaderOptions options(int64_t workers, int64_t batch_size) {
 }
 
 constexpr uint64_t kMs = 1000 * 1000;
+
+uint64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// Computes for `cpu` of CPU time per sample: busy on a CPU, as a decoder would be.
+class SpinningDataset : public mploader::Dataset {
+ public:
+  SpinningDataset(size_t n, std::chrono::milliseconds cpu) : n_(n), cpu_(cpu) {}
+  size_t size() const override { return n_; }
+  mploader::Sample get(int64_t index) override {
+    const uint64_t until = thread_cpu_ns() + static_cast<uint64_t>(cpu_.count()) * kMs;
+    volatile uint64_t sink = 0;
+    while (thread_cpu_ns() < until) sink = sink + 1;
+    return {{"x", at::full({4}, static_cast<double>(index), at::kFloat)}};
+  }
+
+ private:
+  size_t n_;
+  std::chrono::milliseconds cpu_;
+};
+
+// The whole epoch's counters; REQUIREs that there is exactly one, and finished.
+mploader::EpochStats only_epoch(const mploader::LoaderStats& s) {
+  REQUIRE(s.epochs.size() == 1);
+  REQUIRE(s.epochs[0].finished);
+  INFO(s.epochs[0].summary);
+  return s.epochs[0];
+}
 
 }  // namespace
 
@@ -85,4 +120,96 @@ TEST_CASE("stats: fast workers that are never awaited out of turn show no head-o
   const mploader::LoaderStats s = loader.stats();
   CHECK(s.head_of_line_ns == 0);  // one worker: no later batch can be ready before the due one
   CHECK(s.batches == 8);
+}
+
+TEST_CASE("stats: workers that sleep in get() are busy reading, off the CPU, and named as I/O",
+          "[stats]") {
+  // 2 workers x 5 ms per sample, over a second: the epoch's line is logged at info level.
+  auto data = std::make_shared<SleepyDataset>(480, std::chrono::milliseconds(5));
+  testing_datasets::StderrCapture captured;
+  mploader::LoaderStats s;
+  {
+    mploader::Loader loader(data, options(2, 4));
+    for (mploader::Batch& b : loader) CHECK(b.size() == 4);
+    s = loader.stats();
+  }
+  const std::string log = captured.text();
+  for (const mploader::WorkerStats& w : s.workers) {
+    // The stages split the busy time exactly; sleeping is reading, and takes no CPU.
+    CHECK(w.stages.total_ns() == w.busy_ns);
+    CHECK(w.stages.read_ns >= w.batches * 4 * 5 * kMs);
+    CHECK(w.stages.decode_ns == 0);
+    CHECK(w.stages.transform_ns == 0);
+    CHECK(w.stages.write_ns > 0);
+    CHECK(w.cpu_ns < w.busy_ns / 4);
+  }
+  const mploader::EpochStats e = only_epoch(s);
+  CHECK(e.batches == 120);
+  CHECK(e.num_workers == 2);
+  CHECK(e.wall_ns >= 480 * 5 * kMs / 2);
+  CHECK(e.wait_ns > e.wall_ns / 2);
+  CHECK(e.busy_ns == e.stages.total_ns());
+  CHECK(e.bottleneck == mploader::Bottleneck::kWorkersIo);
+  CHECK(e.summary.find("raise num_workers to 4") != std::string::npos);
+  INFO(log);
+  CHECK(log.find("[info] " + e.summary) != std::string::npos);
+}
+
+TEST_CASE("stats: a worker computing in get() is named as the bottleneck, with the CPU budget",
+          "[stats]") {
+  auto data = std::make_shared<SpinningDataset>(40, std::chrono::milliseconds(4));
+  mploader::Loader loader(data, options(1, 2));
+  for (mploader::Batch& b : loader) CHECK(b.size() == 2);
+  const mploader::LoaderStats s = loader.stats();
+  REQUIRE(s.workers.size() == 1);
+  const mploader::WorkerStats& w = s.workers[0];
+  // Sampled every 20 ms of work and when the worker goes idle, which it may not have done yet:
+  // it trails by up to that and the last task, never more.
+  CHECK(w.cpu_ns + 30 * kMs >= 40 * 4 * kMs);
+  const mploader::EpochStats e = only_epoch(s);
+  CHECK(e.cpu_budget >= 1);
+  CHECK(e.bottleneck == mploader::Bottleneck::kWorkersCompute);
+  CHECK(e.summary.find("CPU") != std::string::npos);
+}
+
+TEST_CASE("stats: a slow training loop is named as the pace-setter, and each epoch is listed",
+          "[stats]") {
+  auto data = std::make_shared<SleepyDataset>(24, std::chrono::milliseconds(0));
+  mploader::Loader loader(data, options(2, 4));
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (mploader::Batch& b : loader) {
+      CHECK(b.size() == 4);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  const mploader::LoaderStats s = loader.stats();
+  REQUIRE(s.epochs.size() == 2);
+  for (uint64_t k = 0; k < 2; ++k) {
+    const mploader::EpochStats& e = s.epochs[k];
+    INFO(e.summary);
+    CHECK(e.epoch == k);
+    CHECK(e.finished);
+    CHECK(e.batches == 6);
+    CHECK(e.wall_ns >= 6 * 20 * kMs);
+    CHECK(e.bottleneck == mploader::Bottleneck::kLoop);
+    CHECK(e.summary.find("the training loop set the pace") != std::string::npos);
+  }
+}
+
+TEST_CASE("stats: an epoch left before its end is listed unfinished, the running one last",
+          "[stats]") {
+  auto data = std::make_shared<SleepyDataset>(16, std::chrono::milliseconds(0));
+  mploader::Loader loader(data, options(1, 4));
+  auto it = loader.begin();
+  REQUIRE(it != loader.end());
+  mploader::LoaderStats s = loader.stats();
+  REQUIRE(s.epochs.size() == 1);
+  CHECK_FALSE(s.epochs[0].finished);
+  CHECK(s.epochs[0].batches == 1);
+  for (mploader::Batch& b : loader) CHECK(b.size() == 4);  // a new epoch abandons the first
+  s = loader.stats();
+  REQUIRE(s.epochs.size() == 2);
+  CHECK_FALSE(s.epochs[0].finished);
+  CHECK(s.epochs[1].finished);
+  CHECK(s.epochs[1].batches == 4);
 }

@@ -7,6 +7,7 @@
 #include "core/loading_scope.h"
 #include "worker/crash_handler.h"
 #include "worker/skip_log.h"
+#include "worker/stage_clock.h"
 #include "worker/worker_info_setter.h"
 
 #include <ATen/Context.h>
@@ -31,26 +32,41 @@ void set_worker_phase(ipc::RegionHeader& header, ipc::WorkerPhase phase) {
   header.phase.store(static_cast<uint32_t>(phase), std::memory_order_relaxed);
 }
 
+// The stage a sample's phase counts as: the dataset's own work is reading, until it names
+// decoding or transforms (mploader/stage_timer.h).
+ipc::Stage stage_of(ipc::WorkerPhase phase) {
+  switch (phase) {
+    case ipc::WorkerPhase::kDatasetGet:
+    case ipc::WorkerPhase::kDatasetWrite:
+    case ipc::WorkerPhase::kDatasetWriteBatch: return ipc::Stage::kRead;
+    case ipc::WorkerPhase::kPublish: return ipc::Stage::kHandOff;
+    default: return ipc::Stage::kWrite;
+  }
+}
+
 // Where a task's batch goes: its ring slot, or a one-off overflow segment when it does not fit
 // (or was sent without a slot). Tells the main process, through the region header, which sample
 // and phase the worker is in, for the crash and hang reports.
 class TaskSink : public detail::BatchSink {
  public:
   // `slot_promised`: the main process counted a free slot for this task (kSlotAtStart).
-  TaskSink(const WorkerContext& c, ipc::TaskDescriptor& d, bool slot_promised)
-      : c_(c), header_(c.region.header()), d_(d), slot_promised_(slot_promised) {}
+  TaskSink(const WorkerContext& c, ipc::TaskDescriptor& d, bool slot_promised,
+           StageClock& clock)
+      : c_(c), header_(c.region.header()), d_(d), slot_promised_(slot_promised), clock_(clock) {}
 
   bool begin_sample(int64_t index, ipc::WorkerPhase phase) override {
     if (header_.stop.load(std::memory_order_relaxed) != 0) _exit(0);
     if (d_.generation < header_.cancel_generation.load(std::memory_order_acquire)) return false;
     header_.current_index.store(index, std::memory_order_relaxed);
     set_worker_phase(header_, phase);
+    clock_.enter(stage_of(phase));
     return true;
   }
 
   void begin_collate(int64_t index) override {
     header_.current_index.store(index, std::memory_order_relaxed);
     set_worker_phase(header_, ipc::WorkerPhase::kCollate);
+    clock_.enter(ipc::Stage::kWrite);
   }
 
   detail::BatchFailure open(const detail::PlannedBatch& plan, uint8_t*& base) override {
@@ -75,6 +91,7 @@ class TaskSink : public detail::BatchSink {
   // Hands an overflow segment to the main process; a slot needs nothing more.
   detail::BatchFailure publish(uint32_t id) {
     set_worker_phase(header_, ipc::WorkerPhase::kPublish);
+    clock_.enter(ipc::Stage::kHandOff);
     if (fits_) return {};
     d_.payload_slot = ipc::kNoSlot;  // tells the main process to receive the segment
     ipc::Status sent = ipc::send_fd(c_.spec.socket_fd, overflow_.fd(), id);
@@ -108,6 +125,7 @@ class TaskSink : public detail::BatchSink {
   ipc::RegionHeader& header_;
   ipc::TaskDescriptor& d_;
   const bool slot_promised_;
+  StageClock& clock_;
   bool fits_ = false;
   ipc::ShmRegion overflow_;
 };
@@ -120,12 +138,15 @@ class Worker {
     if (!run_init()) return kInitFailedExit;
     uint32_t id;
     while (next_task(id)) {
-      const auto started = std::chrono::steady_clock::now();
+      const auto started = StageClock::Clock::now();
+      clock_.start(started);
       run_task(id);
-      const auto busy = std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::steady_clock::now() - started);
+      const auto finished = StageClock::Clock::now();
+      clock_.finish(finished, header_);
+      const auto busy = std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started);
       header_.busy_ns.fetch_add(static_cast<uint64_t>(busy.count()), std::memory_order_relaxed);
       header_.tasks_done.fetch_add(1, std::memory_order_relaxed);
+      if (finished - cpu_sampled_ >= kCpuSampleInterval) publish_cpu_time(finished);
       // Cannot be full: it holds every descriptor id (kMaxDescriptors == kRingCapacity), and
       // the main process hands an id out again only after popping it.
       (void)c_.region.done_ring().try_push(id);
@@ -142,6 +163,14 @@ class Worker {
   }
 
   bool parent_alive() const { return getppid() == c_.spec.parent_pid; }
+
+  // The CPU time of this process since its first task, for the main process to compare with
+  // the busy time (relaxed: a statistic, read whenever).
+  void publish_cpu_time(StageClock::Clock::time_point now) {
+    const uint64_t cpu = process_cpu_ns();
+    header_.cpu_ns.store(cpu > cpu_base_ ? cpu - cpu_base_ : 0, std::memory_order_relaxed);
+    cpu_sampled_ = now;
+  }
 
   // Seeds libtorch's default generator and std::rand for `epoch`, so that random
   // augmentation differs between workers and epochs yet repeats from run to run.
@@ -160,6 +189,7 @@ class Worker {
                                static_cast<int>(getpid()), 0, 0, c_.spec.settings.rank,
                                c_.spec.settings.world_size});
     enter_epoch(c_.spec.settings.first_epoch);
+    cpu_base_ = process_cpu_ns();  // what follows counts from here (worker_init included)
     if (!c_.init) return true;
     try {
       c_.init(*worker_info());
@@ -180,6 +210,7 @@ class Worker {
       if (c_.region.task_ring().try_pop(id)) {
         return id != ipc::kShutdownId && c_.region.valid_descriptor_id(id);
       }
+      publish_cpu_time(StageClock::Clock::now());  // idle now: the count is complete
       pollfd p{c_.spec.task_event_fd, POLLIN, 0};
       int rc = poll(&p, 1, kIdleCheckMs);
       if (rc > 0) {
@@ -206,7 +237,7 @@ class Worker {
     d.failed_index = -1;
     const bool slot_promised = d.payload_slot == ipc::kSlotAtStart;
     d.payload_slot = ipc::kNoSlot;  // until a slot is popped: the main process reads it back
-    TaskSink sink(c_, d, slot_promised);
+    TaskSink sink(c_, d, slot_promised, clock_);
     const int64_t* indices = c_.region.indices(id);
     detail::PlannedBatch plan;
     detail::BatchFailure failure;
@@ -231,6 +262,9 @@ class Worker {
   const WorkerContext& c_;
   ipc::RegionHeader& header_;
   uint64_t epoch_ = 0;
+  StageClock clock_;
+  uint64_t cpu_base_ = 0;
+  StageClock::Clock::time_point cpu_sampled_{};
   RegionSkipLog skip_log_{header_};  // where report_skipped_sample() goes in this process
 };
 

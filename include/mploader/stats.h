@@ -35,11 +35,45 @@ struct WorkerMemory {
   bool growth_warned = false;
 };
 
+/// Where workers' busy time went, by stage. The stages add up to the busy time.
+struct StageTimes {
+  /// In the dataset's get(), write() or write_batch(), less what it reported as decoding or
+  /// transforms: reading files, and whatever else the dataset does.
+  uint64_t read_ns = 0;
+  /// Decoding, as the dataset reported it (mploader/stage_timer.h; ImageFolder and TarShards
+  /// do).
+  uint64_t decode_ns = 0;
+  uint64_t transform_ns = 0;  ///< Transforms, as the dataset reported them.
+  /// Planning the batch and collating samples into its ring slot (or overflow segment).
+  uint64_t write_ns = 0;
+  /// Handing the batch to the training process (an overflow segment's descriptor included).
+  uint64_t handoff_ns = 0;
+
+  /// The sum of the stages.
+  uint64_t total_ns() const {
+    return read_ns + decode_ns + transform_ns + write_ns + handoff_ns;
+  }
+  /// Adds `other`'s stages to these.
+  StageTimes& operator+=(const StageTimes& other) {
+    read_ns += other.read_ns;
+    decode_ns += other.decode_ns;
+    transform_ns += other.transform_ns;
+    write_ns += other.write_ns;
+    handoff_ns += other.handoff_ns;
+    return *this;
+  }
+};
+
 /// One worker's counters (see LoaderStats).
 struct WorkerStats {
   /// Time spent building batches (Dataset::get, collation, publishing), from taking a task to
   /// handing it back. Idle time waiting for tasks is not counted.
   uint64_t busy_ns = 0;
+  /// The busy time, by stage.
+  StageTimes stages;
+  /// The worker process's CPU time (all its threads), sampled when it goes idle and at least
+  /// every 20 ms of work. Far below busy_ns means the worker waits (on I/O, a lock, a sleep).
+  uint64_t cpu_ns = 0;
   uint64_t batches = 0;  ///< Tasks finished, cancelled ones included.
   /// Its private and shared memory over the epoch (WorkerMemory).
   WorkerMemory memory;
@@ -69,6 +103,40 @@ struct QuarantinedSample {
 /// How many skipped samples LoaderStats::skipped lists; skipped_samples counts them all.
 inline constexpr size_t kMaxListedSkips = 1000;
 
+/// What held an epoch back, as EpochStats judges it.
+enum class Bottleneck {
+  kNone,            ///< Too little measured to judge (no worker process, or no batch).
+  kLoop,            ///< The training loop: it waited for data a tenth of the epoch or less.
+  kWorkersCompute,  ///< Workers computing (busy, and on a CPU for most of it).
+  kWorkersIo,       ///< Workers waiting (busy, but off the CPU for most of it): I/O, locks.
+  kHandOff,         ///< Neither: workers had time to spare, yet the loop waited for batches.
+};
+
+/// Where one epoch's time went: the loop's wait, and the workers' time summed over them.
+/// Counted from the epoch's first batch request to its end (or to now, while it runs); a batch
+/// prefetched for the next epoch counts in the epoch it was built in.
+struct EpochStats {
+  uint64_t epoch = 0;     ///< The epoch.
+  bool finished = false;  ///< Whether next() has reached its end (false: running, abandoned).
+  int64_t num_workers = 0;  ///< Worker processes at its end.
+  uint64_t batches = 0;     ///< Batches next() returned in it.
+  uint64_t wall_ns = 0;     ///< Its duration.
+  uint64_t wait_ns = 0;     ///< Of which the loop waited inside next().
+  /// Of which, waiting in order for a batch while later ones were done (head-of-line).
+  uint64_t head_of_line_ns = 0;
+  uint64_t busy_ns = 0;     ///< Workers' busy time, summed over them.
+  uint64_t cpu_ns = 0;      ///< Workers' CPU time, summed over them.
+  StageTimes stages;        ///< Workers' busy time by stage, summed over them.
+  int64_t cpu_budget = 0;   ///< CPUs this process may use (affinity mask and cgroup quota).
+  Bottleneck bottleneck = Bottleneck::kNone;  ///< What held it back.
+  /// One line: where the time went, what held the epoch back and what would help. The Loader
+  /// logs it at the end of each epoch (info level; debug for epochs under a second).
+  std::string summary;
+};
+
+/// How many epochs LoaderStats::epochs keeps (the latest).
+inline constexpr size_t kMaxListedEpochs = 1000;
+
 /// Where a Loader's time went: a snapshot from Loader::stats(); subtract two for an interval.
 struct LoaderStats {
   /// One entry per worker slot (empty with num_workers == 0). A replaced worker's counters
@@ -93,6 +161,9 @@ struct LoaderStats {
   /// Warnings that a worker's private memory keeps growing (at most one per worker per
   /// epoch), in every epoch so far.
   uint64_t memory_growth_warnings = 0;
+  /// Epoch by epoch (the latest kMaxListedEpochs), the running one last; empty with
+  /// num_workers == 0.
+  std::vector<EpochStats> epochs;
 };
 
 }  // namespace mploader

@@ -13,7 +13,7 @@ public_layer() {
   case "$1" in
     errors.h|logging.h) echo util ;;
     batch.h|collate.h|dataset.h|loading_context.h|registry.h|sample_writer.h|streaming.h|\
-    tensor_dict.h) echo core ;;
+    tensor_dict.h|stage_timer.h) echo core ;;
     bucket_sampler.h|distributed_sampler.h|launch_info.h|mixture.h|rank_agreement.h|\
     sampler.h) echo sampler ;;
     compose.h|npy.h|token_stream.h) echo datasets ;;
