@@ -3,6 +3,7 @@
 #include "shards/sample_decode.h"
 #include "shards/text.h"
 
+#include <mploader/stage_timer.h>
 #include <mploader/vision/image.h>
 
 #include <ATen/ATen.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,7 @@ at::Tensor int_tensor(const Member& m) {
 at::Tensor image_tensor(const Member& m, const vision::Compose& transform, uint64_t seed,
                         ImageDecoding& d) {
   try {
+    std::optional<ScopedStageTimer> stage(std::in_place, DatasetStage::kDecode);
     const vision::ImageInfo info = d.decoder.info(m.bytes.data(), m.bytes.size());
     const vision::ImagePlan plan = transform.plan(info.width, info.height, seed);
     d.decoder.decode(m.bytes.data(), m.bytes.size(),
@@ -53,6 +56,7 @@ at::Tensor image_tensor(const Member& m, const vision::Compose& transform, uint6
                      transform.min_scale(plan), d.image);
     const bool floats = transform.layout() == vision::PixelLayout::kFloat32CHW;
     at::Tensor out = at::empty(transform.output_shape(), floats ? at::kFloat : at::kByte);
+    stage.emplace(DatasetStage::kTransform);
     transform.render(d.image, plan, out.data_ptr(), d.scratch);
     return out;
   } catch (const vision::DecodeError& e) {

@@ -5,6 +5,7 @@
 
 #include <mploader/errors.h>
 #include <mploader/loading_context.h>
+#include <mploader/stage_timer.h>
 
 #include <algorithm>
 #include <new>
@@ -112,6 +113,7 @@ bool ImageFolder::load(int64_t index, uint64_t seed, Decoding& d, std::string& e
         path(index), {options_.max_file_bytes, missing_file_hint()}, d.decoder, d.file);
     d.plan = transform_.plan(info.width, info.height, seed);
     const Rect whole{0, 0, static_cast<double>(info.width), static_cast<double>(info.height)};
+    const ScopedStageTimer decoding(DatasetStage::kDecode);
     d.decoder.decode(d.file.data(), d.file.size(),
                      options_.full_decode
                          ? whole
@@ -164,6 +166,7 @@ void ImageFolder::write(int64_t index, SampleWriter& out) {
     report_skipped_sample(index, chosen, path(index), error);
   }
   void* pixels = out.bytes(0);
+  const ScopedStageTimer transforming(DatasetStage::kTransform);
   transform_.render(d->image, d->plan, pixels, d->scratch);
   *out.data<int64_t>(1) = label(chosen);
 }

@@ -183,6 +183,12 @@ TEST_CASE("shards: spawned workers rebuild TarShards from its recipe, image keys
     }
   }
   check_once(seen, 15);
+  // Spawned workers report decoding and transforms, apart from reading the tar.
+  mploader::StageTimes stages;
+  for (const mploader::WorkerStats& w : loader.stats().workers) stages += w.stages;
+  CHECK(stages.decode_ns > 0);
+  CHECK(stages.transform_ns > 0);
+  CHECK(stages.read_ns > 0);
 }
 
 TEST_CASE("shards: an image member decodes through the Compose into its output tensor") {

@@ -184,6 +184,26 @@ TEST_CASE("vision: ImageFolder batches are bitwise the same with fork, spawn and
   }
 }
 
+TEST_CASE("vision: ImageFolder's workers time decoding and transforms apart from reading") {
+  Folder folder;
+  REQUIRE_FOLDER(folder);
+  auto data = std::make_shared<ImageFolder>(folder.root, train_transform());
+  mploader::Loader loader(data, options_with(2, mploader::StartMethod::kFork));
+  int64_t batches = 0;
+  for (mploader::Batch& b : loader) batches += b.size() > 0 ? 1 : 0;
+  REQUIRE(batches > 0);
+  mploader::StageTimes stages;
+  uint64_t busy = 0;
+  for (const mploader::WorkerStats& w : loader.stats().workers) {
+    stages += w.stages;
+    busy += w.busy_ns;
+  }
+  CHECK(stages.decode_ns > 0);
+  CHECK(stages.transform_ns > 0);
+  CHECK(stages.read_ns > 0);  // opening and reading the files, and the header
+  CHECK(stages.total_ns() == busy);
+}
+
 TEST_CASE("vision: ImageFolder batches after a mid-epoch resume are the ones not yet received") {
   Folder folder;
   REQUIRE_FOLDER(folder);
