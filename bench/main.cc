@@ -211,6 +211,7 @@ void print_summary(const Plan& plan, const std::vector<RunResult>& results) {
   print_table_header(std::cout);
   for (const RunResult& r : results) print_table_row(std::cout, r);
   print_token_rates(std::cout, results);
+  print_stage_split(std::cout, results);
   print_ratios(std::cout, results);
   print_recommendations(std::cout, recs);
   std::cout << '\n';

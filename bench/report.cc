@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <stdexcept>
 #include <map>
@@ -10,6 +12,13 @@
 #include <utility>
 
 namespace bench {
+namespace {
+
+// RunResult::stage_ms_per_batch's stages, in order, as JSON and the table name them.
+constexpr std::array<const char*, 5> kStageNames = {"read", "decode", "transform", "write",
+                                                    "hand-off"};
+
+}  // namespace
 
 std::string json_line(const RunResult& r) {
   nlohmann::ordered_json j;
@@ -38,6 +47,14 @@ std::string json_line(const RunResult& r) {
   j["utilisation"] = r.utilisation;
   j["busy_ms_per_batch"] = r.busy_ms_per_batch;
   j["head_of_line_s"] = r.head_of_line_s;
+  if (!r.stage_ms_per_batch.empty()) {
+    nlohmann::ordered_json stages;
+    for (size_t k = 0; k < r.stage_ms_per_batch.size() && k < kStageNames.size(); ++k) {
+      stages[kStageNames[k]] = r.stage_ms_per_batch[k];
+    }
+    j["stage_ms_per_batch"] = stages;
+    j["on_cpu"] = r.on_cpu;
+  }
   j["corrupt"] = r.corrupt;
   j["corrupt_examples"] = r.corrupt_examples;
   if (r.epochs >= 0) {
@@ -71,6 +88,12 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line) try 
   r.utilisation = j.value("utilisation", -1.0);
   r.busy_ms_per_batch = j.value("busy_ms_per_batch", -1.0);
   r.head_of_line_s = j.value("head_of_line_s", -1.0);
+  if (j.contains("stage_ms_per_batch")) {
+    for (const char* name : kStageNames) {
+      r.stage_ms_per_batch.push_back(j.at("stage_ms_per_batch").value(name, 0.0));
+    }
+  }
+  r.on_cpu = j.value("on_cpu", -1.0);
   r.corrupt = j.value("corrupt", int64_t{0});
   r.corrupt_examples = j.value("corrupt_examples", std::vector<int64_t>{});
   r.epochs = j.value("epochs", int64_t{-1});
@@ -164,6 +187,35 @@ void print_ratios(std::ostream& out, const std::vector<RunResult>& results) {
       line += ratio;
     }
     out << line << (line.size() == bare ? "  (no other loader measured)" : "") << '\n';
+  }
+}
+
+}  // namespace bench
+
+namespace bench {
+
+void print_stage_split(std::ostream& out, const std::vector<RunResult>& results) {
+  bool any = false;
+  for (const RunResult& r : results) any = any || !r.stage_ms_per_batch.empty();
+  if (!any) return;
+  out << "\nwhere mploader's workers spent each batch (busy ms per batch, by stage), and the "
+         "share of it on a CPU (low: waiting on I/O):\n";
+  char line[200];
+  std::snprintf(line, sizeof line, "%-16s %-10s %7s %6s %8s %9s %9s %9s %9s %9s %9s %6s",
+                "loader", "workload", "workers", "batch", "prefetch", "read", "decode",
+                "transform", "write", "hand-off", "busy", "on_cpu");
+  out << line << '\n';
+  for (const RunResult& r : results) {
+    if (r.stage_ms_per_batch.size() != kStageNames.size()) continue;
+    const std::vector<double>& ms = r.stage_ms_per_batch;
+    std::snprintf(line, sizeof line,
+                  "%-16s %-10s %7lld %6lld %8lld %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %5.0f%%",
+                  r.config.loader.c_str(), r.config.workload.c_str(),
+                  static_cast<long long>(r.config.workers),
+                  static_cast<long long>(r.config.batch_size),
+                  static_cast<long long>(r.config.prefetch), ms[0], ms[1], ms[2], ms[3], ms[4],
+                  r.busy_ms_per_batch, 100.0 * std::max(0.0, r.on_cpu));
+    out << line << '\n';
   }
 }
 

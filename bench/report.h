@@ -28,6 +28,10 @@ void print_table_row(std::ostream& out, const RunResult& result);
 // pytorch row of the same workers, batch size, prefetch and context. Nothing without stream rows.
 void print_token_rates(std::ostream& out, const std::vector<RunResult>& results);
 
+// For each mploader row: the workers' busy time per batch by stage, and its share on a CPU.
+// Nothing without such rows.
+void print_stage_split(std::ostream& out, const std::vector<RunResult>& results);
+
 // For each workload and workers value with an mploader row: "mploader/<other> 3.40x" by
 // samples_per_s. Prints nothing when mploader was not measured.
 void print_ratios(std::ostream& out, const std::vector<RunResult>& results);

@@ -75,6 +75,11 @@ struct RunResult {
   double utilisation = -1;
   double busy_ms_per_batch = -1;
   double head_of_line_s = -1;
+  // mploader only: the workers' busy ms per batch by stage (read, decode, transform, write,
+  // hand-off; mploader::StageTimes), and the share of the busy time they spent on a CPU. Empty
+  // and -1 elsewhere.
+  std::vector<double> stage_ms_per_batch;
+  double on_cpu = -1;
   // jpeg: samples whose file could not be read or decoded (replaced by zeros), and the first
   // few of their dataset indices.
   int64_t corrupt = 0;

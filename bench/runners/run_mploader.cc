@@ -78,13 +78,24 @@ void add_stats(const mploader::LoaderStats& stats, double loop_s, RunResult& res
     result.corrupt_examples.push_back(s.index);
   }
   if (stats.workers.empty() || loop_s <= 0) return;
-  uint64_t busy_ns = 0, batches = 0;
+  uint64_t busy_ns = 0, batches = 0, cpu_ns = 0;
+  mploader::StageTimes stages;
   for (const mploader::WorkerStats& w : stats.workers) {
     busy_ns += w.busy_ns;
     batches += w.batches;
+    cpu_ns += w.cpu_ns;
+    stages += w.stages;
   }
   result.utilisation = static_cast<double>(busy_ns) / 1e9 / (loop_s * stats.workers.size());
-  if (batches > 0) result.busy_ms_per_batch = static_cast<double>(busy_ns) / 1e6 / batches;
+  if (batches == 0) return;
+  const auto per_batch = [&](uint64_t ns) { return static_cast<double>(ns) / 1e6 / batches; };
+  result.busy_ms_per_batch = per_batch(busy_ns);
+  result.stage_ms_per_batch = {per_batch(stages.read_ns), per_batch(stages.decode_ns),
+                               per_batch(stages.transform_ns), per_batch(stages.write_ns),
+                               per_batch(stages.handoff_ns)};
+  if (busy_ns > 0) {
+    result.on_cpu = std::min(1.0, static_cast<double>(cpu_ns) / static_cast<double>(busy_ns));
+  }
 }
 
 // The workload as it was before in-place writes: get() alone, each sample then copied into the
