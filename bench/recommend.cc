@@ -43,6 +43,7 @@ mploader::TunePoint point_of(const RunResult& r) {
   p.utilisation = r.utilisation;
   p.busy_ms_per_batch = r.busy_ms_per_batch;
   p.wait_p50_ms = r.wait_p50_ms;
+  p.on_cpu = r.on_cpu;
   return p;
 }
 

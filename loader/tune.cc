@@ -52,13 +52,14 @@ int64_t rows_of(const Batch& batch) {
 }
 
 struct Counters {
-  uint64_t busy_ns = 0, batches = 0;
+  uint64_t busy_ns = 0, cpu_ns = 0, batches = 0;
 };
 
 Counters worker_counters(const LoaderStats& stats) {
   Counters c;
   for (const WorkerStats& w : stats.workers) {
     c.busy_ns += w.busy_ns;
+    c.cpu_ns += w.cpu_ns;
     c.batches += w.batches;
   }
   return c;
@@ -104,6 +105,8 @@ TunePoint measure(const std::function<std::shared_ptr<Dataset>()>& make_dataset,
     p.utilisation = busy / 1e9 / (loop_s * static_cast<double>(p.workers));
     const uint64_t built = after.batches - before.batches;
     if (built > 0) p.busy_ms_per_batch = busy / 1e6 / static_cast<double>(built);
+    const auto cpu = static_cast<double>(after.cpu_ns - std::min(after.cpu_ns, before.cpu_ns));
+    if (busy > 0) p.on_cpu = std::min(1.0, cpu / busy);
   }
   return p;
 }

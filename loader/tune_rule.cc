@@ -11,6 +11,7 @@ namespace {
 constexpr double kWithin = 0.95;
 constexpr double kBusyUtilisation = 0.6;  // below: workers wait for the loop
 constexpr double kSlowdown = 1.3;         // a batch's busy time vs the fewest workers'
+constexpr double kOnCpu = 0.5;            // below: busy workers wait (on I/O), not compute
 
 std::string fmt(const char* format, double a, double b = 0, double c = 0) {
   char text[256];
@@ -34,6 +35,10 @@ void classify(const TunePoint& choice, const TunePoint& fewest, TuneChoice& out)
   if (choice.utilisation < kBusyUtilisation) {
     out.bound = "IPC-bound";
     out.reason = measured + ": workers wait for the loop, not the loop for the work";
+  } else if (choice.on_cpu >= 0 && choice.on_cpu < kOnCpu) {
+    out.bound = "I/O-bound";
+    out.reason = measured + fmt(", on a CPU for %.0f %% of it: the workers wait on reads, so "
+                                "more of them than CPUs can help", choice.on_cpu * 100);
   } else if (slowdown >= kSlowdown) {
     out.bound = "memory-bound";
     out.reason = measured + fmt(": a batch takes %.2fx the busy time it took with %.0f "
@@ -45,13 +50,23 @@ void classify(const TunePoint& choice, const TunePoint& fewest, TuneChoice& out)
   }
 }
 
+// Whether `p`'s workers mostly wait (on I/O) and use no more CPU time than the budget: then
+// more workers than CPUs cost the training loop nothing.
+bool waits_within_budget(const TunePoint& p, const TuneCpuBudget& budget) {
+  if (p.on_cpu < 0 || p.utilisation < 0 || p.on_cpu >= kOnCpu) return false;
+  const double cpus_used = static_cast<double>(p.workers) * p.utilisation * p.on_cpu;
+  return cpus_used <= static_cast<double>(budget.cpus);
+}
+
 // The points within the CPU budget, or all of them when none is (or there is no budget).
 std::vector<const TunePoint*> within_budget(const std::vector<TunePoint>& points,
                                             const TuneCpuBudget& budget) {
   std::vector<const TunePoint*> kept, all;
   for (const TunePoint& p : points) {
     all.push_back(&p);
-    if (budget.cpus <= 0 || p.workers <= budget.cpus) kept.push_back(&p);
+    if (budget.cpus <= 0 || p.workers <= budget.cpus || waits_within_budget(p, budget)) {
+      kept.push_back(&p);
+    }
   }
   return kept.empty() ? all : kept;
 }

@@ -93,6 +93,31 @@ TEST_CASE("recommend: never more workers than the CPU budget, and says what was 
   CHECK(roomy[0].budget_note.empty());
 }
 
+TEST_CASE("recommend: workers waiting on I/O may outnumber the CPU budget, computing ones not",
+          "[recommend]") {
+  const bench::CpuLimit two{2, "its affinity mask"};
+  // On a CPU for a tenth of their busy time: 8 workers use under one CPU, and are fastest.
+  std::vector<bench::RunResult> waiting = {row(1, 100, 0.99, 10), row(2, 198, 0.99, 10),
+                                           row(4, 390, 0.98, 10), row(8, 760, 0.97, 10)};
+  for (bench::RunResult& r : waiting) r.on_cpu = 0.1;
+  const auto io = bench::recommend(waiting, two);
+  REQUIRE(io.size() == 1);
+  CHECK(io[0].workers == 8);
+  CHECK(io[0].bound == "I/O-bound");
+  CHECK(io[0].budget_note.empty());
+  // The same rates from workers on a CPU all their busy time: held to the budget, and said.
+  std::vector<bench::RunResult> computing = waiting;
+  for (bench::RunResult& r : computing) r.on_cpu = 0.95;
+  const auto cpu = bench::recommend(computing, two);
+  CHECK(cpu[0].workers == 2);
+  CHECK(cpu[0].bound == "CPU-bound");
+  CHECK_THAT(cpu[0].budget_note, Catch::Contains("8 workers measured"));
+  // Waiting, but 8 of them would still need more CPU time than the budget.
+  std::vector<bench::RunResult> heavy = waiting;
+  for (bench::RunResult& r : heavy) r.on_cpu = 0.4;
+  CHECK(bench::recommend(heavy, two)[0].workers == 4);
+}
+
 TEST_CASE("recommend: --json gives each recommendation as a record of its own", "[recommend]") {
   const auto recs = bench::recommend({row(1, 100, 0.98, 10), row(2, 140, 0.97, 10.2)},
                                      {1, "the cgroup CPU quota of 1.00 CPUs (/q)"});

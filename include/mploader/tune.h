@@ -50,6 +50,9 @@ struct TunePoint {
   double utilisation = -1;
   double busy_ms_per_batch = -1;  ///< A worker's busy time per batch; -1 as above.
   double wait_p50_ms = 0;         ///< The loop's median wait for a batch.
+  /// The share of the workers' busy time they spent on a CPU (WorkerStats::cpu_ns over
+  /// busy_ns); low when they wait on reads. -1 as above.
+  double on_cpu = -1;
 };
 
 /// The choice for one batch size and prefetch_factor, from two or more worker counts.
@@ -60,7 +63,8 @@ struct TuneChoice {
   double samples_per_s = 0;  ///< At `workers`.
   int64_t best_workers = 0;  ///< The fastest count within the CPU budget.
   double best_samples_per_s = 0;  ///< At `best_workers`.
-  /// "CPU-bound", "memory-bound", "IPC-bound", "main-loop bound", or empty without counters.
+  /// "CPU-bound", "I/O-bound", "memory-bound", "IPC-bound", "main-loop bound", or empty
+  /// without counters.
   std::string bound;
   std::string reason;       ///< The measurements behind `bound`, one line.
   std::string budget_note;  ///< When a count above the CPU budget measured faster.
@@ -73,7 +77,9 @@ struct TuneCpuBudget {
 };
 
 /// The rule, shared with mploader-bench: among the points of one batch size and prefetch
-/// within the CPU budget (all of them when none is), the best samples/s; the choice is the
+/// within the CPU budget (all of them when none is), the best samples/s. A point with more
+/// workers than the budget counts as within it when its workers wait on I/O (on a CPU for
+/// less than half their busy time) and their CPU time fits the budget; the choice is the
 /// smallest worker count within 5 % of it, with its reason from the worker counters. Throws
 /// std::invalid_argument with fewer than two points, or points of different batch sizes or
 /// prefetch values.
