@@ -139,11 +139,11 @@ class Worker {
     uint32_t id;
     while (next_task(id)) {
       const auto started = StageClock::Clock::now();
-      clock_.start(started);
+      clock_.start();
       run_task(id);
       const auto finished = StageClock::Clock::now();
-      clock_.finish(finished, header_);
       const auto busy = std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started);
+      clock_.finish(static_cast<uint64_t>(busy.count()), header_);
       header_.busy_ns.fetch_add(static_cast<uint64_t>(busy.count()), std::memory_order_relaxed);
       header_.tasks_done.fetch_add(1, std::memory_order_relaxed);
       if (finished - cpu_sampled_ >= kCpuSampleInterval) publish_cpu_time(finished);
