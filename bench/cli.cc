@@ -110,6 +110,8 @@ struct RawOptions {
   std::string plot;
   std::string sample_shape = "3,224,224";
   std::string context = "1024";
+  std::string io_latency_us = "2000";
+  std::string step_ms = "0";
   std::string workers = "2";
   std::string batch_size = "64";
   std::string batches = "200";
@@ -147,7 +149,7 @@ void add_fault_options(CLI::App& app, RawOptions& raw) {
 }
 
 void add_options(CLI::App& app, RawOptions& raw) {
-  app.add_option("--workload", raw.workload, "synthetic, fmnist, jpeg, stream or tar (a comma "
+  app.add_option("--workload", raw.workload, "synthetic, fmnist, jpeg, stream, tar or io (a comma "
                  "list sweeps); tokens has options of its own: --workload tokens --help")
       ->capture_default_str();
   app.add_option("--dataset-lib", raw.dataset_lib, "a shared library of your datasets, built "
@@ -173,6 +175,10 @@ void add_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--context", raw.context, "stream: tokens per (input, target) window of the "
                  "byte-level corpus made from /usr/share/doc/*/copyright and "
                  "/usr/share/common-licenses")->capture_default_str();
+  app.add_option("--io-latency-us", raw.io_latency_us, "io: each sample's read latency, a "
+                 "blocking read that keeps the worker off the CPU")->capture_default_str();
+  app.add_option("--step-ms", raw.step_ms, "the training step: how long the loop holds each "
+                 "batch before asking for the next (a slow consumer)")->capture_default_str();
   app.add_option("--workers", raw.workers, "worker count; a comma list sweeps, e.g. 0,1,2,4")
       ->capture_default_str();
   app.add_option("--batch-size", raw.batch_size, "samples per batch; a comma list sweeps")
@@ -240,14 +246,17 @@ void check_batches(const Plan& plan) {
                      "batch's wait time for wait_p50 and wait_p99); give at most --batches " +
                      std::to_string(kMaxBatches) + " (2000 already gives steady numbers)");
   }
-  if (!has(plan.workloads, "synthetic")) return;
+  const std::string sized = has(plan.workloads, "synthetic") ? "synthetic"
+                           : has(plan.workloads, "io")      ? "io"
+                                                            : "";
+  if (sized.empty()) return;
   const int64_t largest = *std::max_element(plan.batch_sizes.begin(), plan.batch_sizes.end());
   if (batches * largest <= kMaxSyntheticSamples) return;
   const int64_t fitting = kMaxSyntheticSamples / largest;
   throw UsageError(
       "--batches: " + std::to_string(batches) + " x --batch-size " + std::to_string(largest) +
-      " = " + std::to_string(batches * largest) + " synthetic samples is more than " +
-      std::to_string(kMaxSyntheticSamples) + " (the synthetic workload holds batches x "
+      " = " + std::to_string(batches * largest) + " " + sized + " samples is more than " +
+      std::to_string(kMaxSyntheticSamples) + " (the " + sized + " workload holds batches x "
       "batch-size samples, and a loader plans an epoch as a list of all their indices in "
       "memory); give " + (fitting >= 2 ? "at most --batches " + std::to_string(fitting) +
       " at --batch-size " + std::to_string(largest)
@@ -386,7 +395,8 @@ void validate(const RawOptions& raw, Plan& plan) {
                      "mploader-bench --workload tokens --help");
   }
   plan.workloads =
-      parse_name_list("--workload", raw.workload, {"synthetic", "fmnist", "jpeg", "stream", "tar"});
+      parse_name_list("--workload", raw.workload,
+                      {"synthetic", "fmnist", "jpeg", "stream", "tar", "io"});
   plan.loaders = parse_name_list(
       "--loader", raw.loader,
       {"mploader", "mploader-get", "libtorch", "inprocess", "inprocess-copy", "limit",
@@ -395,6 +405,8 @@ void validate(const RawOptions& raw, Plan& plan) {
   plan.base.sample_shape = parse_shape(raw.sample_shape);
   // Checked whatever the workload, so that a typo never waits for a sweep to reach stream.
   plan.base.context = parse_count("--context", raw.context, 1, "1024");
+  plan.base.io_latency_us = parse_count("--io-latency-us", raw.io_latency_us, 0, "2000");
+  plan.base.step_ms = parse_count("--step-ms", raw.step_ms, 0, "20");
   plan.batch_sizes = parse_count_list("--batch-size", raw.batch_size, 1, "64,256");
   plan.base.batch_size = plan.batch_sizes.front();
   plan.base.batches = parse_count("--batches", raw.batches, 2, "200");

@@ -39,6 +39,11 @@
 namespace bench {
 namespace {
 
+bool has_workload(const Plan& plan, const std::string& workload) {
+  return std::find(plan.workloads.begin(), plan.workloads.end(), workload) !=
+         plan.workloads.end();
+}
+
 // Drops "pytorch" from the plan, with a one-line reason, when it cannot run here.
 void check_pytorch(Plan& plan) {
   auto it = std::find(plan.loaders.begin(), plan.loaders.end(), "pytorch");
@@ -47,6 +52,10 @@ void check_pytorch(Plan& plan) {
   if (!plan.base.dataset_lib.empty()) {
     reason = "PyTorch's rows run the built-in workloads written again in Python "
              "(pytorch_dataloader.py); a --dataset-lib dataset exists only in C++";
+  }
+  if (reason.empty() && has_workload(plan, "io")) {
+    std::cerr << "mploader-bench: skipping loader pytorch for workload io: its reads are a C++ "
+                 "timerfd, not written again in Python\n";
   }
   if (reason.empty() && pytorch_available(reason)) return;
   std::cerr << "mploader-bench: skipping loader pytorch: " << reason << '\n';
@@ -63,6 +72,7 @@ std::vector<RunResult> run_one(const RunConfig& config,
     return {run_inprocess(config, data)};
   }
   if (config.loader == "limit") return {run_limit(config, data)};
+  if (config.workload == "io") return {};  // check_pytorch said why
   return run_pytorch(config);
 }
 

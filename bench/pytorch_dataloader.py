@@ -366,7 +366,7 @@ def batch_bytes(batch):
     return sum(t.numel() * t.element_size() for t in batch.values())
 
 
-def measure(dataset, workers, batch_size, batches, prefetch):
+def measure(dataset, workers, batch_size, batches, prefetch, step_s=0.0):
     """Times one configuration exactly as mploader-bench's RunTimer does."""
     start = time.perf_counter()
     loader = make_loader(dataset, workers, batch_size, prefetch)
@@ -394,6 +394,8 @@ def measure(dataset, workers, batch_size, batches, prefetch):
                 steady_samples += n
                 steady_bytes += batch_bytes(batch)
             last, taken, samples = now, taken + 1, samples + n
+            if step_s > 0:
+                time.sleep(step_s)  # the training step, with the batch held
             del batch
             if taken == batches:
                 break
@@ -443,6 +445,8 @@ def parse_args():
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--batches", type=int, default=200)
     p.add_argument("--prefetch", type=int, default=2)
+    p.add_argument("--step-ms", type=int, default=0,
+                   help="the training step: how long the loop holds each batch")
     args = p.parse_args()
     args.sample_shape = parse_list("--sample-shape", args.sample_shape, 1, unique=False)
     args.workers = parse_list("--workers", args.workers, 0)
@@ -491,7 +495,8 @@ def main():
                   file=sys.stderr)
             result = {"loader": name, "workload": args.workload, "workers": workers,
                       "batch_size": args.batch_size, "prefetch": args.prefetch}
-            result.update(measure(data, workers, args.batch_size, args.batches, args.prefetch))
+            result.update(measure(data, workers, args.batch_size, args.batches, args.prefetch,
+                                  args.step_ms / 1000.0))
             result["dataset_size"] = size
             result["torch_version"] = torch.__version__
             result["note"] = f"{version}, {how}"

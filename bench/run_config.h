@@ -23,7 +23,7 @@ class UsageError : public std::runtime_error {
 // One configuration: one loader on one workload with one worker count.
 struct RunConfig {
   std::string loader;    // mploader | libtorch | inprocess | inprocess-copy | limit | pytorch
-  std::string workload;  // synthetic | fmnist | jpeg | stream | tar, or a plugin's dataset
+  std::string workload;  // synthetic | fmnist | jpeg | stream | tar | io, or a plugin's dataset
   // --dataset-lib, and --dataset-config: the library that registers `workload`, and the text
   // its factory is given (bench/plugin.h). Empty for the built-in workloads.
   std::string dataset_lib;
@@ -33,6 +33,10 @@ struct RunConfig {
   std::string corpus;    // stream: the uint16 token file (bench/workloads/stream_corpus.h)
   std::string tar_dir;   // tar: folder of .tar shards (--data-dir, or the packed set)
   int64_t context = 1024;  // stream: tokens per window
+  int64_t io_latency_us = 2000;  // io: each sample's read latency
+  // The training step: the loop holds each batch this long before asking for the next (every
+  // loader, PyTorch's included), as a slow consumer does. 0: no step.
+  int64_t step_ms = 0;
   std::vector<int64_t> sample_shape;  // synthetic "image" shape
   int64_t workers = 2;
   int64_t batch_size = 64;

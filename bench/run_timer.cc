@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 namespace bench {
 
@@ -33,6 +34,8 @@ void RunTimer::batch(int64_t samples, int64_t bytes) {
   last_ = now;
   ++batches_;
   samples_ += samples;
+  // A step on a GPU leaves the CPU to the workers: sleep rather than spin.
+  if (step_ > Clock::duration::zero()) std::this_thread::sleep_for(step_);
 }
 
 RunResult RunTimer::finish(const RunConfig& config, size_t dataset_size) const {

@@ -16,12 +16,15 @@ class RunTimer {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Starts the clock: construct it right before the loader is constructed.
-  RunTimer() : start_(Clock::now()) {}
+  // Starts the clock: construct it right before the loader is constructed. `config.step_ms`
+  // is the training step batch() spends with each batch.
+  explicit RunTimer(const RunConfig& config)
+      : start_(Clock::now()), step_(std::chrono::milliseconds(config.step_ms)) {}
 
   // Call right before asking the loader for the next batch.
   void waiting() { wait_start_ = Clock::now(); }
-  // Call as soon as a batch is in hand, with its sample count and the bytes of its tensors.
+  // Call as soon as a batch is in hand, with its sample count and the bytes of its tensors;
+  // returns after the training step, with the batch still held.
   void batch(int64_t samples, int64_t bytes);
   int64_t batches() const { return batches_; }
   // Call once the last batch has been taken, then again once the loader is destroyed.
@@ -35,6 +38,7 @@ class RunTimer {
 
  private:
   Clock::time_point start_;
+  Clock::duration step_;
   Clock::time_point first_;
   Clock::time_point last_;
   Clock::time_point loop_end_;

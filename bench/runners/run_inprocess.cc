@@ -99,7 +99,7 @@ void write_rows(mploader::Dataset& data, const mploader::SampleLayout& fields,
 RunResult run_inprocess(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data) {
   const int64_t per_epoch = static_cast<int64_t>(data->size()) / config.batch_size;
   if (per_epoch == 0) throw std::runtime_error("inprocess: the dataset is smaller than a batch");
-  RunTimer timer;
+  RunTimer timer(config);
   {
     const std::optional<mploader::SampleLayout> fields =
         config.loader == "inprocess-copy" ? std::nullopt : data->sample_layout();

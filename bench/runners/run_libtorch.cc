@@ -53,7 +53,7 @@ torch::data::DataLoaderOptions loader_options(const RunConfig& config) {
 
 RunResult run_libtorch(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data) {
   using torch::data::samplers::SequentialSampler;
-  RunTimer timer;
+  RunTimer timer(config);
   auto loader = torch::data::make_data_loader<SequentialSampler>(
       DatasetAdapter(data).map(torch::data::transforms::Stack<>()), loader_options(config));
   // Each pass over *loader is an epoch; the dataset loads in this process and learns its epoch

@@ -127,7 +127,7 @@ RunResult run_limit(const RunConfig& config, const std::shared_ptr<mploader::Dat
   if (per_epoch == 0) throw std::runtime_error("limit: the dataset is smaller than a batch");
   const int64_t threads = std::max<int64_t>(config.workers, 1);
   const int64_t ring = config.prefetch + 1;  // slots per thread, as mploader's per worker
-  RunTimer timer;
+  RunTimer timer(config);
   {
     const SlotLayout layout = slot_layout(*fields, config.batch_size);
     SlotMemory memory(layout.slot_bytes * static_cast<size_t>(threads * ring));

@@ -144,7 +144,7 @@ void add_memory(const mploader::LoaderStats& stats, const std::vector<int64_t>& 
 }  // namespace
 
 RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data) {
-  RunTimer timer;
+  RunTimer timer(config);
   auto loader = std::make_unique<mploader::Loader>(dataset_for(config, data),
                                                    loader_options(config));
   int empty_in_a_row = 0;  // nullopt ends an epoch; the next call starts the next one

@@ -143,7 +143,8 @@ std::vector<RunResult> run_pytorch(const RunConfig& config) {
        "--sample-shape", shape_text(config.sample_shape), "--context",
        std::to_string(config.context), "--workers", std::to_string(config.workers),
        "--batch-size", std::to_string(config.batch_size), "--batches",
-       std::to_string(config.batches), "--prefetch", std::to_string(config.prefetch)},
+       std::to_string(config.batches), "--prefetch", std::to_string(config.prefetch), "--step-ms",
+       std::to_string(config.step_ms)},
       &out);
   if (status != 0) {
     throw std::runtime_error("pytorch: " + script_path() + " exited with status " +

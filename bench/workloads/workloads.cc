@@ -3,6 +3,7 @@
 
 #include "bench/plugin.h"
 #include "bench/workloads/fmnist_idx.h"
+#include "bench/workloads/io_latency.h"
 #include "bench/workloads/jpeg_dataset.h"
 #include "bench/workloads/stream_corpus.h"
 #include "bench/workloads/tar_workload.h"
@@ -128,8 +129,13 @@ std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config) {
   if (config.workload == "jpeg") return make_jpeg_dataset(config.jpeg_dir);
   if (config.workload == "stream") return make_stream_dataset(config.corpus, config.context);
   if (config.workload == "tar") return make_tar_dataset(config.tar_dir);
+  if (config.workload == "io") {
+    return std::make_shared<IoLatencyDataset>(
+        static_cast<size_t>(config.batches * config.batch_size),
+        std::chrono::microseconds(config.io_latency_us));
+  }
   throw UsageError("--workload: unknown workload '" + config.workload +
-                   "'; use synthetic, fmnist, jpeg, stream or tar");
+                   "'; use synthetic, fmnist, jpeg, stream, tar or io");
 }
 
 }  // namespace bench
