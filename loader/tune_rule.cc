@@ -50,12 +50,14 @@ void classify(const TunePoint& choice, const TunePoint& fewest, TuneChoice& out)
   }
 }
 
-// Whether `p`'s workers mostly wait (on I/O) and use no more CPU time than the budget: then
-// more workers than CPUs cost the training loop nothing.
+// Whether `p`'s workers mostly wait (on I/O) and use at most half the budget's CPU time: then
+// more workers than CPUs cost the training loop little. Half, because compute-bound workers
+// crowded onto too few CPUs (or throttled by a cgroup quota) are off a CPU for much of their
+// busy time too, but their CPU time together comes to the whole budget.
 bool waits_within_budget(const TunePoint& p, const TuneCpuBudget& budget) {
   if (p.on_cpu < 0 || p.utilisation < 0 || p.on_cpu >= kOnCpu) return false;
   const double cpus_used = static_cast<double>(p.workers) * p.utilisation * p.on_cpu;
-  return cpus_used <= static_cast<double>(budget.cpus);
+  return cpus_used <= 0.5 * static_cast<double>(budget.cpus);
 }
 
 // The points within the CPU budget, or all of them when none is (or there is no budget).

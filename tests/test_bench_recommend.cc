@@ -112,10 +112,15 @@ TEST_CASE("recommend: workers waiting on I/O may outnumber the CPU budget, compu
   CHECK(cpu[0].workers == 2);
   CHECK(cpu[0].bound == "CPU-bound");
   CHECK_THAT(cpu[0].budget_note, Catch::Contains("8 workers measured"));
-  // Waiting, but 8 of them would still need more CPU time than the budget.
+  // Waiting, but 8 of them would need more than half the budget's CPU time (4 would not).
   std::vector<bench::RunResult> heavy = waiting;
-  for (bench::RunResult& r : heavy) r.on_cpu = 0.4;
+  for (bench::RunResult& r : heavy) r.on_cpu = 0.2;
   CHECK(bench::recommend(heavy, two)[0].workers == 4);
+  // Compute-bound workers crowded 4 to a CPU look off the CPU too, but use the whole budget.
+  std::vector<bench::RunResult> crowded = computing;
+  crowded[2].on_cpu = 0.5;
+  crowded[3].on_cpu = 0.25;
+  CHECK(bench::recommend(crowded, two)[0].workers == 2);
 }
 
 TEST_CASE("recommend: --json gives each recommendation as a record of its own", "[recommend]") {

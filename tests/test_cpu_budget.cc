@@ -4,11 +4,18 @@
 #include "supervise/preflight.h"
 #include "util/cpu_budget.h"
 
+#include <mploader/dataset.h>
+#include <mploader/tune.h>
+
+#include <ATen/ATen.h>
+
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -70,6 +77,57 @@ std::string one_cpu_cgroup_v1(std::string& why) {
   why = "no cgroup v1 cpu controller to make a cgroup in (/sys/fs/cgroup/cpu)";
   return "";
 }
+
+// Runs `measure` in a child process inside the one-CPU cgroup `dir`; returns what it wrote, or
+// fails the test when it could not enter the cgroup or did not exit 0.
+template <typename Measure>
+std::string measured_in_cgroup(const std::string& dir, Measure&& measure) {
+  int out[2];
+  REQUIRE(pipe(out) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    close(out[0]);
+    if (!write_ok(dir + "/cgroup.procs", std::to_string(getpid()))) _exit(3);
+    std::string said;
+    try {
+      said = measure();
+    } catch (const std::exception& e) {
+      said = std::string("threw: ") + e.what();
+    }
+    if (write(out[1], said.data(), said.size()) < 0) _exit(4);
+    _exit(0);
+  }
+  close(out[1]);
+  std::string said;
+  char buffer[512];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) said.append(buffer, n);
+  close(out[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  rmdir(dir.c_str());
+  INFO(said);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return said;
+}
+
+// 2 ms of CPU time per sample: compute-bound workers.
+class Spinning : public mploader::Dataset {
+ public:
+  size_t size() const override { return 64; }
+  mploader::Sample get(int64_t index) override {
+    const auto now = [] {
+      timespec t{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+      return t.tv_sec * 1000000000ll + t.tv_nsec;
+    };
+    const long long until = now() + 2000000;
+    while (now() < until) {
+    }
+    return {{"x", at::full({4}, static_cast<double>(index), at::kFloat)}};
+  }
+};
 
 }  // namespace
 
@@ -141,36 +199,45 @@ TEST_CASE("cpu budget: a real cgroup with a quota of 1 CPU gives 1, and the pref
     WARN("skipped: cannot make a cgroup with a CPU quota: " << why);
     return;
   }
-  int out[2];
-  REQUIRE(pipe(out) == 0);
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {  // enter the cgroup, then measure as the loader would
-    close(out[0]);
-    if (!write_ok(dir + "/cgroup.procs", std::to_string(getpid()))) _exit(3);
+  const std::string said = measured_in_cgroup(dir, [] {  // measure as the loader would
     mploader::detail::PreflightInput in;
     in.num_workers = 2;
     mploader::detail::measure_machine(in);
-    std::string said = std::to_string(in.cpus) + "\n";
+    std::string text = std::to_string(in.cpus) + "\n";
     for (const auto& f : mploader::detail::preflight(in)) {
-      if (f.what == "cpus") said += f.message;
+      if (f.what == "cpus") text += f.message;
     }
-    if (write(out[1], said.data(), said.size()) < 0) _exit(4);
-    _exit(0);
-  }
-  close(out[1]);
-  std::string said;
-  char buffer[512];
-  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) said.append(buffer, n);
-  close(out[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  rmdir(dir.c_str());
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+    return text;
+  });
   INFO(said);
   CHECK(said.rfind("1\n", 0) == 0);
   CHECK_THAT(said, Catch::Contains("num_workers = 2 but this process may use 1 CPU (") &&
                        Catch::Contains("the cgroup CPU quota of 1.00 CPUs") &&
                        Catch::Contains("cpu.cfs_quota_us") && Catch::Contains("Use at most 1."));
+}
+
+TEST_CASE("cpu budget: tune() inside a real 1-CPU cgroup recommends 1 compute-bound worker",
+          "[cpu_budget][process]") {
+  std::string why;
+  const std::string dir = one_cpu_cgroup_v1(why);
+  if (dir.empty()) {
+    WARN("skipped: cannot make a cgroup with a CPU quota: " << why);
+    return;
+  }
+  const std::string said = measured_in_cgroup(dir, [] {
+    mploader::LoaderOptions base;
+    base.batch_size = 4;
+    base.persistent_workers = true;
+    mploader::TuneOptions t;
+    t.workers = {1, 2, 3};
+    t.batches_per_point = 12;
+    const mploader::TuneResult r =
+        mploader::tune([] { return std::make_shared<Spinning>(); }, base, t);
+    return std::to_string(r.cpu_budget.cpus) + " " +
+           std::to_string(r.recommendation.workers) + "\n" + r.summary();
+  });
+  // The budget is the quota, and workers beyond it, off the CPU for much of their busy time
+  // because the quota throttles them, are still held to it.
+  INFO(said);
+  CHECK(said.rfind("1 1\n", 0) == 0);
 }

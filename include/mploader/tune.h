@@ -79,7 +79,7 @@ struct TuneCpuBudget {
 /// The rule, shared with mploader-bench: among the points of one batch size and prefetch
 /// within the CPU budget (all of them when none is), the best samples/s. A point with more
 /// workers than the budget counts as within it when its workers wait on I/O (on a CPU for
-/// less than half their busy time) and their CPU time fits the budget; the choice is the
+/// less than half their busy time) and their CPU time fits in half the budget; the choice is the
 /// smallest worker count within 5 % of it, with its reason from the worker counters. Throws
 /// std::invalid_argument with fewer than two points, or points of different batch sizes or
 /// prefetch values.
