@@ -70,6 +70,7 @@ TEST_CASE("tune: every point measured, the recommendation is the bench's on the 
     row.utilisation = p.utilisation;
     row.busy_ms_per_batch = p.busy_ms_per_batch;
     row.wait_p50_ms = p.wait_p50_ms;
+    row.on_cpu = p.on_cpu;
     rows.push_back(row);
   }
   const auto recs = bench::recommend(rows, {r.cpu_budget.cpus, r.cpu_budget.source});
