@@ -78,6 +78,14 @@ std::string one_cpu_cgroup_v1(std::string& why) {
   return "";
 }
 
+// one_cpu_cgroup_v1(), or "" after saying in the test's output why it is skipped.
+std::string one_cpu_cgroup_or_skip() {
+  std::string why;
+  const std::string dir = one_cpu_cgroup_v1(why);
+  if (dir.empty()) WARN("skipped: cannot make a cgroup with a CPU quota: " << why);
+  return dir;
+}
+
 // Runs `measure` in a child process inside the one-CPU cgroup `dir`; returns what it wrote, or
 // fails the test when it could not enter the cgroup or did not exit 0.
 template <typename Measure>
@@ -193,12 +201,8 @@ TEST_CASE("cpu budget: the tightest quota of the cgroup and its ancestors, v1 an
 
 TEST_CASE("cpu budget: a real cgroup with a quota of 1 CPU gives 1, and the preflight says so",
           "[cpu_budget][process]") {
-  std::string why;
-  const std::string dir = one_cpu_cgroup_v1(why);
-  if (dir.empty()) {
-    WARN("skipped: cannot make a cgroup with a CPU quota: " << why);
-    return;
-  }
+  const std::string dir = one_cpu_cgroup_or_skip();
+  if (dir.empty()) return;
   const std::string said = measured_in_cgroup(dir, [] {  // measure as the loader would
     mploader::detail::PreflightInput in;
     in.num_workers = 2;
@@ -218,12 +222,8 @@ TEST_CASE("cpu budget: a real cgroup with a quota of 1 CPU gives 1, and the pref
 
 TEST_CASE("cpu budget: tune() inside a real 1-CPU cgroup recommends 1 compute-bound worker",
           "[cpu_budget][process]") {
-  std::string why;
-  const std::string dir = one_cpu_cgroup_v1(why);
-  if (dir.empty()) {
-    WARN("skipped: cannot make a cgroup with a CPU quota: " << why);
-    return;
-  }
+  const std::string dir = one_cpu_cgroup_or_skip();
+  if (dir.empty()) return;
   const std::string said = measured_in_cgroup(dir, [] {
     mploader::LoaderOptions base;
     base.batch_size = 4;
