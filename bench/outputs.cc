@@ -44,12 +44,12 @@ void write_csv(const std::string& path, const std::vector<RunResult>& rows) {
   std::ofstream out = open_for_writing(path, "--csv");
   out << "loader,workload,workers,batch_size,prefetch,samples_per_s,mb_per_s,first_batch_s,"
          "wait_p50_ms,wait_p99_ms,utilisation,busy_ms_per_batch,head_of_line_s,batches,wall_s,"
-         "teardown_s,corrupt\n";
+         "teardown_s,corrupt,read_ms,decode_ms,transform_ms,write_ms,handoff_ms,on_cpu\n";
   for (const RunResult& r : rows) {
     char line[512];
     std::snprintf(line, sizeof line,
                   "%s,%s,%lld,%lld,%lld,%.3f,%.3f,%.6f,%.4f,%.4f,%.4f,%.4f,%.6f,%lld,%.4f,%.4f,"
-                  "%lld\n",
+                  "%lld",
                   r.config.loader.c_str(), r.config.workload.c_str(),
                   static_cast<long long>(r.config.workers),
                   static_cast<long long>(r.config.batch_size),
@@ -57,6 +57,14 @@ void write_csv(const std::string& path, const std::vector<RunResult>& rows) {
                   r.first_batch_s, r.wait_p50_ms, r.wait_p99_ms, r.utilisation,
                   r.busy_ms_per_batch, r.head_of_line_s, static_cast<long long>(r.batches),
                   r.wall_s, r.teardown_s, static_cast<long long>(r.corrupt));
+    out << line;
+    // The stage split: mploader rows have one, the others -1.
+    for (size_t k = 0; k < 5; ++k) {
+      const double ms = k < r.stage_ms_per_batch.size() ? r.stage_ms_per_batch[k] : -1;
+      std::snprintf(line, sizeof line, ",%.4f", ms);
+      out << line;
+    }
+    std::snprintf(line, sizeof line, ",%.4f\n", r.on_cpu);
     out << line;
   }
   check_written(out, path);

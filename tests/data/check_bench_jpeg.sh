@@ -18,8 +18,11 @@ fail() { echo "FAIL: $*"; exit 1; }
   >"$work/table.txt" 2>"$work/err.txt" || { cat "$work/err.txt"; fail "sweep exited $?"; }
 head -1 "$work/out.csv" | grep -q '^loader,workload,workers,batch_size,prefetch,samples_per_s' \
   || fail "csv header: $(head -1 "$work/out.csv")"
-rows=$(awk -F, 'NR > 1 && NF == 17 && $6 > 0' "$work/out.csv" | wc -l)
-[ "$rows" -eq 8 ] || fail "csv: expected 8 rows of 17 fields with samples_per_s > 0, got $rows"
+rows=$(awk -F, 'NR > 1 && NF == 23 && $6 > 0' "$work/out.csv" | wc -l)
+[ "$rows" -eq 8 ] || fail "csv: expected 8 rows of 23 fields with samples_per_s > 0, got $rows"
+# mploader rows split their busy time by stage: decoding and transforms take time in jpeg.
+split=$(awk -F, 'NR > 1 && $1 == "mploader" && $19 > 0 && $20 > 0' "$work/out.csv" | wc -l)
+[ "$split" -eq 4 ] || fail "csv: expected 4 mploader rows with decode_ms and transform_ms > 0"
 [ -s "$work/plot.gp" ] && [ -s "$work/plot.dat" ] || fail "plot script or data missing"
 grep -q "Recommended num_workers" "$work/table.txt" || fail "no recommendation"
 grep -q "mploader jpeg batch=8 prefetch=1: num_workers=[12]" "$work/table.txt" \
