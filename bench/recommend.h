@@ -10,8 +10,10 @@
 //            from the loop, which the bench's loop, doing no training, does not show;
 //   reason, read at `choice` from mploader's own counters (Loader::stats()):
 //     - "main-loop bound" when choice is 0 workers (loading in the main process is as fast);
-//     - "IPC-bound"    when worker utilisation < 0.6: workers sit idle while the training loop
-//                       takes and hands back batches, so the hand-off, not the loading, limits;
+//     - "loop-bound"   when worker utilisation < 0.6 and the loop waits at most a tenth of its
+//                       time per batch: the training step sets the pace;
+//     - "IPC-bound"    when worker utilisation < 0.6 and the loop waits longer: workers sit
+//                       idle while batches are taken and handed back, so the hand-off limits;
 //     - "memory-bound" when utilisation >= 0.6 and a worker needs >= 1.3x the busy time per
 //                       batch it needed in the group's smallest worker count: workers slow
 //                       each other down (memory bandwidth, caches), so more of them add little;

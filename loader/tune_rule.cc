@@ -12,6 +12,7 @@ constexpr double kWithin = 0.95;
 constexpr double kBusyUtilisation = 0.6;  // below: workers wait for the loop
 constexpr double kSlowdown = 1.3;         // a batch's busy time vs the fewest workers'
 constexpr double kOnCpu = 0.5;            // below: busy workers wait (on I/O), not compute
+constexpr double kLoopWait = 0.1;         // the loop's wait per batch vs its whole batch time
 
 std::string fmt(const char* format, double a, double b = 0, double c = 0) {
   char text[256];
@@ -32,7 +33,16 @@ void classify(const TunePoint& choice, const TunePoint& fewest, TuneChoice& out)
           choice.wait_p50_ms);
   const double slowdown = fewest.busy_ms_per_batch > 0 && fewest.workers > 0
                               ? choice.busy_ms_per_batch / fewest.busy_ms_per_batch : 1.0;
-  if (choice.utilisation < kBusyUtilisation) {
+  // The loop's whole time per batch: its wait plus whatever it does with the batch.
+  const double batch_ms = choice.samples_per_s > 0
+                              ? 1000.0 * static_cast<double>(choice.batch_size) /
+                                    choice.samples_per_s
+                              : 0;
+  if (choice.utilisation < kBusyUtilisation && choice.wait_p50_ms <= kLoopWait * batch_ms) {
+    out.bound = "loop-bound";
+    out.reason = measured + fmt(" of its %.2f ms per batch: the training loop sets the pace, "
+                                "and these workers keep it fed", batch_ms);
+  } else if (choice.utilisation < kBusyUtilisation) {
     out.bound = "IPC-bound";
     out.reason = measured + ": workers wait for the loop, not the loop for the work";
   } else if (choice.on_cpu >= 0 && choice.on_cpu < kOnCpu) {

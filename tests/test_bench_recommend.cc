@@ -46,8 +46,18 @@ TEST_CASE("recommend: memory-bound when each worker needs 1.3x the busy time it 
   CHECK(recs[0].bound == "memory-bound");
 }
 
+TEST_CASE("recommend: loop-bound when idle workers keep a slow loop fed", "[recommend]") {
+  // 64 samples at 100 samples/s: 640 ms per batch, of which the loop waits 1 ms.
+  const auto recs = bench::recommend({row(1, 100, 0.01, 1), row(2, 101, 0.005, 1)});
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].workers == 1);
+  CHECK(recs[0].bound == "loop-bound");
+  CHECK_THAT(recs[0].reason, Catch::Contains("of its 640.00 ms per batch"));
+}
+
 TEST_CASE("recommend: IPC-bound when workers are mostly idle", "[recommend]") {
-  const auto recs = bench::recommend({row(1, 1000, 0.4, 1), row(2, 1010, 0.2, 1)});
+  // 64 samples at 64,000 samples/s: 1 ms per batch, all of it waiting.
+  const auto recs = bench::recommend({row(1, 64000, 0.4, 1), row(2, 64600, 0.2, 1)});
   REQUIRE(recs.size() == 1);
   CHECK(recs[0].workers == 1);
   CHECK(recs[0].bound == "IPC-bound");

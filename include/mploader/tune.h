@@ -63,7 +63,8 @@ struct TuneChoice {
   double samples_per_s = 0;  ///< At `workers`.
   int64_t best_workers = 0;  ///< The fastest count within the CPU budget.
   double best_samples_per_s = 0;  ///< At `best_workers`.
-  /// "CPU-bound", "I/O-bound", "memory-bound", "IPC-bound", "main-loop bound", or empty
+  /// "CPU-bound", "I/O-bound", "memory-bound", "IPC-bound", "loop-bound", "main-loop bound",
+  /// or empty
   /// without counters.
   std::string bound;
   std::string reason;       ///< The measurements behind `bound`, one line.
