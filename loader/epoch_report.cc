@@ -14,8 +14,6 @@ namespace {
 constexpr double kWaitShare = 0.1;
 // Workers busy this share of their time count as saturated.
 constexpr double kBusyShare = 0.8;
-// Busy workers on a CPU for less than this share of it are waiting, not computing.
-constexpr double kCpuShare = 0.5;
 
 uint64_t minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
@@ -117,7 +115,7 @@ Bottleneck classify(const EpochStats& e) {
   const double capacity = static_cast<double>(e.wall_ns) * static_cast<double>(e.num_workers);
   if (static_cast<double>(e.busy_ns) < kBusyShare * capacity) return Bottleneck::kHandOff;
   const double on_cpu = static_cast<double>(e.cpu_ns) / static_cast<double>(e.busy_ns);
-  return on_cpu < kCpuShare ? Bottleneck::kWorkersIo : Bottleneck::kWorkersCompute;
+  return on_cpu < kWaitingOnCpuShare ? Bottleneck::kWorkersIo : Bottleneck::kWorkersCompute;
 }
 
 }  // namespace

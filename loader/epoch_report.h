@@ -17,6 +17,10 @@
 
 namespace mploader::detail {
 
+// Busy workers on a CPU for less than this share of their busy time are waiting (on reads, a
+// lock), not computing: the epoch judgement and the tuning rule (tune_rule.cc) both use it.
+inline constexpr double kWaitingOnCpuShare = 0.5;
+
 // What the judgement needs to know of the loader.
 struct EpochContext {
   int64_t num_workers = 0;

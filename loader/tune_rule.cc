@@ -2,6 +2,8 @@
 // budget), and why, read from the workers' counters. mploader-bench and tune() both call it.
 #include <mploader/tune.h>
 
+#include "loader/epoch_report.h"
+
 #include <cstdio>
 #include <stdexcept>
 
@@ -11,7 +13,6 @@ namespace {
 constexpr double kWithin = 0.95;
 constexpr double kBusyUtilisation = 0.6;  // below: workers wait for the loop
 constexpr double kSlowdown = 1.3;         // a batch's busy time vs the fewest workers'
-constexpr double kOnCpu = 0.5;            // below: busy workers wait (on I/O), not compute
 constexpr double kLoopWait = 0.1;         // the loop's wait per batch vs its whole batch time
 
 std::string fmt(const char* format, double a, double b = 0, double c = 0) {
@@ -45,7 +46,7 @@ void classify(const TunePoint& choice, const TunePoint& fewest, TuneChoice& out)
   } else if (choice.utilisation < kBusyUtilisation) {
     out.bound = "IPC-bound";
     out.reason = measured + ": workers wait for the loop, not the loop for the work";
-  } else if (choice.on_cpu >= 0 && choice.on_cpu < kOnCpu) {
+  } else if (choice.on_cpu >= 0 && choice.on_cpu < detail::kWaitingOnCpuShare) {
     out.bound = "I/O-bound";
     out.reason = measured + fmt(", on a CPU for %.0f %% of it: the workers wait on reads, so "
                                 "more of them than CPUs can help", choice.on_cpu * 100);
@@ -65,7 +66,8 @@ void classify(const TunePoint& choice, const TunePoint& fewest, TuneChoice& out)
 // crowded onto too few CPUs (or throttled by a cgroup quota) are off a CPU for much of their
 // busy time too, but their CPU time together comes to the whole budget.
 bool waits_within_budget(const TunePoint& p, const TuneCpuBudget& budget) {
-  if (p.on_cpu < 0 || p.utilisation < 0 || p.on_cpu >= kOnCpu) return false;
+  if (p.on_cpu < 0 || p.utilisation < 0) return false;
+  if (p.on_cpu >= detail::kWaitingOnCpuShare) return false;
   const double cpus_used = static_cast<double>(p.workers) * p.utilisation * p.on_cpu;
   return cpus_used <= 0.5 * static_cast<double>(budget.cpus);
 }
