@@ -44,7 +44,9 @@ Dispatcher::Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
                        std::shared_ptr<SkipLedger> skips)
     : pool_(pool), settings_(settings), in_flight_(pool.size()),
       supervisor_(pool, in_flight_, supervision), notices_(notices), workers_(pool.size()),
-      quarantine_(supervision.quarantine), skips_(std::move(skips)) {
+      prefetch_(settings.prefetch_factor), quarantine_(supervision.quarantine),
+      skips_(std::move(skips)) {
+  refresh_issuable();
   for (WorkerState& w : workers_) {
     for (uint32_t id = pool.config().num_descriptors; id > 0; --id) {
       w.free_descriptors.push_back(id - 1);
@@ -75,6 +77,48 @@ void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches,
   received_.assign(batches_.size(), false);
   if (quarantine_) quarantine_->start_epoch(epoch);
   supervisor_.epoch_started(epoch);
+}
+
+void Dispatcher::refresh_issuable() {
+  issuable_.clear();
+  for (size_t w = 0; w < pool_.size(); ++w) {
+    if (!pool_.channel(w).parked && w != removing_) issuable_.push_back(w);
+  }
+}
+
+bool Dispatcher::add_worker() {
+  if (removing_) {  // still running: it takes tasks again
+    removing_.reset();
+    refresh_issuable();
+    return true;
+  }
+  for (size_t w = 0; w < pool_.size(); ++w) {
+    if (!pool_.channel(w).parked) continue;
+    pool_.unpark(w);
+    supervisor_.worker_started(w);
+    refresh_issuable();
+    return true;
+  }
+  return false;
+}
+
+bool Dispatcher::remove_worker() {
+  if (removing_ || issuable_.size() <= 1) return false;
+  removing_ = issuable_.back();
+  refresh_issuable();
+  settle_removal();
+  return true;
+}
+
+void Dispatcher::settle_removal() {
+  if (!removing_ || in_flight_.count(*removing_) != 0) return;
+  supervisor_.worker_parking(*removing_);
+  pool_.park(*removing_);
+  removing_.reset();
+}
+
+void Dispatcher::set_prefetch_factor(int64_t prefetch) {
+  prefetch_ = std::clamp<int64_t>(prefetch, 1, pool_.config().num_descriptors);
 }
 
 void Dispatcher::add_memory(LoaderStats& stats) const {
@@ -129,7 +173,7 @@ std::optional<Dispatcher::Ready> Dispatcher::take_ready() {
 // buffer grow without bound).
 std::optional<uint64_t> Dispatcher::next_to_issue() const {
   if (!reissue_.empty()) return reissue_.front();
-  const size_t window = workers_.size() * static_cast<size_t>(settings_.prefetch_factor);
+  const size_t window = issuable_.size() * static_cast<size_t>(prefetch_);
   if (next_issue_ < batches_.size() && next_issue_ < next_deliver_ + window) return next_issue_;
   return std::nullopt;
 }
@@ -155,13 +199,15 @@ void Dispatcher::issue_tasks() {
 // Gives batch `sequence` to the least-loaded worker that can take it, or to its stream's
 // worker only.
 bool Dispatcher::issue_one(uint64_t sequence, bool require_slot) {
-  const size_t prefetch = static_cast<size_t>(settings_.prefetch_factor);
+  const size_t prefetch = static_cast<size_t>(prefetch_);
   std::vector<size_t> order;
   if (!streams_.empty()) {
-    order.push_back(static_cast<size_t>(streams_[sequence]) % workers_.size());
+    order.push_back(issuable_[static_cast<size_t>(streams_[sequence]) % issuable_.size()]);
   } else {
-    order.resize(workers_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = (next_worker_hint_ + i) % order.size();
+    order.resize(issuable_.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      order[i] = issuable_[(next_worker_hint_ + i) % order.size()];
+    }
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return in_flight_.count(a) < in_flight_.count(b);
     });
@@ -177,7 +223,7 @@ bool Dispatcher::issue_one(uint64_t sequence, bool require_slot) {
       log().warn(messages::overflow_warning(static_cast<int>(w), plan_sequence(sequence)));
     }
     send_task(w, promised, sequence);
-    next_worker_hint_ = (w + 1) % workers_.size();
+    ++next_worker_hint_;
     return true;
   }
   return false;
@@ -224,12 +270,15 @@ void Dispatcher::settle_empty(uint64_t sequence) {
 
 void Dispatcher::wait_for_results(Clock::time_point deadline) {
   std::vector<pollfd> fds;
+  std::vector<size_t> running;  // a parked slot has no process and no task to receive
   bool missing_pidfd = false;
   for (size_t w = 0; w < pool_.size(); ++w) {
     WorkerChannel& c = pool_.channel(w);
+    if (c.parked) continue;
+    running.push_back(w);
     fds.push_back({c.done_event.fd(), POLLIN, 0});
     fds.push_back({c.process.pidfd.get(), POLLIN, 0});  // a negative fd is ignored by poll
-    missing_pidfd |= !c.process.pidfd;
+    missing_pidfd |= !c.parked && !c.process.pidfd;
   }
   int timeout_ms = -1;
   if (deadline != Clock::time_point::max()) {
@@ -239,14 +288,16 @@ void Dispatcher::wait_for_results(Clock::time_point deadline) {
   if (missing_pidfd && (timeout_ms < 0 || timeout_ms > 100)) timeout_ms = 100;
   int rc = poll(fds.data(), fds.size(), timeout_ms);
   if (rc < 0 && errno != EINTR) throw Error(std::string("mploader: poll: ") + strerror(errno));
-  for (size_t w = 0; w < pool_.size(); ++w) receive_from(w);
-  for (size_t w = 0; w < pool_.size(); ++w) {
+  for (size_t w : running) receive_from(w);
+  for (size_t i = 0; i < running.size(); ++i) {
+    const size_t w = running[i];
     const detail::WorkerProcess& p = pool_.channel(w).process;
-    const bool exited = p.pidfd ? (fds[2 * w + 1].revents & POLLIN) != 0
+    const bool exited = p.pidfd ? (fds[2 * i + 1].revents & POLLIN) != 0
                                 : detail::peek_exit(p).has_value();
     if (exited) worker_died(w);
   }
   if (rc == 0 && Clock::now() >= deadline) timed_out();
+  settle_removal();
 }
 
 void Dispatcher::receive_from(size_t w) {

@@ -25,6 +25,7 @@
 #include <deque>
 #include <exception>
 #include <map>
+#include <optional>
 
 namespace mploader::detail {
 
@@ -56,6 +57,22 @@ class Dispatcher : public BatchSource {
   uint64_t head_of_line_ns() const override { return head_of_line_ns_; }
   void add_memory(LoaderStats& stats) const override;
 
+  // The autotuner's levers, between batches. Every index is still delivered once, in order:
+  // tasks go only to workers that take new ones, and one being removed keeps its tasks until
+  // they come back. With streams (a StreamingDataset), call them between epochs only.
+  //
+  // Starts a process in the first parked worker slot (or keeps the one being removed);
+  // false when every slot runs.
+  bool add_worker();
+  // Takes no more tasks to the last running worker, and parks it once its tasks are back;
+  // false when one is being removed already or one would be left with none.
+  bool remove_worker();
+  // Workers that take new tasks: running and not being removed.
+  size_t taking_tasks() const { return issuable_.size(); }
+  int64_t prefetch_factor() const { return prefetch_; }
+  // At most the descriptors each region has (PoolConfig::num_descriptors).
+  void set_prefetch_factor(int64_t prefetch);
+
  private:
   struct WorkerState {
     std::vector<uint32_t> free_descriptors;
@@ -68,6 +85,9 @@ class Dispatcher : public BatchSource {
   };
 
   void issue_tasks();
+  void refresh_issuable();
+  // Parks the worker being removed once it holds no task.
+  void settle_removal();
   std::optional<uint64_t> next_to_issue() const;
   bool issue_one(uint64_t sequence, bool require_slot);
   void send_task(size_t worker, bool slot_promised, uint64_t sequence);
@@ -107,6 +127,9 @@ class Dispatcher : public BatchSource {
   Supervisor supervisor_;
   DispatcherNotices& notices_;
   std::vector<WorkerState> workers_;
+  std::vector<size_t> issuable_;   // running, not being removed, in slot order
+  std::optional<size_t> removing_;  // the worker remove_worker() drains
+  int64_t prefetch_ = 2;
   size_t next_worker_hint_ = 0;
   uint64_t generation_ = 0;
   uint64_t epoch_ = 0;

@@ -73,15 +73,26 @@ WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& c
                       free_bytes);
     }
   }
-  check_fork_safety(config.num_workers);
+  const int running = config.running_workers > 0
+                          ? std::min(config.running_workers, config.num_workers)
+                          : config.num_workers;
+  check_fork_safety(running);
+  // Every region now, though a parked one's pages stay untouched: the file system's free
+  // space is checked once against them all, and a worker added later cannot run out of it.
   for (int id = 0; id < config.num_workers; ++id) create_channel(id, geometry);
   try {
-    for (auto& channel : channels_) start_worker(*channel);
+    for (int id = 0; id < running; ++id) start_worker(*channels_[id]);
   } catch (...) {
     shutdown();
     throw;
   }
-  for (auto& channel : channels_) set_pinned(*channel, config_.pin_memory);
+  for (size_t id = static_cast<size_t>(running); id < channels_.size(); ++id) {
+    channels_[id]->parked = true;
+  }
+  running_.store(running, std::memory_order_relaxed);
+  for (auto& channel : channels_) {
+    if (!channel->parked) set_pinned(*channel, config_.pin_memory);
+  }
 }
 
 // Pinning comes after the fork of the region's worker, and is undone around a restart's fork:
@@ -228,6 +239,30 @@ void WorkerPool::restart(size_t worker) {
   set_pinned(c, false);
   start_worker(c);
   set_pinned(c, config_.pin_memory);
+}
+
+void WorkerPool::unpark(size_t worker) {
+  WorkerChannel& c = *channels_[worker];
+  if (!c.parked) return;
+  c.parked = false;
+  restart(worker);  // a parked channel's process is reaped: restart() only resets and starts
+  running_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void WorkerPool::park(size_t worker) {
+  WorkerChannel& c = *channels_[worker];
+  if (c.parked) return;
+  if (c.process.pid > 0 && !c.reaped) {
+    c.view.header().stop.store(1, std::memory_order_release);
+    (void)c.view.task_ring().try_push(ipc::kShutdownId);  // wakes it; it has no tasks
+    c.task_event.notify();
+    if (!detail::wait_exit(c.process, kStopGraceMs)) kill(c.process.pid, SIGKILL);
+    detail::reap(c.process);
+  }
+  c.process = detail::WorkerProcess{};  // closes its pidfd
+  c.reaped = true;
+  c.parked = true;
+  running_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void WorkerPool::shutdown() {

@@ -23,6 +23,7 @@
 #include <mploader/start_method.h>
 #include <mploader/worker_info.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -49,6 +50,9 @@ struct WorkerChannel {
   detail::WorkerProcess process;
   std::shared_ptr<SlotPool> slots;
   bool reaped = false;
+  // No process, by choice (the autotuner's, or not yet started): its region and descriptors
+  // wait for one. Its batches still viewed by the loop keep their slots.
+  bool parked = false;
 };
 
 // Hands task `id` to the channel's worker: pushes it on the task ring and wakes the worker.
@@ -59,7 +63,10 @@ void push_task(WorkerChannel& channel, uint32_t id);
 // How a pool is laid out and started. The loader builds it (loader/component_settings.h);
 // the pool keeps it unchanged.
 struct PoolConfig {
-  int num_workers = 0;  // processes in this pool (the slot probe's pool has one)
+  // Worker slots in this pool, each with its region (the slot probe's pool has one); with
+  // autotuning the most processes it may run, of which `running_workers` start.
+  int num_workers = 0;
+  int running_workers = 0;  // 0: all
   uint32_t num_descriptors = 0;
   uint32_t num_slots = 0;
   uint32_t max_indices = 0;
@@ -82,6 +89,8 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   size_t size() const { return channels_.size(); }
+  // Worker processes running now (channels not parked); any thread may read it.
+  int running() const { return running_.load(std::memory_order_relaxed); }
   WorkerChannel& channel(size_t i) { return *channels_[i]; }
   const PoolConfig& config() const { return config_; }
   // Asks every worker to stop, waits briefly, kills stragglers, reaps all. Idempotent.
@@ -90,6 +99,11 @@ class WorkerPool {
   // caller has dropped the dead worker's tasks), and forks a new process for the same region.
   // Payload slots still viewed by batches stay valid and keep their owners.
   void restart(size_t worker);
+  // Starts a process for parked `worker`, as restart() does (the rings start empty).
+  void unpark(size_t worker);
+  // Stops `worker` in order and parks its channel. The caller has received every task it
+  // issued to it and told the supervisor first, so that its exit is no death.
+  void park(size_t worker);
 
  private:
   void create_channel(int id, const ipc::RegionGeometry& geometry);
@@ -103,6 +117,7 @@ class WorkerPool {
   Collator& collator_;
   PoolConfig config_;
   std::vector<std::unique_ptr<WorkerChannel>> channels_;
+  std::atomic<int> running_{0};
 };
 
 }  // namespace mploader::detail

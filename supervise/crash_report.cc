@@ -107,7 +107,8 @@ json evidence_json(const DeathEvidence& e) {
   const json options = {{key::options::kNumWorkers, e.options.num_workers},
                         {key::options::kBatchSize, e.options.batch_size},
                         {key::options::kPrefetchFactor, e.options.prefetch_factor},
-                        {key::options::kTimeoutMs, e.timeout_ms}};
+                        {key::options::kTimeoutMs, e.timeout_ms},
+                        {key::options::kWorkersRunning, e.workers_running}};
   namespace k = key::details;
   json details = {{k::kInFlight, in_flight},
                   {k::kMemory, memory},

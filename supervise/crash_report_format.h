@@ -142,6 +142,8 @@ inline constexpr const char* kNumWorkers = "num_workers";
 inline constexpr const char* kBatchSize = "batch_size";
 inline constexpr const char* kPrefetchFactor = "prefetch_factor";
 inline constexpr const char* kTimeoutMs = "timeout_ms";
+// Worker processes running when it died: num_workers, or with kAuto the autotuner's count.
+inline constexpr const char* kWorkersRunning = "workers_running";
 }  // namespace options
 
 // The name of `cause` in a report: mploader::to_string(DeathCause) (util/errors.cc).

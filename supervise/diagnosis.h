@@ -26,7 +26,7 @@ struct InFlightBatch {
 // The loader's options that a crash report states beside the evidence, as the user gave them.
 // Made once from the options (loader/component_settings.cc) and read from there by every report.
 struct ReportedOptions {
-  int64_t num_workers = 0;
+  int64_t num_workers = 0;  // mploader::kAuto (-1) when the autotuner chooses
   int64_t batch_size = 0;
   int64_t prefetch_factor = 0;
   std::string shm_dir;
@@ -55,6 +55,7 @@ struct DeathEvidence {
   uint64_t ring_bytes = 0;
   std::vector<InFlightBatch> in_flight;
   ReportedOptions options;
+  int64_t workers_running = 0;  // processes at the time of death (kAuto changes it)
   std::optional<QuarantineVerdict> quarantine;  // with quarantine on (index -1: no sample)
   std::vector<QuarantinedSample> quarantined;   // every quarantined sample, after this death
 };

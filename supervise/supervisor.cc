@@ -66,7 +66,10 @@ Supervisor::Supervisor(WorkerPool& pool, const InFlightTable& in_flight,
   if (!wake.ok()) throw Error("mploader: supervisor: " + wake.error().describe());
   wake_ = wake.take();
   // A throw here leaves the watches' pidfds to the members' destructors.
-  for (size_t w = 0; w < pool.size(); ++w) watch(w);
+  for (size_t w = 0; w < pool.size(); ++w) {
+    watch(w);
+    if (!pool.channel(w).parked) rings_to_map_.push_back(w);
+  }
   detail::note_own_thread(+1);
   thread_ = std::thread([this] { run(); });
 }
@@ -93,6 +96,7 @@ void Supervisor::watch(size_t worker) {
   w = Watch{};
   w.generation = generation;
   const detail::WorkerProcess& p = pool_.channel(worker).process;
+  if (p.pid <= 0) return;  // a parked slot: nothing to watch until a process starts in it
   if (p.pidfd) {
     w.pidfd.reset(fcntl(p.pidfd.get(), F_DUPFD_CLOEXEC, 0));
     if (!w.pidfd) {  // unwatched, a death would go unreported
@@ -141,11 +145,40 @@ void Supervisor::worker_replaced(size_t worker) {
   wake_.notify();
 }
 
+void Supervisor::worker_started(size_t worker) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  watch(worker);
+  if (std::find(mapped_.begin(), mapped_.end(), worker) == mapped_.end()) {
+    rings_to_map_.push_back(worker);
+  }
+  wake_.notify();
+}
+
+// The watch of the process goes first: its orderly exit must not be read as a death. A
+// poll already waiting on its pidfd asks about an older generation and gets no report.
+void Supervisor::worker_parking(size_t worker) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Watch& w = watches_[worker];
+  if (w.gathering) return;  // it died first: that death is reported, then it is parked
+  const uint64_t generation = w.generation + 1;
+  w = Watch{};
+  w.generation = generation;
+  wake_.notify();
+}
+
 // Each ring from its end: a worker fills its slot 0, at the front, first, and its first batch
 // should not wait on this thread for those pages.
 void Supervisor::map_rings() {
   constexpr size_t kChunkBytes = size_t{8} << 20;  // stop() waits for one chunk at most
-  for (size_t w = 0; w < pool_.size(); ++w) {
+  for (;;) {
+    size_t w = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (rings_to_map_.empty()) break;
+      w = rings_to_map_.front();
+      rings_to_map_.erase(rings_to_map_.begin());
+      mapped_.push_back(w);
+    }
     const ipc::ShmRegion& ring = *pool_.channel(w).region;
     for (size_t end = ring.size(); end > 0;) {
       const size_t begin = end > kChunkBytes ? end - kChunkBytes : 0;
@@ -169,6 +202,7 @@ void Supervisor::map_rings() {
   std::shared_lock<std::shared_mutex> no_fork(detail::fork_gate());
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (rings_mapped_) return;
     rings_mapped_ = true;
     if (epoch_sample_pending_) warnings = follow_memory_growth();
     epoch_sample_pending_ = false;
@@ -197,9 +231,16 @@ void Supervisor::run() {
     // From here to the next poll this thread allocates: no fork may happen meanwhile.
     std::shared_lock<std::shared_mutex> no_fork(detail::fork_gate());
     if (fds[0].revents != 0) wake_.drain();
+    bool map_more = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (stopping_) return;
+      map_more = !rings_to_map_.empty();
+    }
+    if (map_more) {  // a worker the autotuner added: its ring, as map_rings() did the others'
+      no_fork.unlock();
+      map_rings();
+      no_fork.lock();
     }
     for (size_t i = 0; i < who.size(); ++i) {
       if (fds[i + 1].revents & POLLIN) report(who[i].first, false, 0, who[i].second);
@@ -257,7 +298,7 @@ std::vector<std::string> Supervisor::follow_memory_growth() {
     ++growth_warnings_;
     warnings.push_back(memory_growth_warning(
         static_cast<int>(worker), w.seen.pid, *growth, w.seen.oom,
-        cgroup_usage_bytes(w.seen.oom), settings_.reported.num_workers, settings_.persistent_workers));
+        cgroup_usage_bytes(w.seen.oom), pool_.running(), settings_.persistent_workers));
   }
   return warnings;
 }
@@ -325,6 +366,7 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.loading_index = h.current_index.load();
   e.phase = h.phase.load();
   e.tasks_done = h.tasks_done.load();
+  e.workers_running = pool_.running();
   e.init_error.assign(h.init_error, strnlen(h.init_error, sizeof h.init_error));
   const detail::ProcessRef process{w.pid, w.pidfd, w.foreign_status};
   if (hang) end_hung_worker(h, process, e);

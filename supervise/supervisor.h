@@ -64,6 +64,11 @@ class Supervisor {
   std::shared_ptr<const DeathRecord> hang_of(size_t worker, int64_t timeout_ms);
   // The pool restarted `worker` with a new process: watch that one.
   void worker_replaced(size_t worker);
+  // The pool started a process in parked `worker` (the autotuner added it): watch it, and map
+  // its ring here as the others were.
+  void worker_started(size_t worker);
+  // The pool is about to stop `worker` in order and park it: stop watching it.
+  void worker_parking(size_t worker);
   // Stops watching (before an orderly shutdown makes every worker exit).
   void stop();
   // The dispatcher starts `epoch`: memory is followed, and may be warned about, anew.
@@ -130,6 +135,8 @@ class Supervisor {
   // memory: the trends take no sample before, and an epoch that started takes its first after.
   bool rings_mapped_ = false;
   bool epoch_sample_pending_ = false;
+  std::vector<size_t> rings_to_map_;  // workers whose ring pages are not yet mapped here
+  std::vector<size_t> mapped_;        // and those whose are
   ipc::EventFd wake_;
   bool stopping_ = false;
   std::thread thread_;

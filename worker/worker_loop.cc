@@ -168,7 +168,8 @@ class Worker {
   // the busy time (relaxed: a statistic, read whenever).
   void publish_cpu_time(StageClock::Clock::time_point now) {
     const uint64_t cpu = process_cpu_ns();
-    header_.cpu_ns.store(cpu > cpu_base_ ? cpu - cpu_base_ : 0, std::memory_order_relaxed);
+    header_.cpu_ns.store(cpu_carried_ + (cpu > cpu_base_ ? cpu - cpu_base_ : 0),
+                         std::memory_order_relaxed);
     cpu_sampled_ = now;
   }
 
@@ -190,6 +191,9 @@ class Worker {
                                c_.spec.settings.world_size});
     enter_epoch(c_.spec.settings.first_epoch);
     cpu_base_ = process_cpu_ns();  // what follows counts from here (worker_init included)
+    // Added to the slot's earlier processes', as busy_ns is: the main process reads
+    // differences of these counters across a restart or an autotuner's change.
+    cpu_carried_ = header_.cpu_ns.load(std::memory_order_relaxed);
     if (!c_.init) return true;
     try {
       c_.init(*worker_info());
@@ -264,6 +268,7 @@ class Worker {
   uint64_t epoch_ = 0;
   StageClock clock_;
   uint64_t cpu_base_ = 0;
+  uint64_t cpu_carried_ = 0;  // the slot's earlier processes' CPU time
   StageClock::Clock::time_point cpu_sampled_{};
   RegionSkipLog skip_log_{header_};  // where report_skipped_sample() goes in this process
 };
