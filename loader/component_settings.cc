@@ -1,5 +1,8 @@
 #include "loader/component_settings.h"
+#include "util/cpu_budget.h"
 #include "util/fnv1a.h"
+
+#include <algorithm>
 
 #include <mploader/streaming.h>
 
@@ -7,7 +10,8 @@ namespace mploader::detail {
 
 worker::WorkerSettings worker_settings(const LoaderOptions& options, const Dataset& dataset) {
   worker::WorkerSettings s;
-  s.num_workers = static_cast<int>(options.num_workers);
+  // With kAuto, the pool's slots: WorkerRuntime sets it once the shared memory has capped them.
+  s.num_workers = static_cast<int>(std::max<int64_t>(0, options.num_workers));
   s.seed = options.seed;
   s.rank = options.rank;
   s.world_size = options.world_size;
@@ -21,11 +25,32 @@ worker::WorkerSettings worker_settings(const LoaderOptions& options, const Datas
   return s;
 }
 
+int64_t starting_prefetch(const LoaderOptions& options) {
+  return options.prefetch_factor == kAuto ? kAutoPrefetchStart : options.prefetch_factor;
+}
+
+int64_t most_prefetch(const LoaderOptions& options) {
+  return options.prefetch_factor == kAuto ? kAutoPrefetchMost : options.prefetch_factor;
+}
+
+int64_t most_workers_by_cpu(const LoaderOptions& options, int64_t cpu_budget) {
+  if (options.num_workers != kAuto) return options.num_workers;
+  return std::clamp<int64_t>(kIoWorkersPerCpu * cpu_budget, 2, 1024);
+}
+
+int64_t starting_workers(const LoaderOptions& options, int64_t cpu_budget) {
+  if (options.num_workers != kAuto) return options.num_workers;
+  return std::max<int64_t>(1, cpu_budget);
+}
+
 PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset) {
+  const int64_t budget = cpu_budget().cpus();
   PoolConfig c;
-  c.num_workers = static_cast<int>(options.num_workers);
-  c.num_descriptors = static_cast<uint32_t>(options.prefetch_factor);
-  c.num_slots = static_cast<uint32_t>(options.prefetch_factor) + 1;
+  c.num_workers = static_cast<int>(most_workers_by_cpu(options, budget));
+  c.running_workers = static_cast<int>(std::min<int64_t>(starting_workers(options, budget),
+                                                         c.num_workers));
+  c.num_descriptors = static_cast<uint32_t>(most_prefetch(options));
+  c.num_slots = static_cast<uint32_t>(most_prefetch(options)) + 1;
   c.max_indices = static_cast<uint32_t>(options.batch_sampler->max_batch_size());
   c.shm_dir = options.shm_dir;
   c.pin_memory = options.pin_memory;
@@ -37,7 +62,7 @@ PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset) {
 
 DispatcherSettings dispatcher_settings(const LoaderOptions& options) {
   DispatcherSettings s;
-  s.prefetch_factor = options.prefetch_factor;
+  s.prefetch_factor = starting_prefetch(options);
   s.in_order = options.in_order;
   s.timeout = options.timeout;
   s.max_restarts_per_epoch = options.max_restarts_per_epoch;
@@ -64,6 +89,10 @@ RecordedSettings recorded_settings(const LoaderOptions& options) {
                           options.seed,       options.in_order,  options.num_workers};
 }
 
+int64_t stream_split(const LoaderOptions& options) {
+  return std::max<int64_t>(1, starting_workers(options, cpu_budget().cpus()));
+}
+
 uint64_t options_fingerprint(const LoaderOptions& o, const Dataset& dataset) {
   Fnv1a h;
   auto add = [&h](uint64_t v) { h.add(v); };
@@ -74,7 +103,7 @@ uint64_t options_fingerprint(const LoaderOptions& o, const Dataset& dataset) {
   add(static_cast<uint64_t>(o.uneven_ranks));
   if (auto* stream = dynamic_cast<const StreamingDataset*>(&dataset)) {
     add(stream->corpus_fingerprint());
-    add(static_cast<uint64_t>(std::max<int64_t>(1, o.num_workers)));  // the split per rank
+    add(static_cast<uint64_t>(stream_split(o)));  // the split per rank
   }
   return h.value();
 }

@@ -17,8 +17,23 @@ namespace mploader::detail {
 // What every worker of the loader is told alike, from checked options (options_check.h). The
 // recipes are filled in only for the start methods that rebuild dataset and collator.
 worker::WorkerSettings worker_settings(const LoaderOptions& options, const Dataset& dataset);
-// The pool of options.num_workers workers, with worker_settings(); its slot_bytes is left for
-// probe_slot_bytes() to fill in.
+// With prefetch_factor = kAuto: where it starts, and the most it rises to (the descriptors
+// and slots each region has).
+inline constexpr int64_t kAutoPrefetchStart = 2;
+inline constexpr int64_t kAutoPrefetchMost = 4;
+// With num_workers = kAuto: workers that wait on I/O may number this many per CPU.
+inline constexpr int64_t kIoWorkersPerCpu = 4;
+int64_t starting_prefetch(const LoaderOptions& options);
+int64_t most_prefetch(const LoaderOptions& options);
+// The worker slots a pool has before shared memory caps them: num_workers, or with kAuto
+// kIoWorkersPerCpu per CPU of `cpu_budget`.
+int64_t most_workers_by_cpu(const LoaderOptions& options, int64_t cpu_budget);
+// The workers that run first: num_workers, or with kAuto one per CPU of the budget.
+int64_t starting_workers(const LoaderOptions& options, int64_t cpu_budget);
+// A StreamingDataset's split per rank when planned afresh: the starting workers.
+int64_t stream_split(const LoaderOptions& options);
+// The pool of options.num_workers workers (kAuto: see most_workers_by_cpu), with
+// worker_settings(); its slot_bytes is left for probe_slot_bytes() to fill in.
 PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset);
 DispatcherSettings dispatcher_settings(const LoaderOptions& options);
 SupervisorSettings supervisor_settings(const LoaderOptions& options);

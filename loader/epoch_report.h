@@ -44,6 +44,8 @@ class EpochLedger {
   // The running epoch ended with the counters at `totals`: returns it judged (nullopt when none
   // runs).
   std::optional<EpochStats> finish(const LoaderStats& totals);
+  // The autotuner changed the running workers: the epoch is judged against this many.
+  void set_num_workers(int64_t workers) { context_.num_workers = workers; }
   // Appends the kept epochs and the running one (measured against `s`'s counters) to s.epochs.
   void fill(LoaderStats& s) const;
 

@@ -132,7 +132,7 @@ std::vector<std::vector<int64_t>> EpochState::plan_of(uint64_t epoch) const {
 int64_t EpochState::streams_for(uint64_t epoch) const {
   if (resume_ && resume_->stream && resume_->epoch == epoch) return resume_->stream->streams;
   if (running_ && epoch == epoch_) return running_streams_;
-  return stream_->fresh_streams();
+  return fresh_streams_.value_or(stream_->fresh_streams());
 }
 
 std::optional<StreamProgress> EpochState::stream_progress(

@@ -71,6 +71,10 @@ class EpochState {
   // set_epoch(): the next iteration runs `epoch`; a loaded state of another epoch is dropped.
   void request(uint64_t epoch);
 
+  // The split a fresh epoch of a StreamingDataset is planned with from now on (the
+  // autotuner's worker count); a resumed epoch keeps its saved one.
+  void set_fresh_streams(int64_t streams) { fresh_streams_ = streams; }
+
  private:
   std::vector<std::vector<int64_t>> plan_of(uint64_t epoch) const;
   // The stream split that `epoch` is planned with now: a loaded state's, else a fresh one.
@@ -84,6 +88,7 @@ class EpochState {
   std::shared_ptr<StreamSampler> stream_;
   std::shared_ptr<Quarantine> quarantine_;
   int64_t running_streams_ = 0;  // the split of the running epoch (stream_ only)
+  std::optional<int64_t> fresh_streams_;  // set_fresh_streams(); else the sampler's
   const Dataset& dataset_;
   RecordedSettings settings_;
   std::optional<uint64_t> requested_epoch_;

@@ -30,6 +30,9 @@ class LoaderCore {
 
   // Starts the upcoming epoch, abandoning the running one.
   void start_epoch() {
+    if (std::optional<int64_t> split = runtime_.next_stream_split()) {
+      epochs_.set_fresh_streams(*split);
+    }
     runtime_.start_epoch(epochs_.plan_upcoming());
     epochs_.started();
   }

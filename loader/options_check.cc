@@ -1,6 +1,7 @@
 #include "loader/options_check.h"
 
 #include "datasets/compose_recipes.h"
+#include "loader/component_settings.h"
 #include "ipc/region_layout.h"
 #include "sampler/epoch_limit.h"
 #include "sampler/rank_check.h"
@@ -44,18 +45,21 @@ void check_shm_dir(const std::string& dir) {
 }
 
 void check_counts(const LoaderOptions& o) {
-  require(o.num_workers >= 0, "num_workers",
-          "num_workers must be 0 (load in this process) or more, got " +
-              std::to_string(o.num_workers));
+  require(o.num_workers >= 0 || o.num_workers == kAuto, "num_workers",
+          "num_workers must be 0 (load in this process), more, or mploader::kAuto (chosen "
+          "while it runs), got " + std::to_string(o.num_workers));
   require(o.num_workers <= kMaxWorkers, "num_workers",
           "num_workers " + std::to_string(o.num_workers) + " is more than " +
               std::to_string(kMaxWorkers) + "; use about as many workers as CPU cores");
   require(o.batch_sampler || o.batch_size >= 1, "batch_size",
           "batch_size must be at least 1, got " + std::to_string(o.batch_size));
   const int64_t max_prefetch = ipc::kMaxDescriptors - 1;
-  require(o.prefetch_factor >= 1 && o.prefetch_factor <= max_prefetch, "prefetch_factor",
-          "prefetch_factor must be between 1 and " + std::to_string(max_prefetch) + ", got " +
-              std::to_string(o.prefetch_factor) + "; 2 is a good start");
+  require((o.prefetch_factor >= 1 && o.prefetch_factor <= max_prefetch) ||
+              o.prefetch_factor == kAuto,
+          "prefetch_factor",
+          "prefetch_factor must be between 1 and " + std::to_string(max_prefetch) +
+              ", or mploader::kAuto, got " + std::to_string(o.prefetch_factor) +
+              "; 2 is a good start");
   require(o.max_restarts_per_epoch >= 0, "max_restarts_per_epoch",
           "max_restarts_per_epoch must be 0 (a dead worker ends the epoch with WorkerCrashed) or "
           "the number of dead workers to replace per epoch, got " +
@@ -72,7 +76,7 @@ void check_quarantine(const LoaderOptions& o) {
           "quarantine_after must be 0 (off) or the number of worker deaths on one sample that "
           "quarantine it, got " + std::to_string(o.quarantine_after) + "; 2 is a good value");
   if (o.quarantine_after == 0) return;
-  require(o.num_workers > 0, "quarantine_after",
+  require(o.num_workers != 0, "quarantine_after",
           "quarantine_after = " + std::to_string(o.quarantine_after) + " needs worker "
           "processes, but num_workers is 0: a crash in the training process cannot be "
           "survived. Set num_workers to 1 or more, or quarantine_after to 0");
@@ -166,7 +170,7 @@ void plan_stream(const StreamingDataset& dataset, LoaderOptions& o) {
   s.shuffle_buffer = o.shuffle_buffer;
   s.world_size = o.world_size;
   s.rank = o.rank;
-  s.streams = std::max<int64_t>(1, o.num_workers);
+  s.streams = stream_split(o);
   s.uneven = o.uneven_ranks;
   o.batch_sampler = std::make_shared<StreamSampler>(dataset, s);
 }
@@ -194,7 +198,7 @@ LoaderOptions checked_options(const Dataset* dataset, LoaderOptions o) {
   }
   require(o.batch_sampler->max_batch_size() >= 1, "batch_sampler",
           "the batch sampler's max_batch_size() is 0; it must bound the batch length");
-  if (o.start_method != StartMethod::kFork && o.num_workers > 0) check_spawn(*dataset, o);
+  if (o.start_method != StartMethod::kFork && o.num_workers != 0) check_spawn(*dataset, o);
   return o;
 }
 

@@ -3,6 +3,7 @@
 #include "ipc/region_layout.h"
 #include "loader/component_settings.h"
 #include "loader/in_process_source.h"
+#include "loader/shm_budget.h"
 #include "loader/slot_probe.h"
 #include "util/cpu_budget.h"
 #include "util/log.h"
@@ -28,6 +29,7 @@ WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options,
     return;
   }
   config_ = pool_config(options, dataset_);
+  config_.worker_settings.num_workers = config_.num_workers;
   dispatcher_settings_ = dispatcher_settings(options);
   supervisor_settings_ = supervisor_settings(options);
   supervisor_settings_.quarantine = quarantine_;
@@ -38,6 +40,11 @@ WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options,
   // size, hence after the probe.
   refuse_impossible_fd_limits();
   config_.slot_bytes = probe_slot_bytes(dataset_, options, config_);
+  const std::string shm_cap = fit_workers_to_shm(config_, options, shm_budget(options));
+  config_.worker_settings.num_workers = config_.num_workers;
+  if (options.num_workers == kAuto || options.prefetch_factor == kAuto) {
+    make_autotuner(options, shm_cap);
+  }
   log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
               config_.num_slots, human_bytes(config_.slot_bytes));
   run_preflight();
@@ -48,11 +55,11 @@ WorkerRuntime::~WorkerRuntime() { stop_workers(); }
 
 EpochContext WorkerRuntime::epoch_context(const LoaderOptions& options) {
   EpochContext c;
-  c.num_workers = options.num_workers;
-  c.prefetch_factor = options.prefetch_factor;
+  const CpuBudget budget = cpu_budget();
+  c.num_workers = starting_workers(options, budget.cpus());
+  c.prefetch_factor = starting_prefetch(options);
   c.in_order = options.in_order;
-  if (options.num_workers > 0) {
-    const CpuBudget budget = cpu_budget();
+  if (options.num_workers != 0) {
     c.cpu_budget = budget.cpus();
     c.cpu_budget_source = budget.source();
   }
@@ -63,6 +70,7 @@ EpochContext WorkerRuntime::epoch_context(const LoaderOptions& options) {
 PreflightInput WorkerRuntime::preflight_input() const {
   PreflightInput input;
   input.num_workers = config_.num_workers;
+  input.autotuned = autotune_ != nullptr;
   input.region_bytes = ipc::RegionGeometry::compute(config_.num_descriptors, config_.num_slots,
                                                     config_.max_indices, config_.slot_bytes)
                            .total_bytes;
@@ -96,14 +104,21 @@ void WorkerRuntime::start_workers(uint64_t epoch) {
   PoolConfig config = config_;
   config.worker_settings.first_epoch = epoch;  // the one setting that differs between pools
   pool_ = std::make_unique<WorkerPool>(dataset_, *collator_, config);
-  source_ = std::make_unique<Dispatcher>(*pool_, dispatcher_settings_, supervisor_settings_,
-                                         notices_, skips_);
+  auto dispatcher = std::make_unique<Dispatcher>(*pool_, dispatcher_settings_,
+                                                 supervisor_settings_, notices_, skips_);
+  dispatcher_ = dispatcher.get();
+  source_ = std::move(dispatcher);
 }
 
 // Batches already delivered keep their memory: their slots hold the region mapped.
 void WorkerRuntime::stop_workers() {
   if (!pool_) return;
   stopped_stats_ = stats();  // the next pool's counters add to these
+  if (dispatcher_) {  // the next pool starts where this one ended
+    config_.running_workers = static_cast<int>(dispatcher_->taking_tasks());
+    dispatcher_settings_.prefetch_factor = dispatcher_->prefetch_factor();
+  }
+  dispatcher_ = nullptr;
   source_.reset();  // and its supervisor, before the orderly shutdown, whose exits are no deaths
   pool_->shutdown();
   pool_.reset();
@@ -111,6 +126,8 @@ void WorkerRuntime::stop_workers() {
 
 void WorkerRuntime::start_epoch(EpochPlan plan) {
   leave_out_quarantined(plan);
+  epoch_ = plan.epoch;
+  apply_pending_workers();
   if (!source_) start_workers(plan.epoch);
   if (pool_) epochs_.start(plan.epoch, stats());
   source_->start_epoch(std::move(plan.batches), std::move(plan.sequences),
@@ -144,6 +161,7 @@ std::optional<Batch> WorkerRuntime::next() {
                                         std::chrono::steady_clock::now() - wait_start)
                                         .count());
   batches_taken_ += batch ? 1 : 0;
+  if (batch && autotune_ && dispatcher_) autotune_step();
   drain_skips();
   if (!batch) finish_epoch();
   if (!batch && !persistent_workers_) stop_workers();
@@ -154,8 +172,10 @@ void WorkerRuntime::finish_epoch() {
   if (!pool_) return;
   const std::optional<EpochStats> epoch = epochs_.finish(stats());
   if (!epoch || epoch->summary.empty()) return;
-  // Short epochs (tests, tiny datasets) say little and would flood the log.
-  if (epoch->wall_ns >= 1000ull * 1000 * 1000) {
+  // Short epochs (tests, tiny datasets) say little and would flood the log, and an epoch
+  // whose loop hardly waited has nothing to change.
+  const bool waited = epoch->wait_ns * 10 > epoch->wall_ns;
+  if (epoch->wall_ns >= 1000ull * 1000 * 1000 && waited) {
     log().info(epoch->summary);
   } else {
     log().debug(epoch->summary);
@@ -181,8 +201,11 @@ LoaderStats WorkerRuntime::stats() const {
   drain_skips();
   skips_->fill(s);
   s.quarantined = quarantine_->list();
+  if (autotune_) s.autotune.assign(autotune_->history().begin(), autotune_->history().end());
   if (!pool_) {
     epochs_.fill(s);
+    s.prefetch_factor = dispatcher_settings_.prefetch_factor;
+    s.workers_running = 0;
     return s;
   }
   s.workers.resize(std::max(s.workers.size(), pool_->size()));
@@ -207,6 +230,9 @@ LoaderStats WorkerRuntime::stats() const {
     source_->add_memory(s);
   }
   epochs_.fill(s);
+  s.workers_running = pool_->running();
+  s.prefetch_factor = dispatcher_ ? dispatcher_->prefetch_factor()
+                                  : dispatcher_settings_.prefetch_factor;
   return s;
 }
 

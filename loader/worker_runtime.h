@@ -8,6 +8,7 @@
 // Used by one thread (the Loader's).
 #pragma once
 
+#include "loader/autotune.h"
 #include "loader/batch_source.h"
 #include "loader/dispatcher.h"
 #include "loader/epoch_report.h"
@@ -48,6 +49,10 @@ class WorkerRuntime {
   // The next batch of the epoch; nullopt at its end, when workers that do not persist stop.
   std::optional<Batch> next();
 
+  // With num_workers = kAuto and a StreamingDataset: the split the next epoch is planned with
+  // (the autotuner's count for it); nullopt otherwise.
+  std::optional<int64_t> next_stream_split() const;
+
   // Process ids of the live workers (empty when none runs).
   std::vector<int> worker_pids() const;
   // The counters so far: those of stopped pools plus the live one's.
@@ -64,6 +69,13 @@ class WorkerRuntime {
   void leave_out_quarantined(EpochPlan& plan) const;
   // Ends the epoch's record and logs where its time went.
   void finish_epoch();
+  // With kAuto: the autotuner's limits, after the shared memory capped the slots.
+  void make_autotuner(const LoaderOptions& options, const std::string& shm_cap);
+  // After each batch: feeds the autotuner and takes the step it judges.
+  void autotune_step();
+  bool take_step(const AutotuneVerdict& verdict);
+  // Between epochs: a StreamingDataset's pending worker count takes effect.
+  void apply_pending_workers();
 
   Dataset& dataset_;
   std::shared_ptr<Collator> collator_;
@@ -77,6 +89,9 @@ class WorkerRuntime {
   uint64_t batches_taken_ = 0;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<BatchSource> source_;
+  Dispatcher* dispatcher_ = nullptr;  // source_, when workers run
+  std::unique_ptr<Autotuner> autotune_;  // with kAuto only
+  uint64_t epoch_ = 0;
   // Skipped samples of every pool and of the in-process path; the in-process source holds it.
   std::shared_ptr<SkipLedger> skips_ = std::make_shared<SkipLedger>();
   std::shared_ptr<Quarantine> quarantine_;

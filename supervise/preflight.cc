@@ -117,7 +117,7 @@ void check_memory(const PreflightInput& in, std::vector<PreflightFinding>& out) 
 }
 
 void check_cpus_and_shm(const PreflightInput& in, std::vector<PreflightFinding>& out) {
-  if (in.cpus > 0 && in.num_workers > in.cpus) {
+  if (!in.autotuned && in.cpus > 0 && in.num_workers > in.cpus) {
     out.push_back({false, "cpus", "mploader: num_workers = " + std::to_string(in.num_workers) +
                                       " but this process may use " + std::to_string(in.cpus) +
                                       (in.cpus == 1 ? " CPU (" : " CPUs (") + in.cpus_source +

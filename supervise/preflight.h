@@ -19,7 +19,8 @@ struct PreflightFinding {
 };
 
 struct PreflightInput {
-  int64_t num_workers = 0;
+  int64_t num_workers = 0;  // worker slots (with num_workers = kAuto, the most that may run)
+  bool autotuned = false;   // the autotuner keeps the running workers within the CPUs
   uint64_t region_bytes = 0;  // one worker's region
   uint64_t slot_bytes = 0;
   std::string shm_dir;

@@ -17,6 +17,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -240,4 +241,26 @@ TEST_CASE("cpu budget: tune() inside a real 1-CPU cgroup recommends 1 compute-bo
   // because the quota throttles them, are still held to it.
   INFO(said);
   CHECK(said.rfind("1 1\n", 0) == 0);
+}
+
+TEST_CASE("cpu budget: inside a real 1-CPU cgroup the autotuner runs one compute-bound worker",
+          "[cpu_budget][autotune][process]") {
+  const std::string dir = one_cpu_cgroup_or_skip();
+  if (dir.empty()) return;
+  const std::string said = measured_in_cgroup(dir, [] {
+    mploader::LoaderOptions o;
+    o.batch_size = 4;
+    o.num_workers = mploader::kAuto;
+    mploader::Loader loader(std::make_shared<Spinning>(), o);
+    int64_t most = loader.stats().workers_running;
+    for (int epoch = 0; epoch < 6; ++epoch) {  // 16 batches of 8 ms of CPU each, per epoch
+      for (mploader::Batch& b : loader) {
+        (void)b;
+        most = std::max(most, loader.stats().workers_running);
+      }
+    }
+    return std::to_string(most) + " " + std::to_string(loader.stats().autotune.size());
+  });
+  INFO(said);
+  CHECK(said.rfind("1 ", 0) == 0);
 }

@@ -1,6 +1,7 @@
 // A Loader over a StreamingDataset with real worker processes: every sample once per epoch,
 // each shard read by one worker, equal steps on every rank, resume with another num_workers,
 // and 20 workers killed at random without a sample lost or repeated.
+#include "loader/autotune.h"
 #include "test_datasets.h"
 #include "util/fnv1a.h"
 
@@ -316,4 +317,44 @@ TEST_CASE("streaming loader: world size and rank come from the launcher when not
   unsetenv("WORLD_SIZE");
   CHECK(loader.options().world_size == 2);
   CHECK(loader.options().rank == 1);
+}
+
+TEST_CASE("streaming loader: autotuned workers change between epochs only, and each epoch "
+          "still reads every sample once, each shard in one process", "[stream][autotune]") {
+  const auto sizes = sizes_of(12, 10);
+  for (const bool persistent : {false, true}) {
+    LoaderOptions o = stream_options(kAuto);
+    o.persistent_workers = persistent;
+    mploader::detail::set_autotune_churn_for_testing(2);  // a change decided every other batch
+    Loader loader(std::make_shared<TaggedShards>(sizes), o);
+    mploader::detail::set_autotune_churn_for_testing(0);
+    std::set<size_t> counts;
+    for (uint64_t epoch = 0; epoch < 5; ++epoch) {
+      loader.set_epoch(epoch);
+      std::map<int64_t, int> seen;
+      std::map<int64_t, std::set<int64_t>> pids_of_shard;
+      std::set<int64_t> pids;
+      int64_t running = 0;
+      for (Batch& b : loader) {
+        if (pids.empty()) running = loader.stats().workers_running;
+        collect(b, seen);
+        for (size_t r = 0; r < b.size(); ++r) {
+          const int64_t row = static_cast<int64_t>(r);
+          const int64_t pid = b["pid"][row].item<int64_t>();
+          pids_of_shard[b["shard"][row].item<int64_t>()].insert(pid);
+          pids.insert(pid);
+        }
+      }
+      INFO("persistent " << persistent << ", epoch " << epoch);
+      check_once(seen, total(sizes));
+      for (const auto& [shard, shard_pids] : pids_of_shard) CHECK(shard_pids.size() == 1);
+      // One worker process per stream, the epoch through: a change waits for the next epoch.
+      CHECK(static_cast<int64_t>(pids.size()) <= running);
+      counts.insert(pids.size());
+    }
+    CHECK(counts.size() >= 2);
+    const LoaderStats s = loader.stats();
+    REQUIRE_FALSE(s.autotune.empty());
+    CHECK(s.autotune.size() <= 5);  // at most one change per epoch
+  }
 }

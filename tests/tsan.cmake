@@ -14,6 +14,7 @@ add_executable(mploader_tsan_tests
   test_loader_failures.cc
   test_crashes.cc
   test_restart.cc
+  test_autotune.cc
   test_quarantine.cc
   test_lifecycle.cc
   test_spawn.cc

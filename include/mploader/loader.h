@@ -102,7 +102,8 @@ class Loader {
   RankAgreement rank_agreement() const;
 
   const LoaderOptions& options() const;
-  /// Process ids of the live workers (empty when num_workers == 0).
+  /// Process ids of the live workers, by worker id (empty when num_workers == 0); 0 for a
+  /// slot the autotuner left without a process (num_workers = kAuto).
   std::vector<int> worker_pids() const;
   /// Counters of where time went so far (stats.h): per-worker busy time, the caller's wait.
   LoaderStats stats() const;

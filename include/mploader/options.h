@@ -16,14 +16,22 @@
 
 namespace mploader {
 
+/// For LoaderOptions::num_workers and prefetch_factor: the Loader chooses the value, and keeps
+/// choosing it while it runs, from what it measures (docs/tuning-num-workers.md).
+inline constexpr int64_t kAuto = -1;
+
 /// Every option of a Loader. The Loader copies and checks them at construction: a wrong value
 /// is an OptionError naming the option, the value and the fix. A plain struct: no locking.
 struct LoaderOptions {
   /// Samples per batch (ignored when batch_sampler is set). >= 1.
   int64_t batch_size = 1;
-  /// Worker processes; 0 loads in the calling thread behind the same API.
+  /// Worker processes; 0 loads in the calling thread behind the same API. kAuto: the Loader
+  /// adds workers while the loop waits for data and a CPU is free (past the CPUs for workers
+  /// that wait on I/O), and removes them while they wait for the loop; between batches, or
+  /// at epoch boundaries for a StreamingDataset. LoaderStats::autotune lists each change.
   int64_t num_workers = 0;
-  /// Batches each worker may have in flight ahead of the training loop. >= 1.
+  /// Batches each worker may have in flight ahead of the training loop. >= 1. kAuto: starts
+  /// at 2 and rises, up to 4, while the loop waits for data that workers are not busy making.
   int64_t prefetch_factor = 2;
   /// Random order per epoch (RandomSampler(seed)); ignored when sampler is set. For a
   /// StreamingDataset: the shards' order, and so their assignment to ranks and workers.
@@ -43,6 +51,10 @@ struct LoaderOptions {
   /// short-lived worker process started like the others, never in the training process; its
   /// failures are the same WorkerError / WorkerCrashed / TimeoutError an epoch raises.
   uint64_t max_batch_bytes = 0;
+  /// The most bytes of shared memory the rings may take together; 0: no limit of its own. The
+  /// rings never take more than the free space of shm_dir's file system, nor half of what
+  /// the memory cgroup has left; with num_workers = kAuto these also cap the worker count.
+  uint64_t max_shm_bytes = 0;
   /// A batch larger than a slot travels in a one-off shared segment; false makes it an error.
   bool allow_overflow = true;
   /// Page-lock the rings in this process (cudaHostRegister), so that copies of batches to a GPU

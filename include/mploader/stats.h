@@ -137,10 +137,31 @@ struct EpochStats {
 /// How many epochs LoaderStats::epochs keeps (the latest).
 inline constexpr size_t kMaxListedEpochs = 1000;
 
+/// One change the autotuner made (LoaderOptions::num_workers or prefetch_factor = kAuto), with
+/// the numbers of the window of batches it judged.
+struct AutotuneChange {
+  uint64_t epoch = 0;         ///< The epoch it was made in.
+  uint64_t batch = 0;         ///< LoaderStats::batches when it was made.
+  int64_t workers_before = 0;  ///< Worker processes running before it.
+  int64_t workers_after = 0;   ///< And after it (for a StreamingDataset, from the next epoch).
+  int64_t prefetch_before = 0;  ///< Batches in flight per worker before it.
+  int64_t prefetch_after = 0;   ///< And after it.
+  double loop_waiting = 0;  ///< Share of the window the training loop waited for data.
+  double workers_busy = 0;  ///< Share of the running workers' time they were busy.
+  double on_cpu = 0;        ///< Share of the workers' busy time on a CPU (low: waiting on I/O).
+  int64_t cpu_budget = 0;   ///< CPUs this process may use (affinity mask and cgroup quota).
+  int64_t max_workers = 0;  ///< The most workers it may run (CPUs, I/O and shared memory).
+  std::string reason;       ///< Why, in words.
+};
+
+/// How many changes LoaderStats::autotune keeps (the latest).
+inline constexpr size_t kMaxListedAutotuneChanges = 1000;
+
 /// Where a Loader's time went: a snapshot from Loader::stats(); subtract two for an interval.
 struct LoaderStats {
-  /// One entry per worker slot (empty with num_workers == 0). A replaced worker's counters
-  /// start again from zero.
+  /// One entry per worker slot (empty with num_workers == 0; with kAuto, every slot the
+  /// autotuner may use). A slot's counters add up over the processes it ran: a replaced or
+  /// removed worker's stay; its memory is the running process's.
   std::vector<WorkerStats> workers;
   uint64_t batches = 0;  ///< Batches next() returned.
   /// Time the caller spent inside next() (and so in iterator increments): waiting for batches.
@@ -164,6 +185,13 @@ struct LoaderStats {
   /// Epoch by epoch (the latest kMaxListedEpochs), the running one last; empty with
   /// num_workers == 0.
   std::vector<EpochStats> epochs;
+  /// Worker processes running now (with num_workers = kAuto, the autotuner's choice).
+  int64_t workers_running = 0;
+  /// Batches in flight per worker now.
+  int64_t prefetch_factor = 0;
+  /// The autotuner's changes (the latest kMaxListedAutotuneChanges), oldest first; empty
+  /// without kAuto.
+  std::vector<AutotuneChange> autotune;
 };
 
 }  // namespace mploader

@@ -1,0 +1,229 @@
+#include "loader/autotune.h"
+
+#include "loader/epoch_report.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+
+namespace mploader::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kMinWindow = std::chrono::milliseconds(200);
+constexpr auto kLongWindow = std::chrono::seconds(3);  // judged with fewer batches after this
+constexpr uint64_t kMinWindowBatches = 4;
+constexpr double kLoopWaits = 0.10;      // the loop waited for data this share of the window
+constexpr double kLoopFed = 0.05;        // below this the loop is fed
+constexpr double kWorkersBusy = 0.80;    // the workers are busy
+constexpr double kRemainingBusy = 0.85;  // one fewer would still be below this
+
+std::atomic<int64_t> churn_for_testing{0};
+
+std::string percent(double share) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.0f%%", share * 100);
+  return text;
+}
+
+std::string numbers_of(const AutotuneWindow& w) {
+  char text[200];
+  std::snprintf(text, sizeof text, "in the last %.2f s (%llu batches, %.0f batches/s) ",
+                w.wall_ns / 1e9, static_cast<unsigned long long>(w.batches), w.batches_per_s());
+  return text + std::string("the loop waited ") + percent(w.loop_waiting()) + ", the " +
+         std::to_string(w.workers) + " workers were busy " + percent(w.workers_busy()) +
+         ", on a CPU " + percent(w.on_cpu()) + " of that";
+}
+
+AutotuneVerdict verdict(AutotuneStep step, const AutotuneWindow& w, const AutotuneLimits& l,
+                        std::string why) {
+  AutotuneVerdict v;
+  v.step = step;
+  v.reason = std::move(why);
+  AutotuneChange& c = v.change;
+  c.workers_before = c.workers_after = w.workers;
+  c.prefetch_before = c.prefetch_after = w.prefetch;
+  if (step == AutotuneStep::kAddWorker) ++c.workers_after;
+  if (step == AutotuneStep::kRemoveWorker) --c.workers_after;
+  if (step == AutotuneStep::kRaisePrefetch) ++c.prefetch_after;
+  if (step == AutotuneStep::kLowerPrefetch) --c.prefetch_after;
+  c.loop_waiting = w.loop_waiting();
+  c.workers_busy = w.workers_busy();
+  c.on_cpu = w.on_cpu();
+  c.cpu_budget = l.cpu_budget;
+  c.max_workers = l.max_workers;
+  c.reason = numbers_of(w) + ": " + v.reason;
+  return v;
+}
+
+// Whether one more worker fits: within the CPU budget, or waiting off the CPU with the CPU
+// time of all of them within half of it.
+std::optional<std::string> room_for_one_more(const AutotuneWindow& w, const AutotuneLimits& l) {
+  if (w.workers >= l.max_workers) return std::nullopt;
+  if (w.workers + 1 <= l.cpu_budget) return "a CPU is free";
+  const double cpus_now = w.wall_ns > 0 ? w.cpu_ns / w.wall_ns : 0;
+  const double cpus_then = cpus_now * static_cast<double>(w.workers + 1) /
+                           static_cast<double>(std::max<int64_t>(1, w.workers));
+  if (w.on_cpu() < kWaitingOnCpuShare && cpus_then <= 0.5 * static_cast<double>(l.cpu_budget)) {
+    return "the workers wait off the CPU (I/O), so more of them may share the " +
+           std::to_string(l.cpu_budget) + " CPU(s)";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void set_autotune_churn_for_testing(int64_t every) { churn_for_testing.store(every); }
+int64_t autotune_churn_for_testing() { return churn_for_testing.load(); }
+
+AutotuneVerdict judge_autotune_window(const AutotuneWindow& w, const AutotuneLimits& l) {
+  const bool waits = w.loop_waiting() > kLoopWaits;
+  const bool busy = w.workers_busy() > kWorkersBusy;
+  const double one_fewer = w.workers > 1 ? w.workers_busy() * static_cast<double>(w.workers) /
+                                               static_cast<double>(w.workers - 1)
+                                         : 2;
+  if (l.workers && waits && busy) {
+    if (std::optional<std::string> room = room_for_one_more(w, l)) {
+      AutotuneVerdict v = verdict(AutotuneStep::kAddWorker, w, l,
+                                  "the loop waits on busy workers and " + *room + ": adding one");
+      v.trial = true;
+      return v;
+    }
+  }
+  if (waits && !busy) {
+    AutotuneVerdict v;
+    if (l.workers && one_fewer < 1.0) {  // the rest could do the work, if no faster
+      v = verdict(AutotuneStep::kRemoveWorker, w, l,
+                  "the loop waits on workers that are not busy (the hand-off costs more than "
+                  "the work): trying one fewer");
+    } else if (l.prefetch && w.prefetch < l.max_prefetch) {
+      v = verdict(AutotuneStep::kRaisePrefetch, w, l,
+                  "the loop waits on workers that are not busy: trying one more batch in "
+                  "flight each");
+    }
+    v.trial = v.step != AutotuneStep::kNone;
+    if (v.trial) return v;
+  }
+  if (l.workers && w.workers > l.cpu_budget && w.on_cpu() >= kWaitingOnCpuShare) {
+    return verdict(AutotuneStep::kRemoveWorker, w, l,
+                   "the workers compute, and there are more of them than the " +
+                       std::to_string(l.cpu_budget) + " CPU(s) (" + l.cpu_source +
+                       "): removing one");
+  }
+  if (l.workers && w.workers > 1 && w.loop_waiting() < kLoopFed && one_fewer < kRemainingBusy) {
+    return verdict(AutotuneStep::kRemoveWorker, w, l,
+                   "the workers wait for the loop, and one fewer would be busy " +
+                       percent(one_fewer) + ": removing one");
+  }
+  return {};
+}
+
+AutotuneVerdict Autotuner::after_batch(const AutotuneCounters& now, int64_t workers,
+                                       int64_t prefetch, bool all_started) {
+  if (limits_.between_epochs && pending_workers_ && !limits_.prefetch) return {};
+  if (limits_.churn_every > 0) return churn(now, workers, prefetch);
+  if (!all_started) {  // a starting worker is idle, which says nothing of the count
+    window_start_.reset();
+    return {};
+  }
+  if (!window_start_) {
+    window_start_ = now;
+    return {};
+  }
+  const AutotuneCounters& from = *window_start_;
+  const auto elapsed = now.at - from.at;
+  const uint64_t batches = now.batches - from.batches;
+  const bool long_enough = elapsed >= kMinWindow && batches >= kMinWindowBatches;
+  if (!long_enough && !(elapsed >= kLongWindow && batches >= 1)) return {};
+  AutotuneWindow w;
+  w.wall_ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      elapsed).count());
+  w.wait_ns = static_cast<double>(now.wait_ns - from.wait_ns);
+  // A process started in a slot counts its CPU time from zero again.
+  w.busy_ns = static_cast<double>(now.busy_ns >= from.busy_ns ? now.busy_ns - from.busy_ns : 0);
+  w.cpu_ns = static_cast<double>(now.cpu_ns >= from.cpu_ns ? now.cpu_ns - from.cpu_ns : 0);
+  w.batches = batches;
+  w.workers = workers;
+  w.prefetch = prefetch;
+  window_start_ = now;
+  if (hold_ > 0) {
+    --hold_;
+    return {};
+  }
+  rate_judged_ = w.batches_per_s();
+  if (trial_) {
+    if (std::optional<AutotuneVerdict> undo = judge_trial(w)) return *undo;
+  }
+  AutotuneVerdict v = judge_autotune_window(w, limits_);
+  if (limits_.between_epochs && pending_workers_ &&
+      (v.step == AutotuneStep::kAddWorker || v.step == AutotuneStep::kRemoveWorker)) {
+    return {};  // this epoch's change is decided; the next epoch is judged afresh
+  }
+  return v;
+}
+
+// A trial that did not pay is undone: an added worker or a raised prefetch without a gain of
+// kMinGain while the loop still waits, a removed worker that cost as much.
+std::optional<AutotuneVerdict> Autotuner::judge_trial(const AutotuneWindow& w) {
+  const AutotuneStep step = *trial_;
+  trial_.reset();
+  const double before = rate_before_trial_, now = w.batches_per_s();
+  const bool still_waits = w.loop_waiting() > kLoopWaits;
+  AutotuneStep undo = AutotuneStep::kNone;
+  std::string what;
+  if (step == AutotuneStep::kAddWorker && still_waits && w.workers > 1 &&
+      now < kMinGain * before) {
+    undo = AutotuneStep::kRemoveWorker, what = "the added worker";
+  } else if (step == AutotuneStep::kRaisePrefetch && still_waits && w.prefetch > 1 &&
+             now < kMinGain * before) {
+    undo = AutotuneStep::kLowerPrefetch, what = "the raised prefetch";
+  } else if (step == AutotuneStep::kRemoveWorker && now * kMinGain < before) {
+    undo = AutotuneStep::kAddWorker, what = "the removed worker";
+  }
+  if (undo == AutotuneStep::kNone) return std::nullopt;
+  char why[200];
+  std::snprintf(why, sizeof why, "%s did not pay (%.0f -> %.0f batches/s): undoing it",
+                what.c_str(), before, now);
+  AutotuneVerdict v = verdict(undo, w, limits_, why);
+  v.undoes = true;
+  return v;
+}
+
+AutotuneVerdict Autotuner::churn(const AutotuneCounters& now, int64_t workers,
+                                 int64_t prefetch) {
+  if (limits_.between_epochs && pending_workers_) return {};  // one change per epoch
+  if (now.batches < last_churn_batch_ + static_cast<uint64_t>(limits_.churn_every)) return {};
+  last_churn_batch_ = now.batches;
+  if (workers >= limits_.max_workers) churn_growing_ = false;
+  if (workers <= 1) churn_growing_ = true;
+  AutotuneWindow w;
+  w.workers = workers;
+  w.prefetch = prefetch;
+  return verdict(churn_growing_ ? AutotuneStep::kAddWorker : AutotuneStep::kRemoveWorker, w,
+                 limits_, "forced for a test");
+}
+
+void Autotuner::applied(const AutotuneVerdict& v, uint64_t epoch, uint64_t batch) {
+  const bool workers = v.step == AutotuneStep::kAddWorker ||
+                       v.step == AutotuneStep::kRemoveWorker;
+  const bool reverses = (v.step == AutotuneStep::kAddWorker &&
+                         last_step_ == AutotuneStep::kRemoveWorker) ||
+                        (v.step == AutotuneStep::kRemoveWorker &&
+                         last_step_ == AutotuneStep::kAddWorker);
+  if (limits_.churn_every == 0 && (v.undoes || reverses)) hold_ = kHoldWindows;
+  if (workers) last_step_ = v.step;
+  trial_.reset();
+  if (v.trial && !(workers && limits_.between_epochs)) {  // judged once it took effect
+    trial_ = v.step;
+    rate_before_trial_ = rate_judged_;
+  }
+  window_start_.reset();
+  AutotuneChange c = v.change;
+  c.epoch = epoch;
+  c.batch = batch;
+  history_.push_back(std::move(c));
+  if (history_.size() > kMaxListedAutotuneChanges) history_.pop_front();
+}
+
+}  // namespace mploader::detail

@@ -1,0 +1,122 @@
+// loader/: the Loader itself: options, epochs and resume, dispatching batches.
+//
+// Autotuner: num_workers = kAuto and prefetch_factor = kAuto. The runtime feeds it the loop's
+// and the workers' counters after each batch; it cuts them into windows (at least 200 ms and
+// 4 batches, once every running worker has started) and judges each one:
+// - add a worker while the loop waits for data, the workers are busy, and a CPU is free; past
+//   the CPU budget only for workers that wait off the CPU (I/O), with their CPU time within
+//   half of it (the tuning rule's test, tune_rule.cc);
+// - remove one while the workers wait for the loop: the rest would still be under 85 % busy;
+// - while the loop waits for workers that are not busy (the hand-off costs more than the
+//   work), try one worker fewer (less contention for the CPUs), else one more batch in flight.
+// Steps taken while the loop waits are trials: the next window's rate judges them. An added
+// worker or a raised prefetch that did not raise the rate by 5 %, or a removed worker that
+// lowered it by 5 %, is undone, and an undoing step holds everything for kHoldWindows windows:
+// the count settles.
+//
+// Used by one thread (the Loader's).
+#pragma once
+
+#include <mploader/stats.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+
+namespace mploader::detail {
+
+struct AutotuneLimits {
+  bool workers = false;   // num_workers = kAuto
+  bool prefetch = false;  // prefetch_factor = kAuto
+  int64_t cpu_budget = 1;
+  std::string cpu_source;  // where the budget comes from, for the log
+  int64_t max_workers = 1;  // worker slots in the pool: CPUs, I/O allowance and shared memory
+  std::string max_workers_reason;
+  int64_t max_prefetch = 1;  // descriptors per worker
+  // StreamingDataset: the split follows the worker count, so changes wait for the next epoch.
+  bool between_epochs = false;
+  // Forced changes every this many batches (tests of the grow and shrink paths); 0: judged.
+  int64_t churn_every = 0;
+};
+
+// The counters a window is the difference of; cumulative, as the runtime reads them.
+struct AutotuneCounters {
+  std::chrono::steady_clock::time_point at;
+  uint64_t batches = 0;
+  uint64_t wait_ns = 0;  // the loop's, in next()
+  uint64_t busy_ns = 0;  // every worker's, summed
+  uint64_t cpu_ns = 0;
+};
+
+enum class AutotuneStep { kNone, kAddWorker, kRemoveWorker, kRaisePrefetch, kLowerPrefetch };
+
+struct AutotuneVerdict {
+  AutotuneStep step = AutotuneStep::kNone;
+  bool trial = false;  // the next window's rate judges it (AutotuneTrial)
+  bool undoes = false;  // it undoes a trial that failed: a hold follows
+  std::string reason;
+  AutotuneChange change;  // filled for a step; workers_after/prefetch_after as judged
+};
+
+// A window's shares, judged alone (the rule without memory).
+struct AutotuneWindow {
+  double wall_ns = 0, wait_ns = 0, busy_ns = 0, cpu_ns = 0;
+  uint64_t batches = 0;
+  int64_t workers = 1, prefetch = 1;
+  double loop_waiting() const { return wall_ns > 0 ? wait_ns / wall_ns : 0; }
+  double workers_busy() const {
+    return wall_ns > 0 && workers > 0 ? busy_ns / (wall_ns * static_cast<double>(workers)) : 0;
+  }
+  double on_cpu() const { return busy_ns > 0 ? std::min(1.0, cpu_ns / busy_ns) : 1; }
+  double batches_per_s() const { return wall_ns > 0 ? batches * 1e9 / wall_ns : 0; }
+};
+AutotuneVerdict judge_autotune_window(const AutotuneWindow& w, const AutotuneLimits& limits);
+
+// Forced changes for tests: every `every` batches one worker is added or removed, up to the
+// pool's slots and down to one, whatever the counters say. 0 turns it off; read when a Loader
+// is constructed.
+void set_autotune_churn_for_testing(int64_t every);
+int64_t autotune_churn_for_testing();
+
+class Autotuner {
+ public:
+  static constexpr int kHoldWindows = 20;
+  static constexpr double kMinGain = 1.05;
+
+  explicit Autotuner(AutotuneLimits limits) : limits_(std::move(limits)) {}
+
+  // After each batch: the counters now, the running workers and whether each has started.
+  // Returns the step to take now (kNone mostly).
+  AutotuneVerdict after_batch(const AutotuneCounters& now, int64_t workers, int64_t prefetch,
+                              bool all_started);
+  // The step was taken (or, between epochs, will be): starts a fresh window and records it.
+  // `batch`: LoaderStats::batches now.
+  void applied(const AutotuneVerdict& verdict, uint64_t epoch, uint64_t batch);
+  const AutotuneLimits& limits() const { return limits_; }
+  const std::deque<AutotuneChange>& history() const { return history_; }
+  // The worker count a StreamingDataset's next epoch is planned with.
+  std::optional<int64_t> pending_workers() const { return pending_workers_; }
+  void clear_pending() { pending_workers_.reset(); }
+  void set_pending(int64_t workers) { pending_workers_ = workers; }
+
+ private:
+  AutotuneVerdict churn(const AutotuneCounters& now, int64_t workers, int64_t prefetch);
+  // The first window after a trial: its verdict, undoing the trial when the rate says so.
+  std::optional<AutotuneVerdict> judge_trial(const AutotuneWindow& w);
+
+  AutotuneLimits limits_;
+  std::optional<AutotuneCounters> window_start_;
+  AutotuneStep last_step_ = AutotuneStep::kNone;  // of workers
+  std::optional<AutotuneStep> trial_;  // a trial applied and not yet judged
+  double rate_before_trial_ = 0;       // batches/s in the window that decided it
+  double rate_judged_ = 0;             // of the window now being judged
+  int hold_ = 0;
+  bool churn_growing_ = true;
+  uint64_t last_churn_batch_ = 0;
+  std::optional<int64_t> pending_workers_;
+  std::deque<AutotuneChange> history_;
+};
+
+}  // namespace mploader::detail

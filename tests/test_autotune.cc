@@ -1,0 +1,359 @@
+// num_workers = kAuto and prefetch_factor = kAuto: workers added and removed between batches
+// keep every index exactly once and in order; the judged changes follow the loop and the
+// workers (a slow loop sheds workers, workers that wait on I/O grow past the CPUs, workers
+// that compute stay within them); the shared memory caps the slots; a death names the count.
+#include "crash_test_support.h"
+#include "loader/autotune.h"
+#include "util/cpu_budget.h"
+
+#include <nlohmann/json.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+using namespace mploader;
+namespace mpd = mploader::detail;
+using testing_datasets::CountingDataset;
+
+namespace {
+
+// Sets the forced changes for one scope: the Loader reads them when constructed.
+struct Churn {
+  explicit Churn(int64_t every) { mpd::set_autotune_churn_for_testing(every); }
+  ~Churn() { mpd::set_autotune_churn_for_testing(0); }
+};
+
+LoaderOptions auto_options() {
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.num_workers = kAuto;
+  o.prefetch_factor = kAuto;
+  o.timeout = std::chrono::seconds(60);
+  o.crash_dir = crash_testing::fresh_dir();
+  return o;
+}
+
+// Waits off the CPU, as a read from a slow store does.
+class SleepyDataset : public CountingDataset {
+ public:
+  SleepyDataset(size_t n, std::chrono::microseconds wait) : CountingDataset(n), wait_(wait) {}
+  Sample get(int64_t index) override {
+    std::this_thread::sleep_for(wait_);
+    return CountingDataset::get(index);
+  }
+
+ private:
+  std::chrono::microseconds wait_;
+};
+
+// Computes: spins on its thread's CPU clock.
+class SpinningDataset : public CountingDataset {
+ public:
+  using CountingDataset::CountingDataset;
+  Sample get(int64_t index) override {
+    const auto now = [] {
+      timespec t{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+      return t.tv_sec * 1000000000ll + t.tv_nsec;
+    };
+    const long long until = now() + 1000000;
+    while (now() < until) {
+    }
+    return CountingDataset::get(index);
+  }
+};
+
+int64_t most_workers(const LoaderStats& s, int64_t start) {
+  int64_t most = start;
+  for (const AutotuneChange& c : s.autotune) most = std::max(most, c.workers_after);
+  return most;
+}
+
+int64_t budget() { return std::max<int64_t>(1, mpd::cpu_budget().cpus()); }
+
+}  // namespace
+
+TEST_CASE("autotune: 200 changes in one epoch, every index once and in the fixed order",
+          "[autotune][process]") {
+  const size_t n = 4 * 600;
+  auto o = auto_options();
+  o.shuffle = true;
+  o.seed = 5;
+  LoaderOptions fixed = o;
+  fixed.num_workers = 2;
+  fixed.prefetch_factor = 2;
+  std::vector<int64_t> expected;
+  {
+    Loader reference(std::make_shared<CountingDataset>(n), fixed);
+    for (Batch& b : reference) {
+      for (int64_t index : b.indices()) expected.push_back(index);
+    }
+  }
+  Churn churn(2);
+  Loader loader(std::make_shared<CountingDataset>(n), o);
+  std::vector<int64_t> got;
+  for (Batch& b : loader) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      REQUIRE(b["label"][static_cast<int64_t>(i)].item<int64_t>() == b.indices()[i]);
+      got.push_back(b.indices()[i]);
+    }
+  }
+  const LoaderStats s = loader.stats();
+  INFO(s.autotune.size() << " changes");
+  CHECK(s.autotune.size() >= 200);
+  CHECK(most_workers(s, 1) == loader.stats().workers.size());
+  CHECK(got == expected);
+}
+
+TEST_CASE("autotune: out of order, changes keep every index exactly once",
+          "[autotune][process]") {
+  const size_t n = 4 * 800;
+  auto o = auto_options();
+  o.in_order = false;
+  Churn churn(1);
+  Loader loader(std::make_shared<SleepyDataset>(n, std::chrono::microseconds(200)), o);
+  std::vector<int> seen(n, 0);
+  for (Batch& b : loader) {
+    for (int64_t index : b.indices()) ++seen[static_cast<size_t>(index)];
+  }
+  CHECK(loader.stats().autotune.size() >= 200);
+  for (size_t i = 0; i < n; ++i) REQUIRE(seen[i] == 1);
+}
+
+TEST_CASE("autotune: workers killed while the count changes are replaced, every index once",
+          "[autotune][process]") {
+  const size_t n = 4 * 400;
+  auto o = auto_options();
+  o.max_restarts_per_epoch = 10;
+  Churn churn(3);
+  Loader loader(std::make_shared<SleepyDataset>(n, std::chrono::microseconds(300)), o);
+  std::vector<int> seen(n, 0);
+  int kills = 0;
+  for (Batch& b : loader) {
+    for (int64_t index : b.indices()) ++seen[static_cast<size_t>(index)];
+    if (kills < 3 && b.sequence() % 97 == 50) {
+      for (int pid : loader.worker_pids()) {
+        if (pid > 0) {
+          kill(pid, SIGKILL);
+          ++kills;
+          break;
+        }
+      }
+    }
+  }
+  CHECK(kills == 3);
+  for (size_t i = 0; i < n; ++i) REQUIRE(seen[i] == 1);
+}
+
+TEST_CASE("autotune: a crash report names the workers running at the death",
+          "[autotune][process]") {
+  auto o = auto_options();
+  o.persistent_workers = true;
+  Loader loader(std::make_shared<SleepyDataset>(400, std::chrono::microseconds(300)), o);
+  std::optional<Batch> first = loader.next();
+  REQUIRE(first);
+  const int64_t running = loader.stats().workers_running;
+  kill(loader.worker_pids().at(0), SIGKILL);
+  CHECK_THROWS_AS([&] { while (loader.next()) {} }(), WorkerCrashed);
+  int reports = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(o.crash_dir)) {
+    std::ifstream in(entry.path());
+    const nlohmann::json options = nlohmann::json::parse(in)["details"]["options"];
+    CHECK(options["workers_running"].get<int64_t>() == running);
+    CHECK(options["num_workers"].get<int64_t>() == kAuto);
+    ++reports;
+  }
+  CHECK(reports == 1);
+}
+
+TEST_CASE("autotune: a slow training loop sheds workers down to one", "[autotune][process]") {
+  auto o = auto_options();
+  o.persistent_workers = true;
+  Loader loader(std::make_shared<CountingDataset>(4 * 60), o);
+  for (Batch& b : loader) {
+    (void)b;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const LoaderStats s = loader.stats();
+  INFO(s.autotune.size() << " changes; running " << s.workers_running);
+  CHECK(s.workers_running == 1);
+  if (budget() > 1) {
+    REQUIRE_FALSE(s.autotune.empty());
+    CHECK_THAT(s.autotune.front().reason, Catch::Contains("wait for the loop"));
+  }
+}
+
+TEST_CASE("autotune: workers that wait on I/O grow past the CPU budget",
+          "[autotune][process]") {
+  auto o = auto_options();
+  o.batch_size = 8;
+  Loader loader(std::make_shared<SleepyDataset>(8 * 400, std::chrono::milliseconds(2)), o);
+  for (Batch& b : loader) (void)b;
+  const LoaderStats s = loader.stats();
+  INFO(s.autotune.size() << " changes; budget " << budget());
+  for (const AutotuneChange& c : s.autotune) INFO(c.reason);
+  CHECK(most_workers(s, budget()) > budget());
+  REQUIRE_FALSE(s.autotune.empty());
+  CHECK(s.autotune.front().on_cpu < 0.5);
+}
+
+TEST_CASE("autotune: workers that compute stay within the CPU budget", "[autotune][process]") {
+  auto o = auto_options();
+  Loader loader(std::make_shared<SpinningDataset>(4 * 300), o);
+  for (Batch& b : loader) (void)b;
+  const LoaderStats s = loader.stats();
+  CHECK(most_workers(s, budget()) <= budget());
+  for (const AutotuneChange& c : s.autotune) CHECK(c.workers_after <= budget());
+}
+
+TEST_CASE("autotune: max_shm_bytes caps the worker slots", "[autotune][process]") {
+  auto o = auto_options();
+  o.max_batch_bytes = 1 << 20;
+  // Rings of 5 slots of 1 MiB and a little more: 3 fit, 4 would need 20 MiB.
+  o.max_shm_bytes = uint64_t{19} << 20;
+  Churn churn(1);
+  Loader loader(std::make_shared<CountingDataset>(4 * 50), o);
+  for (Batch& b : loader) (void)b;
+  const LoaderStats s = loader.stats();
+  CHECK(s.workers.size() == 3);
+  CHECK(most_workers(s, 1) == 3);
+}
+
+TEST_CASE("autotune: a fixed count whose rings pass max_shm_bytes is refused by name",
+          "[autotune][process]") {
+  auto o = auto_options();
+  o.num_workers = 4;
+  o.prefetch_factor = 2;
+  o.max_batch_bytes = 1 << 20;
+  o.max_shm_bytes = 4 << 20;
+  try {
+    Loader loader(std::make_shared<CountingDataset>(16), o);
+    FAIL("no error");
+  } catch (const OptionError& e) {
+    CHECK(e.option() == "max_shm_bytes");
+    CHECK_THAT(e.what(), Catch::Contains("4 rings") && Catch::Contains("raise max_shm_bytes"));
+  }
+}
+
+TEST_CASE("autotune: the window rule", "[autotune]") {
+  mpd::AutotuneLimits l;
+  l.workers = l.prefetch = true;
+  l.cpu_budget = 2;
+  l.max_workers = 8;
+  l.max_prefetch = 4;
+  mpd::AutotuneWindow w;
+  w.wall_ns = 1e9;
+  w.batches = 100;
+  w.workers = 1;
+  w.prefetch = 2;
+  SECTION("the loop waits on busy computing workers, a CPU free: add") {
+    w.wait_ns = 0.5e9, w.busy_ns = 0.95e9, w.cpu_ns = 0.9e9;
+    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kAddWorker);
+  }
+  SECTION("computing workers at the budget: no more") {
+    w.workers = 2, w.wait_ns = 0.5e9, w.busy_ns = 1.9e9, w.cpu_ns = 1.8e9;
+    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kNone);
+  }
+  SECTION("workers waiting on I/O at the budget: add") {
+    w.workers = 2, w.wait_ns = 0.5e9, w.busy_ns = 1.9e9, w.cpu_ns = 0.05e9;
+    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kAddWorker);
+  }
+  SECTION("the loop waits on idle workers: raise prefetch") {
+    w.workers = 2, w.wait_ns = 0.3e9, w.busy_ns = 1.0e9, w.cpu_ns = 0.9e9;
+    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kRaisePrefetch);
+  }
+  SECTION("the loop waits on workers mostly idle: try one fewer") {
+    w.workers = 3, w.wait_ns = 0.5e9, w.busy_ns = 0.9e9, w.cpu_ns = 0.9e9;
+    const mpd::AutotuneVerdict v = mpd::judge_autotune_window(w, l);
+    CHECK(v.step == mpd::AutotuneStep::kRemoveWorker);
+    CHECK(v.trial);
+  }
+  SECTION("workers waiting for the loop: remove") {
+    w.workers = 3, w.wait_ns = 0.01e9, w.busy_ns = 1.0e9, w.cpu_ns = 0.9e9;
+    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kRemoveWorker);
+  }
+  SECTION("workers busy enough: keep") {
+    w.workers = 2, w.wait_ns = 0.01e9, w.busy_ns = 1.7e9, w.cpu_ns = 1.6e9;
+    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kNone);
+  }
+  SECTION("computing workers above the budget: remove") {
+    w.workers = 3, w.wait_ns = 0.3e9, w.busy_ns = 2.9e9, w.cpu_ns = 2.0e9;
+    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kRemoveWorker);
+  }
+}
+
+TEST_CASE("autotune: an added worker that does not raise the rate is removed, then held",
+          "[autotune]") {
+  mpd::AutotuneLimits l;
+  l.workers = true;
+  l.cpu_budget = 4;
+  l.max_workers = 8;
+  mpd::Autotuner tuner(l);
+  using Clock = std::chrono::steady_clock;
+  mpd::AutotuneCounters c;
+  c.at = Clock::now();
+  int64_t workers = 2;
+  // A window of 1 s: the loop waits half, each worker busy 95 %, 100 batches.
+  auto step = [&] {
+    c.at += std::chrono::seconds(1);
+    c.batches += 100;
+    c.wait_ns += 500000000;
+    c.busy_ns += static_cast<uint64_t>(workers) * 950000000;
+    c.cpu_ns += static_cast<uint64_t>(workers) * 900000000;
+    return tuner.after_batch(c, workers, 2, true);
+  };
+  CHECK(tuner.after_batch(c, workers, 2, true).step == mpd::AutotuneStep::kNone);
+  mpd::AutotuneVerdict v = step();
+  REQUIRE(v.step == mpd::AutotuneStep::kAddWorker);
+  tuner.applied(v, 0, 100);
+  workers = 3;
+  CHECK(tuner.after_batch(c, workers, 2, true).step == mpd::AutotuneStep::kNone);
+  v = step();  // the same 100 batches a second with 3 workers: no gain
+  REQUIRE(v.step == mpd::AutotuneStep::kRemoveWorker);
+  CHECK_THAT(v.reason, Catch::Contains("the added worker did not pay"));
+  tuner.applied(v, 0, 200);
+  workers = 2;
+  CHECK(tuner.after_batch(c, workers, 2, true).step == mpd::AutotuneStep::kNone);
+  for (int i = 0; i < mpd::Autotuner::kHoldWindows; ++i) {
+    REQUIRE(step().step == mpd::AutotuneStep::kNone);
+  }
+  CHECK(step().step == mpd::AutotuneStep::kAddWorker);  // after the hold, it tries again
+}
+
+TEST_CASE("autotune: a worker removed on trial that lowers the rate comes back",
+          "[autotune]") {
+  mpd::AutotuneLimits l;
+  l.workers = true;
+  l.cpu_budget = 4;
+  l.max_workers = 8;
+  mpd::Autotuner tuner(l);
+  mpd::AutotuneCounters c;
+  c.at = std::chrono::steady_clock::now();
+  int64_t workers = 3;
+  uint64_t per_window = 100;
+  // The loop waits half of each 1 s window on workers busy 30 %.
+  auto step = [&] {
+    c.at += std::chrono::seconds(1);
+    c.batches += per_window;
+    c.wait_ns += 500000000;
+    c.busy_ns += static_cast<uint64_t>(workers) * 300000000;
+    c.cpu_ns += static_cast<uint64_t>(workers) * 300000000;
+    return tuner.after_batch(c, workers, 2, true);
+  };
+  (void)tuner.after_batch(c, workers, 2, true);
+  mpd::AutotuneVerdict v = step();
+  REQUIRE(v.step == mpd::AutotuneStep::kRemoveWorker);
+  REQUIRE(v.trial);
+  tuner.applied(v, 0, 100);
+  workers = 2;
+  per_window = 80;  // slower with one fewer
+  (void)tuner.after_batch(c, workers, 2, true);
+  v = step();
+  REQUIRE(v.step == mpd::AutotuneStep::kAddWorker);
+  CHECK(v.undoes);
+  CHECK_THAT(v.reason, Catch::Contains("the removed worker did not pay (100 -> 80"));
+}
