@@ -123,6 +123,7 @@ struct RawOptions {
   std::string shm_dir;
   std::string start = "fork";
   bool checksum = false;
+  bool autotune = false;
   bool json = false;
   std::string crash_dir;
   std::string timeout_ms;  // empty: 120000, or 2000 with --inject-fault hang
@@ -195,6 +196,9 @@ void add_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--shm-dir", raw.shm_dir, "tmpfs folder for mploader's rings (default: memfd)");
   app.add_option("--start", raw.start, "how mploader starts workers: fork, spawn or forkserver")
       ->capture_default_str();
+  app.add_flag("--autotune", raw.autotune, "add a run per workload and batch size of mploader "
+               "tuning itself (num_workers and prefetch_factor = kAuto: loader mploader-auto), "
+               "set against the best fixed mploader row");
   app.add_flag("--checksum", raw.checksum, "hash the bytes of every mploader batch (to compare "
                "start methods; it touches the data, so rates drop)");
   add_fault_options(app, raw);
@@ -399,8 +403,13 @@ void validate(const RawOptions& raw, Plan& plan) {
                       {"synthetic", "fmnist", "jpeg", "stream", "tar", "io"});
   plan.loaders = parse_name_list(
       "--loader", raw.loader,
-      {"mploader", "mploader-get", "libtorch", "inprocess", "inprocess-copy", "limit",
-       "pytorch"});
+      {"mploader", "mploader-get", "mploader-auto", "libtorch", "inprocess", "inprocess-copy",
+       "limit", "pytorch"});
+  const auto& loaders = plan.loaders;
+  if (raw.autotune &&
+      std::find(loaders.begin(), loaders.end(), "mploader-auto") == loaders.end()) {
+    plan.loaders.push_back("mploader-auto");
+  }
   plan.workers = parse_count_list("--workers", raw.workers, 0, "0,1,2,4");
   plan.base.sample_shape = parse_shape(raw.sample_shape);
   // Checked whatever the workload, so that a typo never waits for a sweep to reach stream.

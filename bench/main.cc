@@ -64,7 +64,8 @@ void check_pytorch(Plan& plan) {
 
 std::vector<RunResult> run_one(const RunConfig& config,
                                const std::shared_ptr<mploader::Dataset>& data) {
-  if (config.loader == "mploader" || config.loader == "mploader-get") {
+  if (config.loader == "mploader" || config.loader == "mploader-get" ||
+      config.loader == "mploader-auto") {
     return {run_mploader(config, data)};
   }
   if (config.loader == "libtorch") return {run_libtorch(config, data)};
@@ -82,7 +83,8 @@ bool has_loader(const Plan& plan, const std::string& loader) {
 
 // The label of one run, for progress and failure lines.
 std::string describe(const RunConfig& c) {
-  return c.loader + " " + c.workload + " workers=" + std::to_string(c.workers) +
+  return c.loader + " " + c.workload + " workers=" +
+         (c.workers < 0 ? std::string("auto") : std::to_string(c.workers)) +
          " batch=" + std::to_string(c.batch_size) + " prefetch=" + std::to_string(c.prefetch);
 }
 
@@ -151,8 +153,13 @@ bool run_workload(const Plan& plan, const std::string& workload, Progress& progr
       for (int64_t workers : plan.workers) {
         for (const std::string& loader : plan.loaders) {
           if (loader == "limit" && !in_place) continue;
+          const bool autotuned = loader == "mploader-auto";  // once, choosing both itself
+          if (autotuned && (workers != plan.workers.front() ||
+                            prefetch != plan.prefetches.front())) {
+            continue;
+          }
           config.prefetch = prefetch;
-          config.workers = workers;
+          config.workers = autotuned ? -1 : workers;
           config.loader = loader;
           progress.step(describe(config));
           ok = run_config(plan, config, data, out) && ok;
@@ -182,7 +189,7 @@ void report_corrupt(const Plan& plan, const std::vector<RunResult>& results) {
 void report_epochs(const std::vector<RunResult>& results) {
   std::map<std::string, const RunResult*> most;  // only workloads with such a run
   for (const RunResult& r : results) {
-    if (r.epochs <= 1) continue;
+    if (r.epochs <= 1 || r.config.workers < 0) continue;  // mploader-auto: no fixed count
     auto [it, fresh] = most.emplace(r.config.workload, &r);
     if (!fresh && r.epochs > it->second->epochs) it->second = &r;
   }
@@ -223,6 +230,7 @@ void print_summary(const Plan& plan, const std::vector<RunResult>& results) {
   print_token_rates(std::cout, results);
   print_stage_split(std::cout, results);
   print_ratios(std::cout, results);
+  print_autotune(std::cout, results);
   print_recommendations(std::cout, recs);
   std::cout << '\n';
   print_scaling(std::cout, results, cpus.cpus());

@@ -79,6 +79,7 @@ void write_gnuplot_files(const std::string& png, const std::string& gp, const st
   using Key = std::tuple<std::string, std::string, int64_t, int64_t>;
   std::map<Key, std::vector<const RunResult*>> series;
   for (const RunResult& r : rows) {
+    if (r.config.workers < 0) continue;  // mploader-auto: no worker count to plot it at
     series[{r.config.workload, r.config.loader, r.config.batch_size, r.config.prefetch}]
         .push_back(&r);
   }

@@ -18,6 +18,14 @@ namespace {
 constexpr std::array<const char*, 5> kStageNames = {"read", "decode", "transform", "write",
                                                     "hand-off"};
 
+// A row's workers and prefetch as the tables show them: "auto" where mploader chose.
+std::string workers_text(const RunResult& r) {
+  return r.config.workers < 0 ? "auto" : std::to_string(r.config.workers);
+}
+std::string prefetch_text(const RunResult& r) {
+  return r.config.loader == "mploader-auto" ? "auto" : std::to_string(r.config.prefetch);
+}
+
 }  // namespace
 
 std::string json_line(const RunResult& r) {
@@ -62,6 +70,13 @@ std::string json_line(const RunResult& r) {
     j["memory_growth_warnings"] = r.memory_growth_warnings;
     j["worker_private_growth_mb"] = r.worker_private_growth_mb;
   }
+  if (r.settle_batches >= 0) {
+    j["settle_batches"] = r.settle_batches;
+    j["autotune_changes"] = r.autotune_changes;
+    j["auto_workers"] = r.auto_workers;
+    j["auto_prefetch"] = r.auto_prefetch;
+    j["settled_samples_per_s"] = r.settled_samples_per_s;
+  }
   if (!r.note.empty()) j["note"] = r.note;
   return j.dump();
 }
@@ -99,6 +114,11 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line) try 
   r.epochs = j.value("epochs", int64_t{-1});
   r.memory_growth_warnings = j.value("memory_growth_warnings", int64_t{-1});
   r.worker_private_growth_mb = j.value("worker_private_growth_mb", -1.0);
+  r.settle_batches = j.value("settle_batches", int64_t{-1});
+  r.autotune_changes = j.value("autotune_changes", int64_t{-1});
+  r.auto_workers = j.value("auto_workers", int64_t{-1});
+  r.auto_prefetch = j.value("auto_prefetch", int64_t{-1});
+  r.settled_samples_per_s = j.value("settled_samples_per_s", -1.0);
   if (j.contains("note")) r.note = j.at("note").get<std::string>();
   return r;
 } catch (const nlohmann::json::exception& e) {
@@ -119,12 +139,12 @@ void print_table_row(std::ostream& out, const RunResult& r) {
   if (r.utilisation >= 0) std::snprintf(util, sizeof util, "%.2f", r.utilisation);
   if (r.head_of_line_s >= 0) std::snprintf(hol, sizeof hol, "%.4f", r.head_of_line_s);
   std::snprintf(line, sizeof line,
-                "%-16s %-10s %7lld %6lld %8lld %12.1f %10.1f %13.4f %8.2f %8.2f %6s %8s %8.3f "
+                "%-16s %-10s %7s %6lld %8s %12.1f %10.1f %13.4f %8.2f %8.2f %6s %8s %8.3f "
                 "%10.4f",
-                r.config.loader.c_str(), r.config.workload.c_str(),
-                static_cast<long long>(r.config.workers),
-                static_cast<long long>(r.config.batch_size),
-                static_cast<long long>(r.config.prefetch), r.samples_per_s, r.mb_per_s,
+                r.config.loader.c_str(), r.config.workload.c_str(), workers_text(r).c_str(),
+                static_cast<long long>(r.config.batch_size), prefetch_text(r).c_str(),
+                r.samples_per_s,
+                r.mb_per_s,
                 r.first_batch_s, r.wait_p50_ms, r.wait_p99_ms, util, hol, r.wall_s,
                 r.teardown_s);
   out << line << '\n';
@@ -209,13 +229,59 @@ void print_stage_split(std::ostream& out, const std::vector<RunResult>& results)
     if (r.stage_ms_per_batch.size() != kStageNames.size()) continue;
     const std::vector<double>& ms = r.stage_ms_per_batch;
     std::snprintf(line, sizeof line,
-                  "%-16s %-10s %7lld %6lld %8lld %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %5.0f%%",
-                  r.config.loader.c_str(), r.config.workload.c_str(),
-                  static_cast<long long>(r.config.workers),
-                  static_cast<long long>(r.config.batch_size),
-                  static_cast<long long>(r.config.prefetch), ms[0], ms[1], ms[2], ms[3], ms[4],
+                  "%-16s %-10s %7s %6lld %8s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %5.0f%%",
+                  r.config.loader.c_str(), r.config.workload.c_str(), workers_text(r).c_str(),
+                  static_cast<long long>(r.config.batch_size), prefetch_text(r).c_str(), ms[0],
+                  ms[1], ms[2], ms[3], ms[4],
                   r.busy_ms_per_batch, 100.0 * std::max(0.0, r.on_cpu));
     out << line << '\n';
+  }
+}
+
+}  // namespace bench
+
+namespace bench {
+
+void print_autotune(std::ostream& out, const std::vector<RunResult>& results) {
+  bool any = false;
+  for (const RunResult& r : results) {
+    if (r.config.loader != "mploader-auto" || r.settle_batches < 0) continue;
+    if (!any) {
+      out << "\nautotuned (mploader-auto) against the best fixed mploader row:\n";
+      char head[200];
+      std::snprintf(head, sizeof head, "%-10s %6s %18s %12s %12s %7s %8s %8s %8s", "workload",
+                    "batch", "best fixed", "samples/s", "settled s/s", "ratio", "settled",
+                    "workers", "prefetch");
+      out << head << '\n';
+      any = true;
+    }
+    const RunResult* best = nullptr;
+    for (const RunResult& f : results) {
+      if (f.config.loader != "mploader" || f.config.workload != r.config.workload ||
+          f.config.batch_size != r.config.batch_size) {
+        continue;
+      }
+      if (!best || f.samples_per_s > best->samples_per_s) best = &f;
+    }
+    char fixed[40] = "-", rate[24] = "-", ratio[16] = "-", line[240];
+    if (best) {
+      std::snprintf(fixed, sizeof fixed, "w=%lld p=%lld",
+                    static_cast<long long>(best->config.workers),
+                    static_cast<long long>(best->config.prefetch));
+      std::snprintf(rate, sizeof rate, "%.1f", best->samples_per_s);
+      if (best->samples_per_s > 0 && r.settled_samples_per_s > 0) {
+        std::snprintf(ratio, sizeof ratio, "%.2fx", r.settled_samples_per_s / best->samples_per_s);
+      }
+    }
+    std::snprintf(line, sizeof line, "%-10s %6lld %18s %12s %12.1f %7s %8lld %8lld %8lld",
+                  r.config.workload.c_str(), static_cast<long long>(r.config.batch_size), fixed,
+                  rate, r.settled_samples_per_s, ratio, static_cast<long long>(r.settle_batches),
+                  static_cast<long long>(r.auto_workers), static_cast<long long>(r.auto_prefetch));
+    out << line << '\n';
+  }
+  if (any) {
+    out << "  (settled: the batch of the autotuner's last change; settled s/s: samples/s "
+           "after it)\n";
   }
 }
 

@@ -22,7 +22,9 @@ class UsageError : public std::runtime_error {
 
 // One configuration: one loader on one workload with one worker count.
 struct RunConfig {
-  std::string loader;    // mploader | libtorch | inprocess | inprocess-copy | limit | pytorch
+  // mploader | mploader-get | mploader-auto | libtorch | inprocess | inprocess-copy | limit |
+  // pytorch. mploader-auto runs num_workers and prefetch_factor = kAuto (workers is then -1).
+  std::string loader;
   std::string workload;  // synthetic | fmnist | jpeg | stream | tar | io, or a plugin's dataset
   // --dataset-lib, and --dataset-config: the library that registers `workload`, and the text
   // its factory is given (bench/plugin.h). Empty for the built-in workloads.
@@ -94,6 +96,13 @@ struct RunResult {
   int64_t epochs = -1;
   int64_t memory_growth_warnings = -1;
   double worker_private_growth_mb = -1;
+  // mploader-auto only (-1 elsewhere): the batch of the autotuner's last change (0: none),
+  // its changes, the workers and prefetch it ended with, and samples/s after the last change.
+  int64_t settle_batches = -1;
+  int64_t autotune_changes = -1;
+  int64_t auto_workers = -1;
+  int64_t auto_prefetch = -1;
+  double settled_samples_per_s = -1;
   std::string note;  // what the runner did differently, e.g. PyTorch's JPEG decoder
 };
 

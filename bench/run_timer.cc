@@ -34,8 +34,16 @@ void RunTimer::batch(int64_t samples, int64_t bytes) {
   last_ = now;
   ++batches_;
   samples_ += samples;
+  arrivals_.emplace_back(now, samples_);
   // A step on a GPU leaves the CPU to the workers: sleep rather than spin.
   if (step_ > Clock::duration::zero()) std::this_thread::sleep_for(step_);
+}
+
+double RunTimer::samples_per_s_after(int64_t from) const {
+  const auto first = static_cast<size_t>(std::max<int64_t>(0, from));
+  if (first + 2 >= arrivals_.size()) return -1;
+  const double s = seconds(arrivals_.back().first - arrivals_[first].first);
+  return s > 0 ? static_cast<double>(arrivals_.back().second - arrivals_[first].second) / s : -1;
 }
 
 RunResult RunTimer::finish(const RunConfig& config, size_t dataset_size) const {

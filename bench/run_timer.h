@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace bench {
@@ -35,6 +36,9 @@ class RunTimer {
 
   // The result of the run of `config` over a dataset of `dataset_size` samples.
   RunResult finish(const RunConfig& config, size_t dataset_size) const;
+  // Samples per second over the batches after batch `from` (counted from 0); -1 when fewer
+  // than two batches follow it.
+  double samples_per_s_after(int64_t from) const;
 
  private:
   Clock::time_point start_;
@@ -49,6 +53,8 @@ class RunTimer {
   int64_t steady_bytes_ = 0;
   Clock::time_point wait_start_{};
   std::vector<double> waits_ms_;  // batches after the first
+  // Each batch's arrival and the samples up to it.
+  std::vector<std::pair<Clock::time_point, int64_t>> arrivals_;
 };
 
 inline int64_t tensor_bytes(const at::Tensor& t) { return static_cast<int64_t>(t.nbytes()); }

@@ -22,8 +22,9 @@ namespace {
 mploader::LoaderOptions loader_options(const RunConfig& config) {
   mploader::LoaderOptions options;
   options.batch_size = config.batch_size;
-  options.num_workers = config.workers;
-  options.prefetch_factor = config.prefetch;
+  const bool autotuned = config.loader == "mploader-auto";
+  options.num_workers = autotuned ? mploader::kAuto : config.workers;
+  options.prefetch_factor = autotuned ? mploader::kAuto : config.prefetch;
   options.shuffle = false;
   options.drop_last = true;
   options.in_order = true;
@@ -141,6 +142,20 @@ void add_memory(const mploader::LoaderStats& stats, const std::vector<int64_t>& 
   }
 }
 
+// Where the autotuner ended, and the rate once it had.
+void add_autotune(const mploader::LoaderStats& stats, const RunTimer& timer, RunResult& result) {
+  result.autotune_changes = static_cast<int64_t>(stats.autotune.size());
+  result.settle_batches =
+      stats.autotune.empty() ? 0 : static_cast<int64_t>(stats.autotune.back().batch);
+  result.auto_workers = stats.workers_running;
+  result.auto_prefetch = stats.prefetch_factor;
+  result.settled_samples_per_s = timer.samples_per_s_after(result.settle_batches);
+  if (result.settled_samples_per_s < 0 || result.settle_batches * 10 > result.batches * 9) {
+    result.note = "the autotuner changed the count until the last tenth of the run; its "
+                  "settled rate needs more --batches";
+  }
+}
+
 }  // namespace
 
 RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::Dataset>& data) {
@@ -179,6 +194,7 @@ RunResult run_mploader(const RunConfig& config, const std::shared_ptr<mploader::
   RunResult result = timer.finish(config, data->size());
   add_stats(stats, timer.loop_s(), result);
   add_memory(stats, epoch1_start, epoch + 1, result);
+  if (config.loader == "mploader-auto") add_autotune(stats, timer, result);
   if (config.checksum) {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(checksum));
