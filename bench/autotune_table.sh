@@ -9,11 +9,11 @@ bench="${1:-build}/bench/mploader-bench"
 run() {
   label="$1"; shift
   echo "== $label: $*"
-  "$bench" --loader mploader --autotune --prefetch 2 "$@" 2>/dev/null |
+  "$bench" --loader mploader --autotune --prefetch 2,4 "$@" 2>/dev/null |
     sed -n '/^autotuned/,/^  (settled/p'
 }
 run fmnist --workload fmnist --workers 1,2,3 --batch-size 64 --batches 40000
 run jpeg --workload jpeg --workers 1,2,3 --batch-size 32 --batches 400
 run stream --workload stream --workers 1,2,3 --batch-size 64 --batches 20000
-run io --workload io --workers 1,2,4,8 --batch-size 16 --batches 800
+run io --workload io --workers 1,2,4,8 --batch-size 16 --batches 1600
 run "slow consumer" --workload fmnist --workers 1,2,3 --batch-size 64 --batches 300 --step-ms 20

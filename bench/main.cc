@@ -230,7 +230,7 @@ void print_summary(const Plan& plan, const std::vector<RunResult>& results) {
   print_token_rates(std::cout, results);
   print_stage_split(std::cout, results);
   print_ratios(std::cout, results);
-  print_autotune(std::cout, results);
+  print_autotune(std::cout, results, cpus.cpus());
   print_recommendations(std::cout, recs);
   std::cout << '\n';
   print_scaling(std::cout, results, cpus.cpus());

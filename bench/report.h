@@ -36,9 +36,10 @@ void print_stage_split(std::ostream& out, const std::vector<RunResult>& results)
 // samples_per_s. Prints nothing when mploader was not measured.
 void print_ratios(std::ostream& out, const std::vector<RunResult>& results);
 
-// For each mploader-auto row: the best fixed mploader row of the same workload and batch
-// size, the autotuned rate once settled and its ratio to that, the batches it took to settle,
-// and the workers and prefetch it chose. Nothing without such rows.
-void print_autotune(std::ostream& out, const std::vector<RunResult>& results);
+// For each mploader-auto row: the autotuned rate once settled, the batches it took to settle,
+// the workers and prefetch it chose, and the best fixed mploader rows of the same workload
+// and batch size (within `cpus` workers, and of any count) with its ratio to each. Nothing
+// without such rows.
+void print_autotune(std::ostream& out, const std::vector<RunResult>& results, int64_t cpus);
 
 }  // namespace bench

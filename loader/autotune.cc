@@ -153,7 +153,14 @@ AutotuneVerdict Autotuner::after_batch(const AutotuneCounters& now, int64_t work
   }
   rate_judged_ = w.batches_per_s();
   if (trial_) {
-    if (std::optional<AutotuneVerdict> undo = judge_trial(w)) return *undo;
+    // Judged over kTrialWindows windows together: one window's rate is too noisy to undo by.
+    trial_wall_ns_ += w.wall_ns;
+    trial_batches_ += w.batches;
+    if (++trial_windows_ < kTrialWindows) return {};
+    AutotuneWindow whole = w;
+    whole.wall_ns = trial_wall_ns_;
+    whole.batches = trial_batches_;
+    if (std::optional<AutotuneVerdict> undo = judge_trial(whole)) return *undo;
   }
   AutotuneVerdict v = judge_autotune_window(w, limits_);
   if (limits_.between_epochs && pending_workers_ &&
@@ -217,6 +224,9 @@ void Autotuner::applied(const AutotuneVerdict& v, uint64_t epoch, uint64_t batch
   if (v.trial && !(workers && limits_.between_epochs)) {  // judged once it took effect
     trial_ = v.step;
     rate_before_trial_ = rate_judged_;
+    trial_wall_ns_ = 0;
+    trial_batches_ = 0;
+    trial_windows_ = 0;
   }
   window_start_.reset();
   AutotuneChange c = v.change;

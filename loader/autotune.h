@@ -9,7 +9,7 @@
 // - remove one while the workers wait for the loop: the rest would still be under 85 % busy;
 // - while the loop waits for workers that are not busy (the hand-off costs more than the
 //   work), try one worker fewer (less contention for the CPUs), else one more batch in flight.
-// Steps taken while the loop waits are trials: the next window's rate judges them. An added
+// Steps taken while the loop waits are trials: the rate of the next two windows judges them. An added
 // worker or a raised prefetch that did not raise the rate by 5 %, or a removed worker that
 // lowered it by 5 %, is undone, and an undoing step holds everything for kHoldWindows windows:
 // the count settles.
@@ -84,6 +84,7 @@ class Autotuner {
  public:
   static constexpr int kHoldWindows = 20;
   static constexpr double kMinGain = 1.05;
+  static constexpr int kTrialWindows = 2;  // windows a trial's rate is measured over
 
   explicit Autotuner(AutotuneLimits limits) : limits_(std::move(limits)) {}
 
@@ -112,6 +113,9 @@ class Autotuner {
   std::optional<AutotuneStep> trial_;  // a trial applied and not yet judged
   double rate_before_trial_ = 0;       // batches/s in the window that decided it
   double rate_judged_ = 0;             // of the window now being judged
+  double trial_wall_ns_ = 0;           // the windows since the trial, so far
+  uint64_t trial_batches_ = 0;
+  int trial_windows_ = 0;
   int hold_ = 0;
   bool churn_growing_ = true;
   uint64_t last_churn_batch_ = 0;

@@ -312,6 +312,7 @@ TEST_CASE("autotune: an added worker that does not raise the rate is removed, th
   tuner.applied(v, 0, 100);
   workers = 3;
   CHECK(tuner.after_batch(c, workers, 2, true).step == mpd::AutotuneStep::kNone);
+  CHECK(step().step == mpd::AutotuneStep::kNone);  // a trial is judged over two windows
   v = step();  // the same 100 batches a second with 3 workers: no gain
   REQUIRE(v.step == mpd::AutotuneStep::kRemoveWorker);
   CHECK_THAT(v.reason, Catch::Contains("the added worker did not pay"));
@@ -352,6 +353,7 @@ TEST_CASE("autotune: a worker removed on trial that lowers the rate comes back",
   workers = 2;
   per_window = 80;  // slower with one fewer
   (void)tuner.after_batch(c, workers, 2, true);
+  CHECK(step().step == mpd::AutotuneStep::kNone);
   v = step();
   REQUIRE(v.step == mpd::AutotuneStep::kAddWorker);
   CHECK(v.undoes);
