@@ -239,122 +239,119 @@ TEST_CASE("autotune: a fixed count whose rings pass max_shm_bytes is refused by 
   }
 }
 
+namespace {
+
+// One window of 1 s and 100 batches, with the loop's wait and the workers' busy and CPU
+// time given in seconds.
+struct RuleCase {
+  const char* what;
+  int64_t workers;
+  double wait_s, busy_s, cpu_s;
+  mpd::AutotuneStep expected;
+};
+
+// Feeds an Autotuner windows of 1 s in which the loop waits half the time and each worker is
+// busy `busy_share` of it, on a CPU all that time; `batches` per window.
+struct WindowFeeder {
+  mpd::Autotuner tuner;
+  mpd::AutotuneCounters counters;
+  int64_t workers;
+  double busy_share;
+  uint64_t batches = 100;
+
+  WindowFeeder(int64_t start_workers, double busy) : tuner(limits()), workers(start_workers),
+                                                     busy_share(busy) {
+    counters.at = std::chrono::steady_clock::now();
+    (void)tuner.after_batch(counters, workers, 2, true);  // the first window starts
+  }
+  static mpd::AutotuneLimits limits() {
+    mpd::AutotuneLimits l;
+    l.workers = true;
+    l.cpu_budget = 4;
+    l.max_workers = 8;
+    return l;
+  }
+  mpd::AutotuneVerdict window() {
+    const auto busy = static_cast<uint64_t>(static_cast<double>(workers) * busy_share * 1e9);
+    counters.at += std::chrono::seconds(1);
+    counters.batches += batches;
+    counters.wait_ns += 500000000;
+    counters.busy_ns += busy;
+    counters.cpu_ns += busy;
+    return tuner.after_batch(counters, workers, 2, true);
+  }
+  // Applies `v`, as the runtime would, and starts the next window.
+  void apply(const mpd::AutotuneVerdict& v) {
+    tuner.applied(v, 0, counters.batches);
+    workers = v.change.workers_after;
+    (void)tuner.after_batch(counters, workers, 2, true);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("autotune: the window rule", "[autotune]") {
+  using Step = mpd::AutotuneStep;
+  const RuleCase cases[] = {
+      {"the loop waits on busy computing workers, a CPU free: add", 1, 0.5, 0.95, 0.9,
+       Step::kAddWorker},
+      {"computing workers at the budget: no more", 2, 0.5, 1.9, 1.8, Step::kNone},
+      {"workers waiting on I/O at the budget: add", 2, 0.5, 1.9, 0.05, Step::kAddWorker},
+      {"the loop waits on idle workers: raise prefetch", 2, 0.3, 1.0, 0.9, Step::kRaisePrefetch},
+      {"the loop waits on workers mostly idle: try one fewer", 3, 0.5, 0.9, 0.9,
+       Step::kRemoveWorker},
+      {"workers waiting for the loop: remove", 3, 0.01, 1.0, 0.9, Step::kRemoveWorker},
+      {"workers busy enough: keep", 2, 0.01, 1.7, 1.6, Step::kNone},
+      {"computing workers above the budget: remove", 3, 0.3, 2.9, 2.0, Step::kRemoveWorker},
+  };
   mpd::AutotuneLimits l;
   l.workers = l.prefetch = true;
   l.cpu_budget = 2;
   l.max_workers = 8;
   l.max_prefetch = 4;
-  mpd::AutotuneWindow w;
-  w.wall_ns = 1e9;
-  w.batches = 100;
-  w.workers = 1;
-  w.prefetch = 2;
-  SECTION("the loop waits on busy computing workers, a CPU free: add") {
-    w.wait_ns = 0.5e9, w.busy_ns = 0.95e9, w.cpu_ns = 0.9e9;
-    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kAddWorker);
-  }
-  SECTION("computing workers at the budget: no more") {
-    w.workers = 2, w.wait_ns = 0.5e9, w.busy_ns = 1.9e9, w.cpu_ns = 1.8e9;
-    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kNone);
-  }
-  SECTION("workers waiting on I/O at the budget: add") {
-    w.workers = 2, w.wait_ns = 0.5e9, w.busy_ns = 1.9e9, w.cpu_ns = 0.05e9;
-    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kAddWorker);
-  }
-  SECTION("the loop waits on idle workers: raise prefetch") {
-    w.workers = 2, w.wait_ns = 0.3e9, w.busy_ns = 1.0e9, w.cpu_ns = 0.9e9;
-    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kRaisePrefetch);
-  }
-  SECTION("the loop waits on workers mostly idle: try one fewer") {
-    w.workers = 3, w.wait_ns = 0.5e9, w.busy_ns = 0.9e9, w.cpu_ns = 0.9e9;
-    const mpd::AutotuneVerdict v = mpd::judge_autotune_window(w, l);
-    CHECK(v.step == mpd::AutotuneStep::kRemoveWorker);
-    CHECK(v.trial);
-  }
-  SECTION("workers waiting for the loop: remove") {
-    w.workers = 3, w.wait_ns = 0.01e9, w.busy_ns = 1.0e9, w.cpu_ns = 0.9e9;
-    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kRemoveWorker);
-  }
-  SECTION("workers busy enough: keep") {
-    w.workers = 2, w.wait_ns = 0.01e9, w.busy_ns = 1.7e9, w.cpu_ns = 1.6e9;
-    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kNone);
-  }
-  SECTION("computing workers above the budget: remove") {
-    w.workers = 3, w.wait_ns = 0.3e9, w.busy_ns = 2.9e9, w.cpu_ns = 2.0e9;
-    CHECK(mpd::judge_autotune_window(w, l).step == mpd::AutotuneStep::kRemoveWorker);
+  for (const RuleCase& c : cases) {
+    mpd::AutotuneWindow w;
+    w.wall_ns = 1e9;
+    w.batches = 100;
+    w.prefetch = 2;
+    w.workers = c.workers;
+    w.wait_ns = c.wait_s * 1e9;
+    w.busy_ns = c.busy_s * 1e9;
+    w.cpu_ns = c.cpu_s * 1e9;
+    INFO(c.what);
+    CHECK(mpd::judge_autotune_window(w, l).step == c.expected);
   }
 }
 
 TEST_CASE("autotune: an added worker that does not raise the rate is removed, then held",
           "[autotune]") {
-  mpd::AutotuneLimits l;
-  l.workers = true;
-  l.cpu_budget = 4;
-  l.max_workers = 8;
-  mpd::Autotuner tuner(l);
-  using Clock = std::chrono::steady_clock;
-  mpd::AutotuneCounters c;
-  c.at = Clock::now();
-  int64_t workers = 2;
-  // A window of 1 s: the loop waits half, each worker busy 95 %, 100 batches.
-  auto step = [&] {
-    c.at += std::chrono::seconds(1);
-    c.batches += 100;
-    c.wait_ns += 500000000;
-    c.busy_ns += static_cast<uint64_t>(workers) * 950000000;
-    c.cpu_ns += static_cast<uint64_t>(workers) * 900000000;
-    return tuner.after_batch(c, workers, 2, true);
-  };
-  CHECK(tuner.after_batch(c, workers, 2, true).step == mpd::AutotuneStep::kNone);
-  mpd::AutotuneVerdict v = step();
+  WindowFeeder feed(2, 0.95);
+  mpd::AutotuneVerdict v = feed.window();
   REQUIRE(v.step == mpd::AutotuneStep::kAddWorker);
-  tuner.applied(v, 0, 100);
-  workers = 3;
-  CHECK(tuner.after_batch(c, workers, 2, true).step == mpd::AutotuneStep::kNone);
-  CHECK(step().step == mpd::AutotuneStep::kNone);  // a trial is judged over two windows
-  v = step();  // the same 100 batches a second with 3 workers: no gain
+  REQUIRE(v.trial);
+  feed.apply(v);
+  CHECK(feed.window().step == mpd::AutotuneStep::kNone);  // a trial is judged over two windows
+  v = feed.window();  // the same 100 batches a second with 3 workers: no gain
   REQUIRE(v.step == mpd::AutotuneStep::kRemoveWorker);
+  CHECK(v.undoes);
   CHECK_THAT(v.reason, Catch::Contains("the added worker did not pay"));
-  tuner.applied(v, 0, 200);
-  workers = 2;
-  CHECK(tuner.after_batch(c, workers, 2, true).step == mpd::AutotuneStep::kNone);
+  feed.apply(v);
   for (int i = 0; i < mpd::Autotuner::kHoldWindows; ++i) {
-    REQUIRE(step().step == mpd::AutotuneStep::kNone);
+    REQUIRE(feed.window().step == mpd::AutotuneStep::kNone);
   }
-  CHECK(step().step == mpd::AutotuneStep::kAddWorker);  // after the hold, it tries again
+  CHECK(feed.window().step == mpd::AutotuneStep::kAddWorker);  // after the hold, it tries again
 }
 
 TEST_CASE("autotune: a worker removed on trial that lowers the rate comes back",
           "[autotune]") {
-  mpd::AutotuneLimits l;
-  l.workers = true;
-  l.cpu_budget = 4;
-  l.max_workers = 8;
-  mpd::Autotuner tuner(l);
-  mpd::AutotuneCounters c;
-  c.at = std::chrono::steady_clock::now();
-  int64_t workers = 3;
-  uint64_t per_window = 100;
-  // The loop waits half of each 1 s window on workers busy 30 %.
-  auto step = [&] {
-    c.at += std::chrono::seconds(1);
-    c.batches += per_window;
-    c.wait_ns += 500000000;
-    c.busy_ns += static_cast<uint64_t>(workers) * 300000000;
-    c.cpu_ns += static_cast<uint64_t>(workers) * 300000000;
-    return tuner.after_batch(c, workers, 2, true);
-  };
-  (void)tuner.after_batch(c, workers, 2, true);
-  mpd::AutotuneVerdict v = step();
+  WindowFeeder feed(3, 0.3);  // the loop waits on workers busy 30 %
+  mpd::AutotuneVerdict v = feed.window();
   REQUIRE(v.step == mpd::AutotuneStep::kRemoveWorker);
   REQUIRE(v.trial);
-  tuner.applied(v, 0, 100);
-  workers = 2;
-  per_window = 80;  // slower with one fewer
-  (void)tuner.after_batch(c, workers, 2, true);
-  CHECK(step().step == mpd::AutotuneStep::kNone);
-  v = step();
+  feed.apply(v);
+  feed.batches = 80;  // slower with one fewer
+  CHECK(feed.window().step == mpd::AutotuneStep::kNone);
+  v = feed.window();
   REQUIRE(v.step == mpd::AutotuneStep::kAddWorker);
   CHECK(v.undoes);
   CHECK_THAT(v.reason, Catch::Contains("the removed worker did not pay (100 -> 80"));
