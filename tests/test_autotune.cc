@@ -356,3 +356,19 @@ TEST_CASE("autotune: a worker removed on trial that lowers the rate comes back",
   CHECK(v.undoes);
   CHECK_THAT(v.reason, Catch::Contains("the removed worker did not pay (100 -> 80"));
 }
+
+TEST_CASE("autotune: spawned workers come and go too, every index once", "[autotune][process]") {
+  const size_t n = 4 * 60;
+  auto o = auto_options();
+  o.start_method = StartMethod::kSpawn;
+  Churn churn(6);
+  Loader loader(std::make_shared<CountingDataset>(n), o);
+  std::vector<int64_t> got;
+  for (Batch& b : loader) {
+    for (int64_t index : b.indices()) got.push_back(index);
+  }
+  CHECK(loader.stats().autotune.size() >= 5);
+  std::vector<int64_t> expected(n);
+  for (size_t i = 0; i < n; ++i) expected[i] = static_cast<int64_t>(i);
+  CHECK(got == expected);
+}
