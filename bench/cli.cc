@@ -124,6 +124,7 @@ struct RawOptions {
   std::string start = "fork";
   bool checksum = false;
   bool autotune = false;
+  std::string repeat = "1";
   bool json = false;
   std::string crash_dir;
   std::string timeout_ms;  // empty: 120000, or 2000 with --inject-fault hang
@@ -199,6 +200,8 @@ void add_options(CLI::App& app, RawOptions& raw) {
   app.add_flag("--autotune", raw.autotune, "add a run per workload and batch size of mploader "
                "tuning itself (num_workers and prefetch_factor = kAuto: loader mploader-auto), "
                "set against the best fixed mploader row");
+  app.add_option("--repeat", raw.repeat, "runs of each configuration; the run with the median "
+                 "samples/s is reported (default 1)");
   app.add_flag("--checksum", raw.checksum, "hash the bytes of every mploader batch (to compare "
                "start methods; it touches the data, so rates drop)");
   add_fault_options(app, raw);
@@ -419,6 +422,7 @@ void validate(const RawOptions& raw, Plan& plan) {
   plan.batch_sizes = parse_count_list("--batch-size", raw.batch_size, 1, "64,256");
   plan.base.batch_size = plan.batch_sizes.front();
   plan.base.batches = parse_count("--batches", raw.batches, 2, "200");
+  plan.repeat = parse_count("--repeat", raw.repeat, 1, "3");
   plan.prefetches = parse_count_list("--prefetch", raw.prefetch, 1, "2,4");
   validate_plugin(raw, plan);
   check_batches(plan);

@@ -22,6 +22,10 @@ struct Plan {
   int64_t jpeg_count = 2000;    // images in the generated jpeg set
   std::string csv;              // --csv FILE
   std::string plot;             // --plot FILE.png
+  // --repeat: runs of each configuration; the one with the median rate is kept (samples/s,
+  // or for mploader-auto its settled samples/s), so that one lucky or unlucky run does not
+  // decide a comparison on a noisy machine.
+  int64_t repeat = 1;
 };
 
 // Fills `plan`. Returns false when it printed the help (exit 0); throws UsageError.

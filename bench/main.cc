@@ -117,12 +117,37 @@ std::shared_ptr<mploader::Dataset> prepare(const Plan& plan, RunConfig& config) 
   return data;
 }
 
-// Runs one configuration in a forked child; false if it failed (said on stderr).
+// The rate a comparison reads: an autotuned row's settled samples/s, else samples/s.
+double compared_rate(const RunResult& r) {
+  return r.config.loader == "mploader-auto" ? r.settled_samples_per_s : r.samples_per_s;
+}
+
+// Of `plan.repeat` runs, each row (one per loader the runner reports) of the median run.
+std::vector<RunResult> median_runs(const Plan& plan, const RunConfig& config,
+                                   const std::shared_ptr<mploader::Dataset>& data) {
+  const auto run = [&] { return run_one(config, data); };
+  std::vector<std::vector<RunResult>> runs;
+  for (int64_t i = 0; i < plan.repeat; ++i) runs.push_back(run_isolated(config, run));
+  std::vector<RunResult> kept;
+  for (size_t row = 0; row < runs.front().size(); ++row) {
+    std::vector<const RunResult*> same;
+    for (const std::vector<RunResult>& r : runs) {
+      if (row < r.size()) same.push_back(&r[row]);
+    }
+    std::sort(same.begin(), same.end(), [](const RunResult* a, const RunResult* b) {
+      return compared_rate(*a) < compared_rate(*b);
+    });
+    kept.push_back(*same[same.size() / 2]);
+  }
+  return kept;
+}
+
+// Runs one configuration in a forked child (plan.repeat times); false if it failed (said on
+// stderr).
 bool run_config(const Plan& plan, const RunConfig& config,
                 const std::shared_ptr<mploader::Dataset>& data, std::vector<RunResult>& out) {
   try {
-    const auto run = [&] { return run_one(config, data); };
-    for (const RunResult& r : run_isolated(config, run)) {
+    for (const RunResult& r : median_runs(plan, config, data)) {
       if (plan.json) std::cout << json_line(r) << std::endl;
       out.push_back(r);
     }
