@@ -41,14 +41,17 @@ ipc::RegionHeader* own_region() {
   return nullptr;
 }
 
-// At `bad`, in the worker, points the free-slot stack at slot 0 (which the test's loop holds)
-// or empties it: what a stray write by dataset code could do.
+// At `bad`, in the worker, points the free-slot stack at slot 0 (which the test's loop holds);
+// or, from `bad` on, empties it at every sample: what a stray write by dataset code could do.
+// Emptied once, a slot the loop releases before the worker's next pop would refill it, and
+// that pop would succeed: at every sample, some pop finds the stack empty however the loop
+// and the worker interleave.
 class StackCorruptingDataset : public CountingDataset {
  public:
   StackCorruptingDataset(size_t n, int64_t bad, bool empty)
       : CountingDataset(n), bad_(bad), empty_(empty) {}
   Sample get(int64_t index) override {
-    if (index == bad_) {
+    if (index == bad_ || (empty_ && index > bad_)) {
       ipc::RegionHeader* h = own_region();
       if (h == nullptr) throw std::runtime_error("test: the worker's region is not mapped");
       const uint32_t top = empty_ ? ipc::SharedSlotStack::kEmpty : 0;
@@ -73,7 +76,7 @@ LoaderOptions slot_options(int64_t workers, int64_t prefetch) {
 
 }  // namespace
 
-TEST_CASE("slots: a loop that drops each batch keeps each worker on 1 to 3 of its 5 slots",
+TEST_CASE("slots: a loop that drops each batch keeps each worker off some of its 5 slots",
           "[loader][process][slot]") {
   Loader loader(std::make_shared<SlowDataset>(480), slot_options(2, 4));
   std::map<int, std::set<const void*>> slots_of_worker;
@@ -87,8 +90,10 @@ TEST_CASE("slots: a loop that drops each batch keeps each worker on 1 to 3 of it
   REQUIRE(slots_of_worker.size() == 2);
   for (const auto& [worker, slots] : slots_of_worker) {
     INFO("worker " << worker << " wrote into " << slots.size() << " distinct slots");
-    // Slots taken when a task is issued rotate through all prefetch_factor + 1 = 5.
-    CHECK(slots.size() <= 3);
+    // Slots taken when a task is issued rotate through all prefetch_factor + 1 = 5. Taken
+    // at task start, most recently freed first, a worker uses 1 to 3 of them, and 4 when a
+    // loaded machine delays the loop's releases.
+    CHECK(slots.size() <= 4);
   }
 }
 
