@@ -1,16 +1,16 @@
 #!/bin/sh
 # The autotuner against the best fixed worker count, workload by workload, each in one run of
 # mploader-bench: fmnist, jpeg, stream, io (reads with 2 ms latency) and a slow consumer
-# (fmnist with a 20 ms training step), every configuration three times (the median run kept).
-# Prints each run's "autotuned" section.
-#   bench/autotune_table.sh [BUILD_DIR]     (default: build)
+# (fmnist with a 20 ms training step), every configuration REPEAT times (default 3; the
+# median run kept). Prints each run's "autotuned" section.
+#   [REPEAT=N] bench/autotune_table.sh [BUILD_DIR]     (default: build)
 set -eu
 bench="${1:-build}/bench/mploader-bench"
 [ -x "$bench" ] || { echo "no $bench: build with MPLOADER_BUILD_BENCH=ON" >&2; exit 2; }
 run() {
   label="$1"; shift
   echo "== $label: $*"
-  "$bench" --loader mploader --autotune --prefetch 2,4 --repeat 3 "$@" 2>/dev/null |
+  "$bench" --loader mploader --autotune --prefetch 2,4 --repeat "${REPEAT:-3}" "$@" 2>/dev/null |
     sed -n '/^autotuned/,/^  (settled/p'
 }
 run fmnist --workload fmnist --workers 1,2,3 --batch-size 64 --batches 40000
