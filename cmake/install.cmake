@@ -19,6 +19,15 @@ if(TARGET mploader_vision)
 else()
   set(MPLOADER_VISION_LIBRARY_TYPE "")
 endif()
+if(TARGET mploader_remote)
+  install(TARGETS mploader_remote EXPORT mploaderTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  get_target_property(MPLOADER_REMOTE_LIBRARY_TYPE mploader_remote TYPE)
+else()
+  set(MPLOADER_REMOTE_LIBRARY_TYPE "")
+endif()
 if(TARGET mploader_shards)
   install(TARGETS mploader_shards EXPORT mploaderTargets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -54,6 +63,9 @@ if(TARGET mploader-bench)
 endif()
 if(TARGET mploader-soak)
   install(TARGETS mploader-soak RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+if(TARGET mploader-manifest)
+  install(TARGETS mploader-manifest RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 if(TARGET mploader-report)
   install(TARGETS mploader-report RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

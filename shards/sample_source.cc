@@ -23,12 +23,13 @@ const char* const kRebuild =
 
 SampleSource::SampleSource(const std::vector<std::string>& paths,
                            const std::vector<ShardScan>& scans, int64_t read_ahead,
-                           int64_t read_ahead_bytes)
+                           int64_t read_ahead_bytes, const remote::RemoteOptions& remote)
     : paths_(paths),
       scans_(scans),
       read_ahead_(read_ahead),
       read_ahead_bytes_(read_ahead_bytes),
-      owner_(::getpid()) {}
+      owner_(::getpid()),
+      remote_(remote) {}
 
 SampleSource::~SampleSource() = default;
 
@@ -44,9 +45,14 @@ void SampleSource::adopt_process() {
   owner_ = ::getpid();
 }
 
-void SampleSource::changed(const TarReader& reader) const {
-  const size_t shard = static_cast<size_t>(
-      std::find(paths_.begin(), paths_.end(), reader.path()) - paths_.begin());
+void SampleSource::changed(const TarReader& reader, size_t shard) const {
+  if (remote::is_url(paths_[shard])) {
+    throw ShardChanged(
+        in_quotes(paths_[shard]) + " ends after " + std::to_string(reader.position()) +
+        " samples, but its manifest counts " + std::to_string(scans_.at(shard).num_samples) +
+        ": the manifest does not describe the shard as it is; write it again "
+        "(mploader-manifest) and build the dataset again");
+  }
   throw ShardChanged(
       in_quotes(reader.path()) + " ends after " + std::to_string(reader.position()) +
       " samples, but " + std::to_string(scans_.at(shard).num_samples) +
@@ -56,6 +62,8 @@ void SampleSource::changed(const TarReader& reader) const {
 
 void SampleSource::check_unchanged(size_t shard) const {
   const std::string& path = paths_[shard];
+  // A URL's copy in the cache was checked when it arrived, and its lease keeps it as it is.
+  if (remote::is_url(path)) return;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     throw ShardChanged(in_quotes(path) + " cannot be opened (" + std::strerror(errno) +
@@ -76,7 +84,8 @@ void SampleSource::check_unchanged(size_t shard) const {
   }
 }
 
-std::unique_ptr<TarReader> SampleSource::open_checked(size_t shard) const {
+SampleSource::Open SampleSource::open_checked(size_t shard) {
+  if (remote::is_url(paths_[shard])) return open_cached(shard);
   check_unchanged(shard);
   auto reader = std::make_unique<TarReader>(paths_[shard]);
   // Changed between the check and the open: the reader's own look at the file says so.
@@ -84,7 +93,30 @@ std::unique_ptr<TarReader> SampleSource::open_checked(size_t shard) const {
   if (reader->file_bytes() != scan.file_bytes || reader->mtime_ns() != scan.mtime_ns) {
     check_unchanged(shard);
   }
-  return reader;
+  return Open{shard, nullptr, std::move(reader), 0};
+}
+
+SampleSource::Open SampleSource::open_cached(size_t shard) {
+  const std::string& url = paths_[shard];
+  if (!shard_cache_) {
+    shard_cache_ = std::make_unique<remote::detail::ShardCache>(
+        remote::detail::resolve_cache_config(remote_));
+  }
+  const std::string scheme = url.substr(0, url.find("://"));
+  std::unique_ptr<remote::Transport>& transport = transports_[scheme];
+  if (!transport) transport = remote::make_transport(url, remote_);
+  const ShardScan& scan = scans_[shard];
+  remote::detail::ExpectedObject expect{scan.file_bytes, scan.sha256};
+  auto lease = shard_cache_->acquire(url, expect, *transport, remote_);
+  auto reader = std::make_unique<TarReader>(lease->path());
+  if (reader->file_bytes() != scan.file_bytes) {
+    throw ShardChanged("the cached copy of " + in_quotes(url) + " (" + in_quotes(lease->path()) +
+                       ") has " + std::to_string(reader->file_bytes()) + " bytes, but the "
+                       "manifest says " + std::to_string(scan.file_bytes) + ": the cache "
+                       "folder was changed by hand; delete that file, and it is downloaded "
+                       "again");
+  }
+  return Open{shard, std::move(lease), std::move(reader), 0};
 }
 
 TarReader& SampleSource::reader_at_or_before(size_t shard, int64_t sample) {
@@ -100,7 +132,8 @@ TarReader& SampleSource::reader_at_or_before(size_t shard, int64_t sample) {
       return a.last_use < b.last_use;
     }));
   }
-  open_.push_back(Open{shard, open_checked(shard), ++clock_});
+  open_.push_back(open_checked(shard));
+  open_.back().last_use = ++clock_;
   ++opens_;
   return *open_.back().reader;
 }
@@ -161,14 +194,14 @@ std::shared_ptr<const RawSample> SampleSource::read_up_to(TarReader& reader, siz
     // are another worker's (a shard split by ranges) or will be evicted before their turn.
     if (sample - at <= read_ahead_ && cache_.count(Key{shard, at}) == 0) {
       auto passed = std::make_shared<RawSample>();
-      if (!reader.next(passed.get())) changed(reader);
+      if (!reader.next(passed.get())) changed(reader, shard);
       put(Key{shard, at}, std::move(passed));
     } else if (!reader.next(nullptr)) {
-      changed(reader);
+      changed(reader, shard);
     }
   }
   auto out = std::make_shared<RawSample>();
-  if (!reader.next(out.get())) changed(reader);
+  if (!reader.next(out.get())) changed(reader, shard);
   if (keep) put(Key{shard, sample}, out);
   return out;
 }

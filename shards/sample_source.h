@@ -2,6 +2,7 @@
 // now, each at its position, and the samples read ahead of the one asked for.
 #pragma once
 
+#include "remote/shard_cache.h"
 #include "shards/tar_reader.h"
 
 #include <sys/types.h>
@@ -26,6 +27,8 @@ class ShardChanged : public std::runtime_error {
 /// Contract: fetch(shard, k) returns sample k of the shard, reading each shard front to back
 /// as long as the requests come in increasing order within the read-ahead window. At most
 /// kMaxOpen tars are open at once (a shuffle buffer straddles two shards at their boundary).
+/// A shard named by URL is read from the shard cache (remote/shard_cache.h), downloaded there
+/// first unless another process did; the reader holds its lease while the tar is open.
 /// Readers belong to the process that opened them: after a fork the child drops what it
 /// inherited and opens its own. Errors are std::runtime_error naming the tar (TarReader's);
 /// a tar whose size, modification time or sample count differs from its scan, or that is
@@ -37,7 +40,8 @@ class SampleSource {
   static constexpr size_t kMaxOpen = 2;
 
   SampleSource(const std::vector<std::string>& paths, const std::vector<ShardScan>& scans,
-               int64_t read_ahead, int64_t read_ahead_bytes);
+               int64_t read_ahead, int64_t read_ahead_bytes,
+               const remote::RemoteOptions& remote);
   ~SampleSource();
 
   /// Sample `sample` of shard `shard`. `keep`: leave it cached (a substitute for a bad sample,
@@ -58,13 +62,15 @@ class SampleSource {
   };
   struct Open {
     size_t shard;
+    std::unique_ptr<remote::detail::CachedShard> lease;  // a URL's: outlives the reader
     std::unique_ptr<TarReader> reader;
     uint64_t last_use;
   };
 
   void adopt_process();
   TarReader& reader_at_or_before(size_t shard, int64_t sample);
-  std::unique_ptr<TarReader> open_checked(size_t shard) const;
+  Open open_checked(size_t shard);
+  Open open_cached(size_t shard);  // a URL's shard, through the cache
   // Throws ShardChanged when the tar is gone or its size or modification time is not the
   // scan's.
   void check_unchanged(size_t shard) const;
@@ -72,7 +78,7 @@ class SampleSource {
                                               bool keep);
   void put(const Key& key, std::shared_ptr<const RawSample> sample);
   void evict();
-  [[noreturn]] void changed(const TarReader& reader) const;
+  [[noreturn]] void changed(const TarReader& reader, size_t shard) const;
 
   const std::vector<std::string>& paths_;
   const std::vector<ShardScan>& scans_;
@@ -85,6 +91,9 @@ class SampleSource {
   std::deque<std::pair<Key, uint64_t>> order_;  // oldest first; stale entries are skipped
   int64_t cached_bytes_ = 0;
   int64_t opens_ = 0;
+  const remote::RemoteOptions& remote_;
+  std::unique_ptr<remote::detail::ShardCache> shard_cache_;  // made at the first URL
+  std::map<std::string, std::unique_ptr<remote::Transport>> transports_;  // by scheme
 };
 
 }  // namespace mploader::shards::detail

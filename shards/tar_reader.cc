@@ -211,7 +211,7 @@ ShardScan scan_shard(const std::string& path) {
     TarReader reader(path);
     while (reader.next(nullptr)) {
     }
-    return ShardScan{reader.position(), reader.file_bytes(), reader.mtime_ns()};
+    return ShardScan{reader.position(), reader.file_bytes(), reader.mtime_ns(), {}};
   } catch (const std::runtime_error& e) {
     throw OptionError("tar_paths", std::string("TarShards: ") + e.what() +
                                        ": check the file (tar tvf lists what is readable of "

@@ -4,6 +4,8 @@
 #include <mploader/loading_context.h>
 #include <mploader/shards/tar_shards.h>
 
+#include "remote/manifest.h"
+#include "remote/shard_cache.h"
 #include "shards/sample_decode.h"
 #include "shards/text.h"
 #include "shards/sample_source.h"
@@ -23,7 +25,8 @@ namespace mploader::shards {
 
 struct TarShards::Reading {
   explicit Reading(const TarShards& d)
-      : source(d.paths_, d.scans_, d.options_.read_ahead, d.options_.read_ahead_bytes),
+      : source(d.paths_, d.scans_, d.options_.read_ahead, d.options_.read_ahead_bytes,
+               d.options_.remote),
         decoding(d.options_.max_pixels) {}
   detail::SampleSource source;
   detail::ImageDecoding decoding;
@@ -63,6 +66,17 @@ void check_options(const std::vector<std::string>& paths, const TarShardsOptions
   at_least("read_ahead_bytes", o.read_ahead_bytes, 0);
   at_least("max_consecutive_bad", o.max_consecutive_bad, 0);
   at_least("max_pixels", o.max_pixels, 1);
+  at_least("remote.max_retries", o.remote.max_retries, 0);
+  at_least("remote.cache_limit_bytes", o.remote.cache_limit_bytes, 0);
+  for (const auto& [name, seconds] : {std::pair<const char*, double>{"remote.connect_timeout_s",
+                                          o.remote.connect_timeout_s},
+                                      {"remote.stall_timeout_s", o.remote.stall_timeout_s}}) {
+    if (!(seconds >= 0.001 && seconds <= 86400)) {
+      throw OptionError(name, std::string("TarShards: ") + name + " is " +
+                                  std::to_string(seconds) + "; give a number of seconds from "
+                                  "0.001 to 86400");
+    }
+  }
 }
 
 // One file under two spellings ("x.tar", "./x.tar", a link) would be read twice an epoch.
@@ -85,9 +99,24 @@ void refuse_same_file(const std::vector<std::string>& paths) {
 std::vector<ShardScan> scan_all(const std::vector<std::string>& paths,
                                 const TarShardsOptions& options) {
   check_options(paths, options);
+  // URLs are counted from their manifest (one request), never by downloading the shards.
+  std::vector<std::string> urls;
+  for (const std::string& p : paths) {
+    if (remote::is_url(p)) urls.push_back(p);
+  }
+  const std::vector<remote::detail::ManifestEntry> listed =
+      remote::detail::manifest_entries(urls, options.remote);
   std::vector<ShardScan> scans;
   scans.reserve(paths.size());
-  for (const std::string& p : paths) scans.push_back(detail::scan_shard(p));
+  size_t next_listed = 0;
+  for (const std::string& p : paths) {
+    if (remote::is_url(p)) {
+      const remote::detail::ManifestEntry& e = listed[next_listed++];
+      scans.push_back(ShardScan{e.samples, e.bytes, 0, e.sha256});
+    } else {
+      scans.push_back(detail::scan_shard(p));
+    }
+  }
   refuse_same_file(paths);
   return scans;
 }
@@ -185,6 +214,10 @@ Sample TarShards::get(int64_t index) {
     try {
       raw = reading_->source.fetch(at.shard, sample, /*keep=*/step > 0);
     } catch (const detail::ShardChanged& e) {
+      throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what());
+    } catch (const remote::TransportError& e) {  // not the tar's fault: the download's
+      throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what());
+    } catch (const remote::detail::CacheError& e) {
       throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what());
     } catch (const std::runtime_error& e) {
       throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what() +

@@ -256,8 +256,10 @@ TEST_CASE("shards: a shuffle buffer's order within the read-ahead opens each tar
   for (size_t i = 0; i < order.size(); i += 8) {
     std::shuffle(order.begin() + i, order.begin() + std::min(order.size(), i + 8), rng);
   }
+  const mploader::remote::RemoteOptions local_only;
   auto read_all = [&](int64_t read_ahead, int64_t read_ahead_bytes) {
-    mploader::shards::detail::SampleSource source(paths, scans, read_ahead, read_ahead_bytes);
+    mploader::shards::detail::SampleSource source(paths, scans, read_ahead, read_ahead_bytes,
+                                                  local_only);
     int64_t first = 0;
     for (const auto& [shard, k] : order) {
       first = 0;

@@ -22,6 +22,7 @@
 /// ignored.
 #pragma once
 
+#include <mploader/remote/remote.h>
 #include <mploader/streaming.h>
 #include <mploader/vision/image.h>
 #include <mploader/vision/transforms.h>
@@ -76,6 +77,9 @@ struct TarShardsOptions {
   int64_t read_ahead_bytes = int64_t{256} << 20;
   /// Images with more pixels are refused from their header (vision::ImageDecoder).
   int64_t max_pixels = vision::kDefaultMaxPixels;
+  /// For shards named by URL: the shard cache, the manifest, the S3 endpoint and credentials,
+  /// timeouts and retries (mploader/remote/remote.h).
+  remote::RemoteOptions remote;
 };
 
 /// What the construction's scan found in one tar; a reader compares the file with it.
@@ -83,6 +87,9 @@ struct ShardScan {
   int64_t num_samples = 0;  ///< Samples counted.
   int64_t file_bytes = 0;   ///< The file's size then.
   int64_t mtime_ns = 0;     ///< Its modification time then, in nanoseconds since the epoch.
+  /// A shard named by URL: the manifest's SHA-256 of it (lowercase hex), checked when it is
+  /// downloaded; empty when the manifest gives none, and for a local file.
+  std::string sha256;
 };
 
 /// A StreamingDataset of tar shards in the WebDataset convention (see the file comment).
@@ -96,7 +103,12 @@ struct ShardScan {
 /// naming it; size and modification time are compared with the scan's on every get(). Safe to call from several threads at once (one reader state, under a lock).
 class TarShards : public StreamingDataset {
  public:
-  /// Scans `tar_paths`, in this order, one shard each. Throws OptionError naming the file for
+  /// Scans `tar_paths`, in this order, one shard each. An entry may be a URL (http://,
+  /// https://, s3://; remote::expand_braces expands WebDataset's brace patterns): its size and
+  /// sample count come from the manifest beside it (TarShardsOptions::remote), and readers
+  /// download it into the shard cache the first time a process on the machine needs it.
+  /// Throws OptionError naming the manifest for one that is missing or lacks a shard, and
+  /// naming the file for
   /// an empty list, a missing or unreadable file, a file that is not a tar, a tar cut short
   /// (inside a member or on a member boundary), a damaged tar (a member's size that does not
   /// match its data), a sample with two members of one extension, one file listed twice (under

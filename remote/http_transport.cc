@@ -1,0 +1,297 @@
+// HttpTransport: ranged GETs through libcurl, their responses classified into what a retry
+// can fix and what it cannot (http_transport.h).
+#include "remote/http_transport.h"
+
+#include "remote/url.h"
+
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <exception>
+#include <mutex>
+
+namespace mploader::remote::detail {
+namespace {
+
+constexpr size_t kMaxErrorBody = 2048;
+
+// One response being received: what its headers said, and where its body goes.
+struct Exchange {
+  const ReadRequest* request = nullptr;
+  const std::function<void(const ObjectInfo&)>* on_info = nullptr;
+  const std::function<void(const char*, size_t)>* on_bytes = nullptr;
+  CURL* curl = nullptr;
+  bool info_sent = false;
+  int64_t content_length = -1;
+  int64_t range_total = -1;
+  std::string etag;
+  int64_t to_skip = 0;  // a 200 to a ranged request: the bytes before the offset
+  std::string error_body;
+  std::exception_ptr failure;  // thrown by a callback: curl cannot carry exceptions
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trimmed(const std::string& s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
+
+int64_t number_or(const std::string& s, int64_t fallback) {
+  if (s.empty() || s.size() > 18) return fallback;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return fallback;
+  }
+  return std::stoll(s);
+}
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto& x = *static_cast<Exchange*>(user);
+  const std::string line(data, size * count);
+  if (line.compare(0, 5, "HTTP/") == 0) {  // a new response (after a redirect): start over
+    x.content_length = x.range_total = -1;
+    x.etag.clear();
+    return size * count;
+  }
+  const size_t colon = line.find(':');
+  if (colon == std::string::npos) return size * count;
+  const std::string name = lower(trimmed(line.substr(0, colon)));
+  const std::string value = trimmed(line.substr(colon + 1));
+  if (name == "etag") {
+    x.etag = value;
+  } else if (name == "content-length") {
+    x.content_length = number_or(value, -1);
+  } else if (name == "content-range") {  // "bytes 100-199/1000"
+    const size_t slash = value.rfind('/');
+    if (slash != std::string::npos) x.range_total = number_or(value.substr(slash + 1), -1);
+  }
+  return size * count;
+}
+
+long status_of(CURL* curl) {
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  return status;
+}
+
+void send_info(Exchange& x, long status) {
+  if (x.info_sent) return;
+  x.info_sent = true;
+  ObjectInfo info;
+  info.etag = x.etag;
+  if (status == 206) {
+    info.bytes = x.range_total;
+  } else {
+    info.bytes = x.content_length;
+    x.to_skip = x.request->offset;  // the server ignored the Range: drop what precedes it
+  }
+  (*x.on_info)(info);
+}
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  auto& x = *static_cast<Exchange*>(user);
+  const size_t n = size * count;
+  const long status = status_of(x.curl);
+  if (status != 200 && status != 206) {
+    if (x.error_body.size() < kMaxErrorBody) {
+      x.error_body.append(data, std::min(n, kMaxErrorBody - x.error_body.size()));
+    }
+    return n;
+  }
+  try {
+    send_info(x, status);
+    size_t skip = static_cast<size_t>(std::min<int64_t>(x.to_skip, static_cast<int64_t>(n)));
+    x.to_skip -= static_cast<int64_t>(skip);
+    if (skip < n) (*x.on_bytes)(data + skip, n - skip);
+  } catch (...) {
+    x.failure = std::current_exception();
+    return 0;  // aborts the transfer
+  }
+  return n;
+}
+
+bool transient_code(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_CONNECT: case CURLE_PARTIAL_FILE: case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_RECV_ERROR: case CURLE_SEND_ERROR: case CURLE_GOT_NOTHING:
+    case CURLE_SSL_CONNECT_ERROR: case CURLE_HTTP2: case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string what_request(const ReadRequest& r) {
+  return "GET " + r.url + (r.offset > 0 ? " (from byte " + std::to_string(r.offset) + ")" : "");
+}
+
+std::string body_snippet(const std::string& body) {
+  std::string out;
+  for (char c : body.substr(0, 300)) out.push_back(c == '\n' || c == '\r' ? ' ' : c);
+  return out.empty() ? "" : " (the server said: " + trimmed(out) + ")";
+}
+
+}  // namespace
+
+HttpTransport::HttpTransport(RemoteOptions options) : options_(std::move(options)) {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+HttpTransport::~HttpTransport() {
+  // A handle inherited over a fork shares the parent's socket (and TLS state): leave it.
+  if (handle_ != nullptr && owner_ == ::getpid()) curl_easy_cleanup(handle_);
+}
+
+CURL* HttpTransport::handle() {
+  if (handle_ == nullptr || owner_ != ::getpid()) {
+    handle_ = curl_easy_init();
+    owner_ = ::getpid();
+    if (handle_ == nullptr) throw TransportError("libcurl could not make a handle", false, 0);
+  }
+  return handle_;
+}
+
+std::vector<std::string> HttpTransport::extra_headers(const std::string&, const std::string&) {
+  return {};
+}
+
+std::string HttpTransport::denied_fix(const std::string& url) const {
+  (void)url;
+  return "the server refuses this URL without credentials: check that it is public, or put "
+         "the shards in a store mploader can sign for (s3://)";
+}
+
+namespace {
+
+[[noreturn]] void fail_transfer(const ReadRequest& r, CURLcode code, const char* detail,
+                                const RemoteOptions& o) {
+  const std::string head = what_request(r) + ": ";
+  const std::string host = parse_url(r.url).host;
+  std::string why = *detail != '\0' ? detail : curl_easy_strerror(code);
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+      throw TransportError(head + "the host \"" + host + "\" is unknown (DNS: " + why +
+                           "): check the URL's host name", false, 0);
+    case CURLE_COULDNT_CONNECT:
+      throw TransportError(head + "cannot connect to \"" + host + "\" (" + why + "): is the "
+                           "server up, and is the port right?", true, 0);
+    case CURLE_OPERATION_TIMEDOUT:
+      throw TransportError(head + "timed out: no byte arrived for " +
+                           std::to_string(std::lround(o.stall_timeout_s)) + " s (or no "
+                           "connection within " + std::to_string(std::lround(o.connect_timeout_s))
+                           + " s): " + why + "; the server stalls, or raise "
+                           "RemoteOptions::stall_timeout_s", true, 0);
+    case CURLE_PARTIAL_FILE: case CURLE_RECV_ERROR: case CURLE_GOT_NOTHING:
+      throw TransportError(head + "the response was cut short (" + why + ")", true, 0);
+    default:
+      throw TransportError(head + why, transient_code(code), 0);
+  }
+}
+
+[[noreturn]] void fail_status(const ReadRequest& r, long status, const std::string& body,
+                              const std::string& denied) {
+  const std::string head = what_request(r) + ": HTTP " + std::to_string(status);
+  const std::string said = body_snippet(body);
+  if (status == 404) {
+    throw TransportError(head + " Not Found: the store has no object at this URL" + said +
+                         "; check the name (and the manifest, which lists it)", false, 404);
+  }
+  if (status == 401 || status == 403) {
+    throw TransportError(head + " (access denied)" + said + ": " + denied, false,
+                         static_cast<int>(status));
+  }
+  if (status == 412) {
+    throw TransportError(head + " Precondition Failed: the object changed on the server "
+                         "(its ETag is no longer \"" + r.if_match + "\") while it was "
+                         "downloaded; build the dataset again to count it anew", false, 412);
+  }
+  if (status == 416) {
+    throw TransportError(head + " Range Not Satisfiable: the object is shorter than byte " +
+                         std::to_string(r.offset) + ": it changed on the server; build the "
+                         "dataset again to count it anew", false, 416);
+  }
+  const bool transient = status == 408 || status == 429 || status >= 500;
+  throw TransportError(head + said + (transient ? "" : ": the request cannot succeed as it is"),
+                       transient, static_cast<int>(status));
+}
+
+}  // namespace
+
+void HttpTransport::read(const ReadRequest& request,
+                         const std::function<void(const ObjectInfo&)>& on_info,
+                         const std::function<void(const char*, size_t)>& on_bytes) {
+  CURL* curl = handle();
+  curl_easy_reset(curl);  // keeps the connection cache
+  Exchange x;
+  x.request = &request;
+  x.on_info = &on_info;
+  x.on_bytes = &on_bytes;
+  x.curl = curl;
+  const std::string target = http_url(request.url);
+  const std::string range = request.offset > 0 ? std::to_string(request.offset) + "-" : "";
+  curl_slist* headers = nullptr;
+  for (const std::string& h : extra_headers(target, range)) {
+    headers = curl_slist_append(headers, h.c_str());
+  }
+  if (!request.if_match.empty()) {
+    headers = curl_slist_append(headers, ("If-Match: " + request.if_match).c_str());
+  }
+  char detail[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(curl, CURLOPT_URL, target.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM in a worker
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options_.connect_timeout_s * 1000));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                   std::max(1L, std::lround(options_.stall_timeout_s)));
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &x);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &x);
+  const CURLcode code = curl_easy_perform(curl);
+  curl_slist_free_all(headers);
+  if (x.failure) std::rethrow_exception(x.failure);
+  if (code != CURLE_OK) fail_transfer(request, code, detail, options_);
+  const long status = status_of(curl);
+  if (status != 200 && status != 206) fail_status(request, status, x.error_body,
+                                                  denied_fix(request.url));
+  send_info(x, status);  // an empty body calls no write callback
+}
+
+std::string HttpTransport::get_text(const std::string& url) {
+  std::string body;
+  ReadRequest request;
+  request.url = url;
+  read(request, [](const ObjectInfo&) {},
+       [&](const char* data, size_t n) {
+         if (body.size() + n > (size_t{64} << 20)) {
+           throw TransportError("GET " + url + ": the response is over 64 MiB, too large for "
+                                "a listing or a manifest", false, 0);
+         }
+         body.append(data, n);
+       });
+  return body;
+}
+
+}  // namespace mploader::remote::detail
+
+namespace mploader::remote::detail {
+
+std::map<std::string, TransportFactory> builtin_transports() {
+  auto http = [](const RemoteOptions& o) { return std::make_unique<HttpTransport>(o); };
+  return {{"http", http}, {"https", http}};
+}
+
+}  // namespace mploader::remote::detail

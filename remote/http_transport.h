@@ -1,0 +1,50 @@
+// remote/: the libcurl Transport for http:// and https://, and the base of the S3 one.
+#pragma once
+
+#include <mploader/remote/remote.h>
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+typedef void CURL;
+
+namespace mploader::remote::detail {
+
+// Reads with one curl handle per process, so that consecutive reads reuse the connection.
+// After a fork the child leaves the parent's handle alone (its socket is the parent's) and
+// opens its own.
+class HttpTransport : public Transport {
+ public:
+  explicit HttpTransport(RemoteOptions options);
+  ~HttpTransport() override;
+
+  void read(const ReadRequest& request, const std::function<void(const ObjectInfo&)>& on_info,
+            const std::function<void(const char*, size_t)>& on_bytes) override;
+
+ protected:
+  // What a request for `url` is sent to (the S3 transport maps s3://bucket/key to its
+  // endpoint), and the headers it needs beyond Range and If-Match.
+  virtual std::string http_url(const std::string& url) const { return url; }
+  virtual std::vector<std::string> extra_headers(const std::string& http_url,
+                                                 const std::string& range);
+  // What to do about a 401 or 403 for `url`: which credentials were sent, and how to fix it.
+  virtual std::string denied_fix(const std::string& url) const;
+  // A GET of a small body (a listing); throws TransportError like read().
+  std::string get_text(const std::string& url);
+  const RemoteOptions& options() const { return options_; }
+
+ private:
+  CURL* handle();
+
+  RemoteOptions options_;
+  CURL* handle_ = nullptr;
+  pid_t owner_ = 0;
+};
+
+// http, https and s3, for the registry of transports.
+std::map<std::string, TransportFactory> builtin_transports();
+
+}  // namespace mploader::remote::detail

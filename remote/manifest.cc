@@ -1,0 +1,161 @@
+// The manifest's parser and writer, and the lookup of a dataset's URLs in it (manifest.h).
+#include "remote/manifest.h"
+
+#include <mploader/errors.h>
+
+#include "remote/url.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace mploader::remote::detail {
+namespace {
+
+using nlohmann::json;
+
+const char* const kFormat = "mploader-manifest";
+const char* const kDefaultName = "mploader-manifest.json";
+
+[[noreturn]] void bad(const std::string& source, const std::string& why) {
+  throw OptionError("manifest", "the manifest \"" + source + "\" " + why +
+                                    ": write it again with mploader-manifest");
+}
+
+int64_t count_field(const json& entry, const char* field, const std::string& source, size_t i) {
+  const auto it = entry.find(field);
+  if (it == entry.end() || !it->is_number_integer() || it->get<int64_t>() < 0) {
+    bad(source, "has shard " + std::to_string(i) + " without a whole, non-negative \"" + field +
+                    "\"");
+  }
+  return it->get<int64_t>();
+}
+
+std::string checksum_field(const json& entry, const std::string& source, size_t i) {
+  const auto it = entry.find("sha256");
+  if (it == entry.end()) return {};
+  const std::string hex = it->is_string() ? it->get<std::string>() : "";
+  bool ok = hex.size() == 64;
+  for (char c : hex) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  if (!ok) bad(source, "has shard " + std::to_string(i) + " whose sha256 is not 64 lowercase "
+                       "hex digits");
+  return hex;
+}
+
+}  // namespace
+
+Manifest parse_manifest(const std::string& text, const std::string& source) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) bad(source, "is not JSON");
+  if (j.value("format", std::string()) != kFormat) {
+    bad(source, "has no \"format\": \"mploader-manifest\"");
+  }
+  if (!j.contains("version") || j["version"] != 1) {
+    bad(source, "is of a version this mploader cannot read (it reads version 1)");
+  }
+  const auto shards = j.find("shards");
+  if (shards == j.end() || !shards->is_array()) bad(source, "has no \"shards\" list");
+  Manifest m;
+  m.source = source;
+  for (size_t i = 0; i < shards->size(); ++i) {
+    const json& e = (*shards)[i];
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string() ||
+        e["name"].get<std::string>().empty()) {
+      bad(source, "has shard " + std::to_string(i) + " without a \"name\"");
+    }
+    ManifestEntry entry{e["name"].get<std::string>(), count_field(e, "bytes", source, i),
+                        count_field(e, "samples", source, i), checksum_field(e, source, i)};
+    if (!m.by_name.emplace(entry.name, m.shards.size()).second) {
+      bad(source, "lists \"" + entry.name + "\" twice");
+    }
+    m.shards.push_back(std::move(entry));
+  }
+  return m;
+}
+
+std::string manifest_text(const std::vector<ManifestEntry>& shards) {
+  std::ostringstream out;
+  out << "{\"format\": \"" << kFormat << "\", \"version\": 1, \"shards\": [";
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const ManifestEntry& e = shards[i];
+    json line = {{"name", e.name}, {"bytes", e.bytes}, {"samples", e.samples}};
+    if (!e.sha256.empty()) line["sha256"] = e.sha256;
+    out << (i ? ",\n  " : "\n  ") << line.dump();
+  }
+  out << "\n]}\n";
+  return out.str();
+}
+
+std::string fetch_text(const std::string& url_or_path, const RemoteOptions& options) {
+  if (!is_url(url_or_path)) {
+    std::ifstream in(url_or_path, std::ios::binary);
+    if (!in) {
+      throw OptionError("manifest", "cannot read the manifest \"" + url_or_path + "\": check "
+                                    "the path (RemoteOptions::manifest)");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  std::unique_ptr<Transport> transport = make_transport(url_or_path, options);
+  std::string body;
+  ReadRequest request;
+  request.url = url_or_path;
+  transport->read(request, [](const ObjectInfo&) {}, [&](const char* data, size_t n) {
+    if (body.size() + n > (size_t{64} << 20)) {
+      throw TransportError("GET " + url_or_path + ": over 64 MiB, too large for a manifest",
+                           false, 0);
+    }
+    body.append(data, n);
+  });
+  return body;
+}
+
+namespace {
+
+std::string fetch_manifest(const std::string& where, const RemoteOptions& options) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return fetch_text(where, options);
+    } catch (const TransportError& e) {
+      if (e.http_status() == 404) {
+        throw OptionError("manifest", "there is no manifest at \"" + where + "\" (HTTP 404): "
+                          "write one beside the shards with `mploader-manifest FOLDER` and "
+                          "upload it there, or name it in RemoteOptions::manifest");
+      }
+      if (!e.transient() || attempt >= options.max_retries) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 << std::min(attempt, 5)));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ManifestEntry> manifest_entries(const std::vector<std::string>& urls,
+                                            const RemoteOptions& options) {
+  if (urls.empty()) return {};
+  const std::string where =
+      options.manifest.empty() ? url_folder(urls[0]) + kDefaultName : options.manifest;
+  const Manifest m = parse_manifest(fetch_manifest(where, options), where);
+  const std::string folder = url_folder(where);
+  std::vector<ManifestEntry> out;
+  for (const std::string& url : urls) {
+    const std::string name = url.compare(0, folder.size(), folder) == 0
+                                 ? url.substr(folder.size())
+                                 : url.substr(url.rfind('/') + 1);
+    const auto it = m.by_name.find(name);
+    if (it == m.by_name.end()) {
+      throw OptionError("manifest", "the manifest \"" + where + "\" does not list \"" + name +
+                        "\" (for " + url + "), so its samples cannot be counted without "
+                        "downloading it: write the manifest again with `mploader-manifest "
+                        "FOLDER` over the shards as they are now");
+    }
+    out.push_back(m.shards[it->second]);
+  }
+  return out;
+}
+
+}  // namespace mploader::remote::detail

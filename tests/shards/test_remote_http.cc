@@ -1,0 +1,241 @@
+// Tar shards read by URL from a real nginx on 127.0.0.1, through the shard cache: every sample
+// once per epoch, one download per shard per machine, and the faults a real server shows
+// (killed mid-shard, 503s, a stalled connection, a body cut short, a full cache).
+#include <catch2/catch.hpp>
+
+#include "tests/shards/remote_test_support.h"
+#include "tests/tmpfs_mount.h"
+
+#include <mploader/errors.h>
+#include <mploader/loader.h>
+
+#include "remote/shard_cache.h"
+
+#include <ATen/ATen.h>
+
+#include <sys/wait.h>
+
+#include <map>
+#include <thread>
+
+using namespace shard_test;
+using mploader::shards::TarShards;
+using Catch::Matchers::Contains;
+namespace mrd = mploader::remote::detail;
+
+namespace {
+
+#define REQUIRE_SERVER(corpus)                                  \
+  if (!(corpus).server().ok()) {                                \
+    WARN("skipped: " << (corpus).server().why_not());           \
+    return;                                                     \
+  }
+
+mploader::LoaderOptions two_workers() {
+  mploader::LoaderOptions o;
+  o.num_workers = 2;
+  o.batch_size = 4;
+  o.collate = mploader::pad_collate();
+  o.shuffle = true;
+  o.shuffle_buffer = 8;
+  o.seed = 11;
+  return o;
+}
+
+// One epoch: every batch's idx and txt checked against its indices; the count per index.
+std::map<int64_t, int> epoch(mploader::Loader& loader, uint64_t e) {
+  loader.set_epoch(e);
+  std::map<int64_t, int> seen;
+  for (mploader::Batch& b : loader) {
+    for (size_t i = 0; i < b.indices().size(); ++i) {
+      const int64_t g = b.indices()[i];
+      const auto row = static_cast<int64_t>(i);
+      REQUIRE(b["idx"][row].item<int64_t>() == g);
+      const std::string want = txt_of(g);
+      REQUIRE(b["txt_lengths"][row].item<int64_t>() == static_cast<int64_t>(want.size()));
+      REQUIRE(bytes_of(b["txt"][row].slice(0, 0, want.size()).contiguous()) == want);
+      ++seen[g];
+    }
+  }
+  return seen;
+}
+
+void check_once(const std::map<int64_t, int>& seen, int64_t total) {
+  REQUIRE(static_cast<int64_t>(seen.size()) == total);
+  for (const auto& [g, n] : seen) {
+    CAPTURE(g);
+    REQUIRE(n == 1);
+  }
+}
+
+// Every shard GET answered in full or in part (200 or 206), per shard.
+std::vector<int> served(ServedCorpus& c) {
+  std::vector<int> out;
+  for (size_t i = 0; i < c.paths().size(); ++i) {
+    const std::string uri = "/shard-" + std::to_string(i) + ".tar";
+    out.push_back(c.server().count(uri, 200) + c.server().count(uri, 206));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("remote: a Loader reads tar shards over HTTP, each sample once, each shard downloaded "
+          "once", "[remote][process]") {
+  ServedCorpus corpus("http", {9, 14, 5, 11, 20, 7});
+  REQUIRE_SERVER(corpus);
+  auto data = std::make_shared<TarShards>(corpus.urls(), corpus.options());
+  REQUIRE(data->size() == 66);
+  // Building the dataset read the manifest and no shard.
+  CHECK(corpus.server().count("/mploader-manifest.json", 200) == 1);
+  CHECK(served(corpus) == std::vector<int>(6, 0));
+  mploader::Loader loader(data, two_workers());
+  check_once(epoch(loader, 0), 66);
+  check_once(epoch(loader, 1), 66);  // from the cache
+  CHECK(served(corpus) == std::vector<int>(6, 1));
+  CHECK(bytes_of(data->get(5)["txt"]) == txt_of(5));  // the training process shares it too
+}
+
+TEST_CASE("remote: spawned workers rebuild URL shards from the recipe and share the cache",
+          "[remote][process]") {
+  ServedCorpus corpus("spawn", {6, 10, 4});
+  REQUIRE_SERVER(corpus);
+  auto data = std::make_shared<TarShards>(corpus.urls(), corpus.options());
+  mploader::LoaderOptions o = two_workers();
+  o.start_method = mploader::StartMethod::kSpawn;
+  mploader::Loader loader(data, o);
+  check_once(epoch(loader, 0), 20);
+  CHECK(served(corpus) == std::vector<int>(3, 1));
+}
+
+TEST_CASE("remote: nginx killed mid-shard and started again: the epoch completes, each sample "
+          "once", "[remote][process]") {
+  // 40 samples of 16 KiB a shard at 256 KiB/s: each shard takes over 2 s to send.
+  ServedCorpus corpus("kill", {40, 40}, 16 << 10, "256k");
+  REQUIRE_SERVER(corpus);
+  auto options = corpus.options();
+  options.remote.max_retries = 10;
+  auto data = std::make_shared<TarShards>(corpus.urls(), options);
+  std::thread crash([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    corpus.server().kill();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    corpus.server().start();
+  });
+  mploader::Loader loader(data, two_workers());
+  std::map<int64_t, int> seen;
+  try {
+    seen = epoch(loader, 0);
+  } catch (...) {
+    crash.join();
+    throw;
+  }
+  crash.join();
+  check_once(seen, 80);
+  // The restarted server was asked for the rest of each shard, from where it stopped.
+  bool resumed = false;
+  for (const std::string& line : corpus.server().requests()) {
+    resumed = resumed || line.find(" 206 ") != std::string::npos;
+  }
+  CHECK(resumed);
+}
+
+TEST_CASE("remote: 503 responses for a while are retried, then the epoch completes",
+          "[remote][process]") {
+  ServedCorpus corpus("503", {12, 12});
+  REQUIRE_SERVER(corpus);
+  auto data = std::make_shared<TarShards>(corpus.urls(), corpus.options());
+  corpus.server().fail_with_503(true);
+  std::thread heal([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    corpus.server().fail_with_503(false);
+  });
+  mploader::Loader loader(data, two_workers());
+  std::map<int64_t, int> seen;
+  try {
+    seen = epoch(loader, 0);
+  } catch (...) {
+    heal.join();
+    throw;
+  }
+  heal.join();
+  check_once(seen, 24);
+  CHECK(corpus.server().count("/shard-0.tar", 503) + corpus.server().count("/shard-1.tar", 503) >=
+        2);
+}
+
+TEST_CASE("remote: a connection that stalls times out with the URL, not a hang", "[remote]") {
+  ServedCorpus corpus("stall", {4});
+  REQUIRE_SERVER(corpus);
+  // A server that accepts connections and never answers: the kernel completes the handshake
+  // for a listening socket that nobody accepts from.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(listener, 16) == 0);
+  socklen_t n = sizeof a;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &n);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) +
+                          "/shard-0.tar";
+  auto options = corpus.options();
+  options.remote.manifest = corpus.paths()[0].substr(0, corpus.paths()[0].rfind('/')) +
+                            "/mploader-manifest.json";  // the manifest from disk
+  options.remote.stall_timeout_s = 1;
+  options.remote.max_retries = 1;
+  TarShards data({url}, options);
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_WITH(data.get(0), Contains(url) && Contains("timed out") &&
+                                       Contains("no byte arrived for 1 s") &&
+                                       Contains("gave up after 2 tries"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  ::close(listener);
+  // Nothing half-written is left to be served.
+  CHECK_FALSE(std::filesystem::exists(corpus.cache_dir() + "/" + mrd::ShardCache::key_of(url)));
+}
+
+TEST_CASE("remote: a shard cut short on the server is detected, never served short",
+          "[remote][process]") {
+  ServedCorpus corpus("cut", {30}, 16 << 10, "128k");
+  REQUIRE_SERVER(corpus);
+  auto data = std::make_shared<TarShards>(corpus.urls(), corpus.options());
+  std::thread cut([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    // Truncated while nginx sends it: nginx ends the response early, the resumed read finds
+    // another ETag.
+    REQUIRE(::truncate(corpus.paths()[0].c_str(), 100 << 10) == 0);
+  });
+  std::string error;
+  try {
+    data->get(29);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  cut.join();
+  INFO(error);
+  CHECK_THAT(error, Contains(corpus.urls()[0]));
+  const bool says_changed = error.find("changed on the server") != std::string::npos ||
+                            error.find("manifest says") != std::string::npos;
+  CHECK(says_changed);
+  CHECK_FALSE(std::filesystem::exists(corpus.cache_dir() + "/" +
+                                      mrd::ShardCache::key_of(corpus.urls()[0])));
+}
+
+TEST_CASE("remote: a missing shard and a missing manifest are errors that name them",
+          "[remote]") {
+  ServedCorpus corpus("404", {3, 3});
+  REQUIRE_SERVER(corpus);
+  auto options = corpus.options();
+  REQUIRE_THROWS_WITH(TarShards({corpus.server().url("shard-9.tar")}, options),
+                      Contains("does not list \"shard-9.tar\"") &&
+                          Contains("mploader-manifest"));
+  options.remote.manifest = corpus.server().url("elsewhere/mploader-manifest.json");
+  REQUIRE_THROWS_WITH(TarShards(corpus.urls(), options),
+                      Contains("no manifest at") && Contains("HTTP 404") &&
+                          Contains("elsewhere/mploader-manifest.json"));
+  options.remote.manifest.clear();
+  TarShards data(corpus.urls(), options);
+  std::filesystem::remove(corpus.paths()[1]);
+  REQUIRE_THROWS_WITH(data.get(4), Contains("HTTP 404") && Contains(corpus.urls()[1]));
+}
