@@ -12,6 +12,7 @@ namespace mploader::remote::detail {
 struct ExpectedObject {
   int64_t bytes = -1;   // -1: unknown (taken from the response)
   std::string sha256;   // lowercase hex, or empty
+  std::string version;  // anything else that tells versions apart (a file's mtime), or empty
 };
 
 // Writes `url` into `fd` from its first byte. Transient failures are retried up to

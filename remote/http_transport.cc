@@ -2,6 +2,8 @@
 // can fix and what it cannot (http_transport.h).
 #include "remote/http_transport.h"
 
+#include "remote/s3_list.h"
+#include "remote/s3_transport.h"
 #include "remote/url.h"
 
 #include <curl/curl.h>
@@ -11,6 +13,7 @@
 #include <cmath>
 #include <exception>
 #include <mutex>
+#include <optional>
 
 namespace mploader::remote::detail {
 namespace {
@@ -132,10 +135,30 @@ std::string what_request(const ReadRequest& r) {
   return "GET " + r.url + (r.offset > 0 ? " (from byte " + std::to_string(r.offset) + ")" : "");
 }
 
+// What an error response's body says: an S3 error's code and message, or a page's text
+// without its markup, on one line.
 std::string body_snippet(const std::string& body) {
-  std::string out;
-  for (char c : body.substr(0, 300)) out.push_back(c == '\n' || c == '\r' ? ' ' : c);
-  return out.empty() ? "" : " (the server said: " + trimmed(out) + ")";
+  if (const std::optional<S3Error> e = parse_s3_error(body)) {
+    return " (the store said: " + e->code + ": " + e->message + ")";
+  }
+  std::string text;
+  bool in_tag = false;
+  for (char c : body) {
+    if (c == '<') {
+      in_tag = true;
+    } else if (c == '>') {
+      in_tag = false;
+      c = ' ';
+    }
+    if (in_tag) continue;
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!text.empty() && text.back() != ' ') text.push_back(' ');
+    } else {
+      text.push_back(c);
+    }
+  }
+  text = trimmed(text).substr(0, 200);
+  return text.empty() ? "" : " (the server said: " + text + ")";
 }
 
 }  // namespace
@@ -228,6 +251,12 @@ namespace {
 void HttpTransport::read(const ReadRequest& request,
                          const std::function<void(const ObjectInfo&)>& on_info,
                          const std::function<void(const char*, size_t)>& on_bytes) {
+  fetch(http_url(request.url), request, on_info, on_bytes);
+}
+
+void HttpTransport::fetch(const std::string& target, const ReadRequest& request,
+                          const std::function<void(const ObjectInfo&)>& on_info,
+                          const std::function<void(const char*, size_t)>& on_bytes) {
   CURL* curl = handle();
   curl_easy_reset(curl);  // keeps the connection cache
   Exchange x;
@@ -235,7 +264,6 @@ void HttpTransport::read(const ReadRequest& request,
   x.on_info = &on_info;
   x.on_bytes = &on_bytes;
   x.curl = curl;
-  const std::string target = http_url(request.url);
   const std::string range = request.offset > 0 ? std::to_string(request.offset) + "-" : "";
   curl_slist* headers = nullptr;
   for (const std::string& h : extra_headers(target, range)) {
@@ -274,7 +302,7 @@ std::string HttpTransport::get_text(const std::string& url) {
   std::string body;
   ReadRequest request;
   request.url = url;
-  read(request, [](const ObjectInfo&) {},
+  fetch(url, request, [](const ObjectInfo&) {},
        [&](const char* data, size_t n) {
          if (body.size() + n > (size_t{64} << 20)) {
            throw TransportError("GET " + url + ": the response is over 64 MiB, too large for "
@@ -291,7 +319,8 @@ namespace mploader::remote::detail {
 
 std::map<std::string, TransportFactory> builtin_transports() {
   auto http = [](const RemoteOptions& o) { return std::make_unique<HttpTransport>(o); };
-  return {{"http", http}, {"https", http}};
+  auto s3 = [](const RemoteOptions& o) { return std::make_unique<S3Transport>(o); };
+  return {{"http", http}, {"https", http}, {"s3", s3}, {"file", make_file_transport}};
 }
 
 }  // namespace mploader::remote::detail

@@ -32,19 +32,27 @@ class HttpTransport : public Transport {
                                                  const std::string& range);
   // What to do about a 401 or 403 for `url`: which credentials were sent, and how to fix it.
   virtual std::string denied_fix(const std::string& url) const;
-  // A GET of a small body (a listing); throws TransportError like read().
-  std::string get_text(const std::string& url);
+  // A GET of a small body (a listing) from an HTTP URL, as it is (no http_url mapping);
+  // throws TransportError like read().
+  std::string get_text(const std::string& http_url);
   const RemoteOptions& options() const { return options_; }
 
  private:
   CURL* handle();
+  // read(), sent to `target` (http_url's answer).
+  void fetch(const std::string& target, const ReadRequest& request,
+             const std::function<void(const ObjectInfo&)>& on_info,
+             const std::function<void(const char*, size_t)>& on_bytes);
 
   RemoteOptions options_;
   CURL* handle_ = nullptr;
   pid_t owner_ = 0;
 };
 
-// http, https and s3, for the registry of transports.
+// file:// (file_transport.cc).
+std::unique_ptr<Transport> make_file_transport(const RemoteOptions& options);
+
+// http, https, s3 and file, for the registry of transports.
 std::map<std::string, TransportFactory> builtin_transports();
 
 }  // namespace mploader::remote::detail

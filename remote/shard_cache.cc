@@ -173,9 +173,12 @@ ShardCache::ShardCache(CacheConfig config) : config_(std::move(config)) {
   }
 }
 
-std::string ShardCache::key_of(const std::string& url) {
+std::string ShardCache::key_of(const std::string& url, const ExpectedObject& expect) {
   mploader::detail::Fnv1a hash;
   hash.add(url);
+  hash.add(static_cast<uint64_t>(expect.bytes));
+  hash.add(expect.sha256);
+  hash.add(expect.version);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash.value()));
   std::string base = url.substr(url.rfind('/') + 1);
@@ -201,7 +204,7 @@ std::unique_ptr<CachedShard> ShardCache::acquire(const std::string& url,
                                                  const ExpectedObject& expect,
                                                  Transport& transport,
                                                  const RemoteOptions& options) {
-  const std::string key = key_of(url);
+  const std::string key = key_of(url, expect);
   const std::string path = config_.dir + "/" + key;
   for (int tries = 0;; ++tries) {
     if (auto leased = try_lease(path)) return leased;
@@ -222,7 +225,7 @@ std::unique_ptr<CachedShard> ShardCache::download(const std::string& url,
                                                   const ExpectedObject& expect,
                                                   Transport& transport,
                                                   const RemoteOptions& options) {
-  const std::string path = config_.dir + "/" + key_of(url);
+  const std::string path = config_.dir + "/" + key_of(url, expect);
   const std::string part = path + ".part";
   Fd f(reserve(part, std::max<int64_t>(expect.bytes, 0)));
   try {

@@ -70,8 +70,10 @@ class ShardCache {
   int64_t downloads() const { return downloads_; }
   int64_t downloaded_bytes() const { return downloaded_bytes_; }
   const CacheConfig& config() const { return config_; }
-  // The file name a URL is cached under (its key).
-  static std::string key_of(const std::string& url);
+  // The file name a URL is cached under: a hash of the URL and of what the manifest says of
+  // it (size, checksum, version), so that a shard rewritten under the same URL is a new file,
+  // never the old copy.
+  static std::string key_of(const std::string& url, const ExpectedObject& expect);
 
  private:
   std::unique_ptr<CachedShard> try_lease(const std::string& path) const;

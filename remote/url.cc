@@ -87,7 +87,11 @@ void register_transport(const std::string& scheme, TransportFactory factory) {
 }
 
 std::unique_ptr<Transport> make_transport(const std::string& url, const RemoteOptions& options) {
-  const std::string scheme = detail::parse_url(url).scheme;
+  const size_t colon = url.find("://");
+  if (colon == std::string::npos || colon == 0) {
+    throw OptionError("url", "\"" + url + "\" is no URL (scheme://host/path)");
+  }
+  const std::string scheme = url.substr(0, colon);
   TransportFactory factory;
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
@@ -100,6 +104,36 @@ std::unique_ptr<Transport> make_transport(const std::string& url, const RemoteOp
                              "\" with mploader::remote::register_transport");
   }
   return factory(options);
+}
+
+std::vector<std::string> resolve_shard_urls(const std::vector<std::string>& entries,
+                                           const RemoteOptions& options,
+                                           const std::string& suffix) {
+  std::vector<std::string> out;
+  for (const std::string& entry : entries) {
+    if (!is_url(entry)) {
+      out.push_back(entry);
+    } else if (entry.find('{') != std::string::npos) {
+      for (std::string& url : expand_braces(entry)) out.push_back(std::move(url));
+    } else if (entry.back() == '/') {
+      size_t found = 0;
+      for (std::string& url : make_transport(entry, options)->list(entry)) {
+        if (url.size() < suffix.size() ||
+            url.compare(url.size() - suffix.size(), suffix.size(), suffix) != 0) {
+          continue;
+        }
+        out.push_back(std::move(url));
+        ++found;
+      }
+      if (found == 0) {
+        throw OptionError("url", "\"" + entry + "\" holds no object whose name ends in \"" +
+                                     suffix + "\": check the bucket and the prefix");
+      }
+    } else {
+      out.push_back(entry);
+    }
+  }
+  return out;
 }
 
 bool is_url(const std::string& name) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 namespace mploader::shards::detail {
@@ -85,7 +86,7 @@ void SampleSource::check_unchanged(size_t shard) const {
 }
 
 SampleSource::Open SampleSource::open_checked(size_t shard) {
-  if (remote::is_url(paths_[shard])) return open_cached(shard);
+  if (remote::is_url(paths_[shard]) || remote_.cache_local_paths) return open_cached(shard);
   check_unchanged(shard);
   auto reader = std::make_unique<TarReader>(paths_[shard]);
   // Changed between the check and the open: the reader's own look at the file says so.
@@ -97,7 +98,14 @@ SampleSource::Open SampleSource::open_checked(size_t shard) {
 }
 
 SampleSource::Open SampleSource::open_cached(size_t shard) {
-  const std::string& url = paths_[shard];
+  const ShardScan& scan = scans_[shard];
+  remote::detail::ExpectedObject expect{scan.file_bytes, scan.sha256, ""};
+  std::string url = paths_[shard];
+  if (!remote::is_url(url)) {  // a local tar in front of which the cache sits
+    check_unchanged(shard);
+    url = "file://" + std::filesystem::absolute(url).lexically_normal().string();
+    expect.version = std::to_string(scan.mtime_ns);
+  }
   if (!shard_cache_) {
     shard_cache_ = std::make_unique<remote::detail::ShardCache>(
         remote::detail::resolve_cache_config(remote_));
@@ -105,8 +113,6 @@ SampleSource::Open SampleSource::open_cached(size_t shard) {
   const std::string scheme = url.substr(0, url.find("://"));
   std::unique_ptr<remote::Transport>& transport = transports_[scheme];
   if (!transport) transport = remote::make_transport(url, remote_);
-  const ShardScan& scan = scans_[shard];
-  remote::detail::ExpectedObject expect{scan.file_bytes, scan.sha256};
   auto lease = shard_cache_->acquire(url, expect, *transport, remote_);
   auto reader = std::make_unique<TarReader>(lease->path());
   if (reader->file_bytes() != scan.file_bytes) {

@@ -143,6 +143,10 @@ uint64_t seed_of(int64_t index) {
 }  // namespace
 
 TarShards::TarShards(std::vector<std::string> tar_paths, TarShardsOptions options)
+    : TarShards(remote::resolve_shard_urls(tar_paths, options.remote, ".tar"), options, 0) {}
+
+// The entries resolved to shards (brace patterns expanded, prefixes listed), then scanned.
+TarShards::TarShards(std::vector<std::string> tar_paths, const TarShardsOptions& options, int)
     : TarShards(tar_paths, scan_all(tar_paths, options), options) {}  // no move: order
 
 TarShards::TarShards(std::vector<std::string> tar_paths, std::vector<ShardScan> scans,

@@ -19,7 +19,7 @@ json remote_json(const remote::RemoteOptions& r) {
           {"manifest", r.manifest}, {"endpoint_url", r.endpoint_url},
           {"aws_profile", r.aws_profile}, {"region", r.region},
           {"connect_timeout_s", r.connect_timeout_s}, {"stall_timeout_s", r.stall_timeout_s},
-          {"max_retries", r.max_retries}};
+          {"max_retries", r.max_retries}, {"cache_local_paths", r.cache_local_paths}};
 }
 
 remote::RemoteOptions remote_from(const json& j) {
@@ -33,6 +33,7 @@ remote::RemoteOptions remote_from(const json& j) {
   r.connect_timeout_s = j.at("connect_timeout_s").get<double>();
   r.stall_timeout_s = j.at("stall_timeout_s").get<double>();
   r.max_retries = j.at("max_retries").get<int>();
+  r.cache_local_paths = j.at("cache_local_paths").get<bool>();
   return r;
 }
 

@@ -12,8 +12,12 @@ add_executable(mploader_shards_tests
   shards/test_tar_damage.cc
   shards/test_remote_http.cc
   shards/test_remote_cache.cc
+  shards/test_remote_s3.cc
 )
 mploader_test_binary(mploader_shards_tests)
+# The S3 tests' server runs from the project's Python (moto_server beside it in the .venv).
+set_source_files_properties(shards/test_remote_s3.cc PROPERTIES
+  COMPILE_DEFINITIONS MPLOADER_PYTHON="${MPLOADER_PYTHON}")
 target_link_libraries(mploader_shards_tests PRIVATE mploader_shards LibArchive::LibArchive)
 catch_discover_tests(mploader_shards_tests
   EXTRA_ARGS --warn NoTests

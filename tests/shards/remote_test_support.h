@@ -17,6 +17,19 @@
 
 namespace shard_test {
 
+// The shards and downloads in a cache folder (not its lock files).
+inline std::vector<std::string> cached_files(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name[0] != '.' && name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") != 0) {
+      out.push_back(name);
+    }
+  }
+  return out;
+}
+
 // Writes mploader-manifest.json over `paths` (in `dir`), as mploader-manifest does.
 inline void write_manifest(const std::string& dir, const std::vector<std::string>& paths) {
   namespace mrd = mploader::remote::detail;

@@ -192,7 +192,7 @@ TEST_CASE("remote: a connection that stalls times out with the URL, not a hang",
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
   ::close(listener);
   // Nothing half-written is left to be served.
-  CHECK_FALSE(std::filesystem::exists(corpus.cache_dir() + "/" + mrd::ShardCache::key_of(url)));
+  CHECK(cached_files(corpus.cache_dir()).empty());
 }
 
 TEST_CASE("remote: a shard cut short on the server is detected, never served short",
@@ -218,8 +218,7 @@ TEST_CASE("remote: a shard cut short on the server is detected, never served sho
   const bool says_changed = error.find("changed on the server") != std::string::npos ||
                             error.find("manifest says") != std::string::npos;
   CHECK(says_changed);
-  CHECK_FALSE(std::filesystem::exists(corpus.cache_dir() + "/" +
-                                      mrd::ShardCache::key_of(corpus.urls()[0])));
+  CHECK(cached_files(corpus.cache_dir()).empty());
 }
 
 TEST_CASE("remote: a missing shard and a missing manifest are errors that name them",
@@ -238,4 +237,42 @@ TEST_CASE("remote: a missing shard and a missing manifest are errors that name t
   TarShards data(corpus.urls(), options);
   std::filesystem::remove(corpus.paths()[1]);
   REQUIRE_THROWS_WITH(data.get(4), Contains("HTTP 404") && Contains(corpus.urls()[1]));
+}
+
+TEST_CASE("remote: a shard rewritten under its URL with a new manifest is downloaded again",
+          "[remote]") {
+  ServedCorpus corpus("rewrite", {6, 6});
+  REQUIRE_SERVER(corpus);
+  {
+    TarShards before(corpus.urls(), corpus.options());
+    REQUIRE(before.get(0)["idx"].item<int64_t>() == 0);
+  }
+  // Shard 0 now holds samples 100..104, and the manifest says so.
+  write_tar(corpus.paths()[0], shard_entries(100, 5, "new"));
+  write_manifest(corpus.paths()[0].substr(0, corpus.paths()[0].rfind('/')), corpus.paths());
+  TarShards after(corpus.urls(), corpus.options());
+  REQUIRE(after.size() == 11);
+  CHECK(after.get(0)["idx"].item<int64_t>() == 100);  // never the old copy
+  CHECK(corpus.server().count("/shard-0.tar", 200) == 2);
+}
+
+TEST_CASE("remote: local tars read through the cache with cache_local_paths", "[remote]") {
+  TempDir dir("local-cache"), cache("local-cache-dir");
+  const std::vector<std::string> paths = write_corpus(dir, {5, 7});
+  mploader::shards::TarShardsOptions o;
+  o.keys = {"idx", "txt"};
+  o.int_keys = {"idx"};
+  o.remote.cache_dir = cache.path().string();
+  o.remote.cache_local_paths = true;
+  TarShards data(paths, o);
+  for (int64_t g = 0; g < 12; ++g) REQUIRE(bytes_of(data.get(g)["txt"]) == txt_of(g));
+  CHECK(cached_files(cache.path().string()).size() == 2);
+  // A tar changed after the count is refused, never served from the old copy.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  write_tar(paths[0], shard_entries(0, 5, "changed"));
+  TarShards again(paths, o);
+  REQUIRE(again.get(0)["idx"].item<int64_t>() == 0);
+  CHECK(cached_files(cache.path().string()).size() == 3);
+  write_tar(paths[1], shard_entries(5, 6, "shorter"));
+  CHECK_THROWS_WITH(again.get(6), Contains(paths[1]) && Contains("changed since"));
 }

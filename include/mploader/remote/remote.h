@@ -48,6 +48,9 @@ struct RemoteOptions {
   /// request counts as stalled.
   double connect_timeout_s = 10;
   double stall_timeout_s = 30;
+  /// Local paths, too, are read through the shard cache: each tar is copied into it once per
+  /// machine and read from there. For shards on a slow network file system.
+  bool cache_local_paths = false;
   /// Retries of one download after a connection error, a stall, a cut body, or an HTTP 5xx
   /// or 429, with exponential backoff; each resumes from the last byte received.
   int max_retries = 8;
@@ -115,5 +118,14 @@ bool is_url(const std::string& name);
 /// braces expand left to right. Throws OptionError naming the pattern for an unclosed brace, a
 /// range whose start is past its end, or more than 10,000,000 names.
 std::vector<std::string> expand_braces(const std::string& pattern);
+
+/// The shards a list of entries names, in order: a URL with braces expands (expand_braces); a
+/// URL ending in '/' (s3://bucket/prefix/) lists every object under it whose name ends with
+/// `suffix`, sorted (Transport::list); any other entry, a local path included, stands for
+/// itself. Throws OptionError naming an entry that lists to nothing, and TransportError for a
+/// listing that fails.
+std::vector<std::string> resolve_shard_urls(const std::vector<std::string>& entries,
+                                           const RemoteOptions& options,
+                                           const std::string& suffix);
 
 }  // namespace mploader::remote

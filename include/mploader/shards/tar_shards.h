@@ -104,7 +104,9 @@ struct ShardScan {
 class TarShards : public StreamingDataset {
  public:
   /// Scans `tar_paths`, in this order, one shard each. An entry may be a URL (http://,
-  /// https://, s3://; remote::expand_braces expands WebDataset's brace patterns): its size and
+  /// https://, s3://), a URL pattern with WebDataset's brace ranges
+  /// ("https://host/shard-{000000..000099}.tar"), or an s3:// prefix ending in '/' that stands
+  /// for every ".tar" object under it (remote::resolve_shard_urls). A URL's size and
   /// sample count come from the manifest beside it (TarShardsOptions::remote), and readers
   /// download it into the shard cache the first time a process on the machine needs it.
   /// Throws OptionError naming the manifest for one that is missing or lacks a shard, and
@@ -146,6 +148,7 @@ class TarShards : public StreamingDataset {
   struct Reading;  // the open readers, the read-ahead cache, the image decoder
   TarShards(std::vector<std::string> tar_paths, std::vector<ShardScan> scans,
             TarShardsOptions options);
+  TarShards(std::vector<std::string> tar_paths, const TarShardsOptions& options, int);
 
   std::vector<std::string> paths_;
   std::vector<ShardScan> scans_;

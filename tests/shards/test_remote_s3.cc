@@ -1,0 +1,136 @@
+// Tar shards in an S3-compatible bucket (moto_server on 127.0.0.1, with IAM authentication on,
+// so every request must be signed right): listed from the bucket's prefix, counted from the
+// manifest beside them, read by a Loader with every sample once; and wrong credentials refused
+// at once, with the source of the credentials named.
+#include <catch2/catch.hpp>
+
+#include "tests/shards/remote_test_support.h"
+#include "tests/shards/s3_server.h"
+
+#include <mploader/loader.h>
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+using namespace shard_test;
+using mploader::shards::TarShards;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Sets an environment variable for a scope, then puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value->c_str(), 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The corpus written locally, and a bucket "corpus" holding it under "train/".
+struct Bucket {
+  explicit Bucket(const std::vector<int64_t>& sizes)
+      : local("s3-local"), state("s3-state"), cache("s3-cache") {
+    paths = write_corpus(local, sizes);
+    write_manifest(local.path().string(), paths);
+    std::vector<std::string> files = paths;
+    files.push_back(local.file("mploader-manifest.json"));
+    server.emplace(state.path().string(), "corpus", "train/", files);
+  }
+  mploader::shards::TarShardsOptions options() const {
+    mploader::shards::TarShardsOptions o;
+    o.keys = {"idx", "txt"};
+    o.int_keys = {"idx"};
+    o.remote.cache_dir = cache.path().string();
+    o.remote.endpoint_url = server->endpoint();
+    o.remote.stall_timeout_s = 5;
+    return o;
+  }
+  TempDir local, state, cache;
+  std::vector<std::string> paths;
+  std::optional<MotoServer> server;
+};
+
+}  // namespace
+
+TEST_CASE("remote: a Loader reads tar shards from an S3 bucket given only its URL and "
+          "credentials", "[remote][s3][process]") {
+  Bucket bucket({9, 14, 5, 11});
+  if (!bucket.server->ok()) {
+    WARN("skipped: " << bucket.server->why_not());
+    return;
+  }
+  ScopedEnv id("AWS_ACCESS_KEY_ID", bucket.server->key_id());
+  ScopedEnv secret("AWS_SECRET_ACCESS_KEY", bucket.server->secret());
+  ScopedEnv token("AWS_SESSION_TOKEN", std::nullopt);
+  auto data = std::make_shared<TarShards>(std::vector<std::string>{"s3://corpus/train/"},
+                                          bucket.options());
+  REQUIRE(data->paths() == std::vector<std::string>{
+                               "s3://corpus/train/shard-0.tar", "s3://corpus/train/shard-1.tar",
+                               "s3://corpus/train/shard-2.tar", "s3://corpus/train/shard-3.tar"});
+  REQUIRE(data->size() == 39);
+  mploader::LoaderOptions lo;
+  lo.num_workers = 2;
+  lo.batch_size = 4;
+  lo.shuffle = true;
+  lo.shuffle_buffer = 8;
+  lo.collate = mploader::pad_collate();
+  mploader::Loader loader(data, lo);
+  std::map<int64_t, int> seen;
+  for (mploader::Batch& b : loader) {
+    for (size_t i = 0; i < b.indices().size(); ++i) {
+      const int64_t g = b.indices()[i];
+      const auto row = static_cast<int64_t>(i);
+      REQUIRE(b["idx"][row].item<int64_t>() == g);
+      const std::string want = txt_of(g);
+      REQUIRE(bytes_of(b["txt"][row].slice(0, 0, want.size()).contiguous()) == want);
+      ++seen[g];
+    }
+  }
+  REQUIRE(seen.size() == 39);
+  for (const auto& [g, n] : seen) REQUIRE(n == 1);
+}
+
+TEST_CASE("remote: wrong S3 credentials are refused at the first read, naming their source",
+          "[remote][s3]") {
+  Bucket bucket({4, 4});
+  if (!bucket.server->ok()) {
+    WARN("skipped: " << bucket.server->why_not());
+    return;
+  }
+  ScopedEnv id("AWS_ACCESS_KEY_ID", bucket.server->key_id());
+  ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "not-the-secret");
+  ScopedEnv token("AWS_SESSION_TOKEN", std::nullopt);
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_WITH(TarShards({"s3://corpus/train/shard-{0..1}.tar"}, bucket.options()),
+                      Contains("HTTP 403") && Contains("AWS_ACCESS_KEY_ID") &&
+                          Contains("mploader-manifest.json") && Contains("bucket \"corpus\""));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  // The right key from a profile of a credentials file, and none in the environment.
+  TempDir home("s3-home");
+  std::filesystem::create_directories(home.path() / ".aws");
+  std::ofstream(home.file(".aws/credentials"))
+      << "[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n[reader]\n"
+      << "aws_access_key_id = " << bucket.server->key_id() << "\naws_secret_access_key = "
+      << bucket.server->secret() << "\n";
+  ScopedEnv no_id("AWS_ACCESS_KEY_ID", std::nullopt);
+  ScopedEnv no_secret("AWS_SECRET_ACCESS_KEY", std::nullopt);
+  ScopedEnv home_env("HOME", home.path().string());
+  ScopedEnv file_env("AWS_SHARED_CREDENTIALS_FILE", std::nullopt);
+  ScopedEnv profile("AWS_PROFILE", "reader");
+  TarShards data({"s3://corpus/train/shard-{0..1}.tar"}, bucket.options());
+  CHECK(data.get(5)["idx"].item<int64_t>() == 5);
+}
