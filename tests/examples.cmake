@@ -73,3 +73,17 @@ if(TARGET image_folder_cnn)
     PROPERTIES PASS_REGULAR_EXPRESSION "epoch 1/1: train loss [0-9.]+, test accuracy [0-9.]+ %.*exit status 0"
                TIMEOUT 300)
 endif()
+
+# The MLP from tar shards in an S3-compatible bucket (moto_server on 127.0.0.1), given only the
+# bucket's URLs and credentials: every training sample once, and 70 % test accuracy after one
+# epoch over 12,000 samples.
+if(TARGET tar_shards_mlp AND TARGET mploader-manifest AND MPLOADER_PYTHON)
+  set(name "example: an MLP trains from tar shards in an S3 bucket given only its URL")
+  add_test(NAME "${name}"
+    COMMAND ${MPLOADER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/shards/s3_example.py
+            $<TARGET_FILE:tar_shards_mlp> $<TARGET_FILE:mploader-manifest> ${fmnist_dir}
+            ${CMAKE_CURRENT_BINARY_DIR}/example-s3)
+  set_tests_properties("${name}" PROPERTIES
+    PASS_REGULAR_EXPRESSION "epoch 1/1: train loss [0-9.]+, test accuracy [0-9.]+ %, every sample once: yes.*exit status 0"
+    SKIP_REGULAR_EXPRESSION "skipped: " TIMEOUT 300)
+endif()
