@@ -315,8 +315,11 @@ int ShardCache::reserve(const std::string& part, int64_t bytes) {
   };
   if (config_.limit_bytes > 0) {
     if (bytes > config_.limit_bytes) {
-      refuse("the shard alone is over the limit of " +
-             human_bytes(static_cast<uint64_t>(config_.limit_bytes)));
+      throw CacheError("the shard cache \"" + dir + "\" cannot hold a shard of " +
+                       human_bytes(static_cast<uint64_t>(bytes)) + ": its limit is " +
+                       human_bytes(static_cast<uint64_t>(config_.limit_bytes)) + ". Raise "
+                       "cache_limit_bytes (MPLOADER_CACHE_LIMIT) to at least twice the largest "
+                       "shard for each worker reading through it");
     }
     while (total_bytes(entries) + bytes > config_.limit_bytes) {
       if (!evict_one(dir, entries)) {

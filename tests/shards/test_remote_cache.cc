@@ -154,6 +154,11 @@ TEST_CASE("remote: a killed reader's lease dies with it, and its shard can then 
                       Contains(corpus.cache_dir()) && Contains("the limit is") &&
                           Contains("1 shard(s) that readers hold open") &&
                           Contains("cache_limit_bytes"));
+  auto tiny = options.remote;
+  tiny.cache_limit_bytes = shard_bytes / 2;
+  mrd::ShardCache small(mrd::resolve_cache_config(tiny));
+  REQUIRE_THROWS_WITH(small.acquire(urls[1], {shard_bytes, ""}, *transport, tiny),
+                      Contains("cannot hold a shard of") && Contains("Raise cache_limit_bytes"));
   ::kill(reader, SIGKILL);
   ::waitpid(reader, nullptr, 0);
   auto second = cache.acquire(urls[1], {shard_bytes, ""}, *transport, options.remote);
