@@ -3,6 +3,7 @@
 // (killed mid-shard, 503s, a stalled connection, a body cut short, a full cache).
 #include <catch2/catch.hpp>
 
+#include "tests/shards/epoch_check.h"
 #include "tests/shards/remote_test_support.h"
 #include "tests/tmpfs_mount.h"
 
@@ -15,6 +16,7 @@
 
 #include <sys/wait.h>
 
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -42,30 +44,17 @@ mploader::LoaderOptions two_workers() {
   return o;
 }
 
-// One epoch: every batch's idx and txt checked against its indices; the count per index.
-std::map<int64_t, int> epoch(mploader::Loader& loader, uint64_t e) {
-  loader.set_epoch(e);
-  std::map<int64_t, int> seen;
-  for (mploader::Batch& b : loader) {
-    for (size_t i = 0; i < b.indices().size(); ++i) {
-      const int64_t g = b.indices()[i];
-      const auto row = static_cast<int64_t>(i);
-      REQUIRE(b["idx"][row].item<int64_t>() == g);
-      const std::string want = txt_of(g);
-      REQUIRE(b["txt_lengths"][row].item<int64_t>() == static_cast<int64_t>(want.size()));
-      REQUIRE(bytes_of(b["txt"][row].slice(0, 0, want.size()).contiguous()) == want);
-      ++seen[g];
-    }
-  }
-  return seen;
-}
-
-void check_once(const std::map<int64_t, int>& seen, int64_t total) {
-  REQUIRE(static_cast<int64_t>(seen.size()) == total);
-  for (const auto& [g, n] : seen) {
-    CAPTURE(g);
-    REQUIRE(n == 1);
-  }
+// Epoch 0 of a Loader over `data`, built and run while `fault` runs on another thread
+// (joined however the epoch ends).
+std::map<int64_t, int> epoch_during(std::shared_ptr<TarShards> data,
+                                    const std::function<void()>& fault) {
+  std::thread side(fault);
+  struct Joiner {
+    std::thread& t;
+    ~Joiner() { t.join(); }
+  } joiner{side};
+  mploader::Loader loader(std::move(data), two_workers());
+  return run_epoch(loader, 0);
 }
 
 // Every shard GET answered in full or in part (200 or 206), per shard.
@@ -90,8 +79,8 @@ TEST_CASE("remote: a Loader reads tar shards over HTTP, each sample once, each s
   CHECK(corpus.server().count("/mploader-manifest.json", 200) == 1);
   CHECK(served(corpus) == std::vector<int>(6, 0));
   mploader::Loader loader(data, two_workers());
-  check_once(epoch(loader, 0), 66);
-  check_once(epoch(loader, 1), 66);  // from the cache
+  check_once(run_epoch(loader, 0), 66);
+  check_once(run_epoch(loader, 1), 66);  // from the cache
   CHECK(served(corpus) == std::vector<int>(6, 1));
   CHECK(bytes_of(data->get(5)["txt"]) == txt_of(5));  // the training process shares it too
 }
@@ -104,7 +93,7 @@ TEST_CASE("remote: spawned workers rebuild URL shards from the recipe and share 
   mploader::LoaderOptions o = two_workers();
   o.start_method = mploader::StartMethod::kSpawn;
   mploader::Loader loader(data, o);
-  check_once(epoch(loader, 0), 20);
+  check_once(run_epoch(loader, 0), 20);
   CHECK(served(corpus) == std::vector<int>(3, 1));
 }
 
@@ -116,22 +105,13 @@ TEST_CASE("remote: nginx killed mid-shard and started again: the epoch completes
   auto options = corpus.options();
   options.remote.max_retries = 10;
   auto data = std::make_shared<TarShards>(corpus.urls(), options);
-  std::thread crash([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    corpus.server().kill();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    corpus.server().start();
-  });
-  mploader::Loader loader(data, two_workers());
-  std::map<int64_t, int> seen;
-  try {
-    seen = epoch(loader, 0);
-  } catch (...) {
-    crash.join();
-    throw;
-  }
-  crash.join();
-  check_once(seen, 80);
+  check_once(epoch_during(data, [&] {
+               std::this_thread::sleep_for(std::chrono::milliseconds(700));
+               corpus.server().kill();
+               std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+               corpus.server().start();
+             }),
+             80);
   // The restarted server was asked for the rest of each shard, from where it stopped.
   bool resumed = false;
   for (const std::string& line : corpus.server().requests()) {
@@ -146,20 +126,11 @@ TEST_CASE("remote: 503 responses for a while are retried, then the epoch complet
   REQUIRE_SERVER(corpus);
   auto data = std::make_shared<TarShards>(corpus.urls(), corpus.options());
   corpus.server().fail_with_503(true);
-  std::thread heal([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
-    corpus.server().fail_with_503(false);
-  });
-  mploader::Loader loader(data, two_workers());
-  std::map<int64_t, int> seen;
-  try {
-    seen = epoch(loader, 0);
-  } catch (...) {
-    heal.join();
-    throw;
-  }
-  heal.join();
-  check_once(seen, 24);
+  check_once(epoch_during(data, [&] {
+               std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+               corpus.server().fail_with_503(false);
+             }),
+             24);
   CHECK(corpus.server().count("/shard-0.tar", 503) + corpus.server().count("/shard-1.tar", 503) >=
         2);
 }

@@ -4,6 +4,7 @@
 // at once, with the source of the credentials named.
 #include <catch2/catch.hpp>
 
+#include "tests/shards/epoch_check.h"
 #include "tests/shards/remote_test_support.h"
 #include "tests/shards/s3_server.h"
 
@@ -89,19 +90,7 @@ TEST_CASE("remote: a Loader reads tar shards from an S3 bucket given only its UR
   lo.shuffle_buffer = 8;
   lo.collate = mploader::pad_collate();
   mploader::Loader loader(data, lo);
-  std::map<int64_t, int> seen;
-  for (mploader::Batch& b : loader) {
-    for (size_t i = 0; i < b.indices().size(); ++i) {
-      const int64_t g = b.indices()[i];
-      const auto row = static_cast<int64_t>(i);
-      REQUIRE(b["idx"][row].item<int64_t>() == g);
-      const std::string want = txt_of(g);
-      REQUIRE(bytes_of(b["txt"][row].slice(0, 0, want.size()).contiguous()) == want);
-      ++seen[g];
-    }
-  }
-  REQUIRE(seen.size() == 39);
-  for (const auto& [g, n] : seen) REQUIRE(n == 1);
+  check_once(run_epoch(loader, 0), 39);
 }
 
 TEST_CASE("remote: wrong S3 credentials are refused at the first read, naming their source",

@@ -3,7 +3,7 @@
 // vanished reaching the training loop as a WorkerError that names it.
 #include <catch2/catch.hpp>
 
-#include "tests/shards/shard_test_support.h"
+#include "tests/shards/epoch_check.h"
 #include "tests/stderr_capture.h"
 
 #include <mploader/errors.h>
@@ -38,38 +38,6 @@ mploader::LoaderOptions loader_options(mploader::StartMethod method) {
   o.seed = 5;
   o.start_method = method;
   return o;
-}
-
-// Runs one epoch; checks each batch's members against its indices and counts the indices.
-std::map<int64_t, int> run_epoch(mploader::Loader& loader, uint64_t epoch) {
-  loader.set_epoch(epoch);
-  std::map<int64_t, int> seen;
-  for (mploader::Batch& b : loader) {
-    const at::Tensor idx = b["idx"];
-    const at::Tensor txt = b["txt"];
-    const at::Tensor lengths = b["txt_lengths"];
-    REQUIRE(idx.size(0) == static_cast<int64_t>(b.indices().size()));
-    for (size_t i = 0; i < b.indices().size(); ++i) {
-      const int64_t g = b.indices()[i];
-      REQUIRE(idx[static_cast<int64_t>(i)].item<int64_t>() == g);
-      const std::string want = txt_of(g);
-      REQUIRE(lengths[static_cast<int64_t>(i)].item<int64_t>() ==
-              static_cast<int64_t>(want.size()));
-      const at::Tensor row = txt[static_cast<int64_t>(i)].slice(0, 0, want.size()).contiguous();
-      REQUIRE(bytes_of(row) == want);
-      ++seen[g];
-    }
-  }
-  return seen;
-}
-
-void check_once(const std::map<int64_t, int>& seen, int64_t total) {
-  REQUIRE(static_cast<int64_t>(seen.size()) == total);
-  for (const auto& [g, count] : seen) {
-    CAPTURE(g);
-    REQUIRE(count == 1);
-    REQUIRE(g < total);
-  }
 }
 
 // A JPEG of one colour, `width` x `height`.
