@@ -115,9 +115,11 @@ std::vector<std::string> resolve_shard_urls(const std::vector<std::string>& entr
       out.push_back(entry);
     } else if (entry.find('{') != std::string::npos) {
       for (std::string& url : expand_braces(entry)) out.push_back(std::move(url));
-    } else if (entry.back() == '/') {
+    } else if (entry.back() == '/' || (entry.compare(0, 5, "s3://") == 0 &&
+                                       entry.find('/', 5) == std::string::npos)) {
+      const std::string prefix = entry.back() == '/' ? entry : entry + "/";  // a whole bucket
       size_t found = 0;
-      for (std::string& url : make_transport(entry, options)->list(entry)) {
+      for (std::string& url : make_transport(prefix, options)->list(prefix)) {
         if (url.size() < suffix.size() ||
             url.compare(url.size() - suffix.size(), suffix.size(), suffix) != 0) {
           continue;

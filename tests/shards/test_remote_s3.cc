@@ -83,6 +83,11 @@ TEST_CASE("remote: a Loader reads tar shards from an S3 bucket given only its UR
                                "s3://corpus/train/shard-0.tar", "s3://corpus/train/shard-1.tar",
                                "s3://corpus/train/shard-2.tar", "s3://corpus/train/shard-3.tar"});
   REQUIRE(data->size() == 39);
+  // The whole bucket, named without a prefix, is listed too; a prefix with no shard is an error.
+  CHECK(TarShards({"s3://corpus"}, bucket.options()).paths() == data->paths());
+  CHECK_THROWS_WITH(TarShards({"s3://corpus/nothing/"}, bucket.options()),
+                    Contains("\"s3://corpus/nothing/\" holds no object whose name ends in "
+                             "\".tar\""));
   mploader::LoaderOptions lo;
   lo.num_workers = 2;
   lo.batch_size = 4;
