@@ -50,7 +50,8 @@ std::string checksum_field(const json& entry, const std::string& source, size_t 
 Manifest parse_manifest(const std::string& text, const std::string& source) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) bad(source, "is not JSON");
-  if (j.value("format", std::string()) != kFormat) {
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || format->get<std::string>() != kFormat) {
     bad(source, "has no \"format\": \"mploader-manifest\"");
   }
   if (!j.contains("version") || j["version"] != 1) {

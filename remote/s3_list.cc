@@ -67,7 +67,8 @@ std::string unescaped(const std::string& s) {
                         : std::isdigit(static_cast<unsigned char>(c)) != 0);
       }
       const unsigned long code = ok ? std::stoul(digits, nullptr, hex ? 16 : 10) : 0;
-      if (ok && code > 0 && code <= 0x10ffff) {
+      // Surrogates (U+D800..U+DFFF) are no characters: kept as written, not made bad UTF-8.
+      if (ok && code > 0 && code <= 0x10ffff && (code < 0xd800 || code > 0xdfff)) {
         append_utf8(out, code);
         i = semi;
         done = true;

@@ -32,6 +32,20 @@ std::string hex(const std::string& bytes) {
   return out;
 }
 
+// A header value as AWS signs it: trimmed, runs of spaces made one.
+std::string canonical_value(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == ' ' || c == '\t') {
+      if (!out.empty() && out.back() != ' ') out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 std::string canonical_query(std::vector<std::pair<std::string, std::string>> query) {
   for (auto& [name, value] : query) {
     name = uri_encode(name, true);
@@ -91,7 +105,7 @@ SignedRequest sign_v4(const std::string& method, const std::string& host,
   }
   std::string canonical_headers, signed_headers;
   for (const auto& [name, value] : headers) {
-    canonical_headers += name + ":" + value + "\n";
+    canonical_headers += name + ":" + canonical_value(value) + "\n";
     signed_headers += (signed_headers.empty() ? "" : ";") + name;
   }
   SignedRequest out;

@@ -13,6 +13,7 @@ add_executable(mploader_shards_tests
   shards/test_remote_http.cc
   shards/test_remote_cache.cc
   shards/test_remote_s3.cc
+  shards/test_remote_sigv4.cc
 )
 mploader_test_binary(mploader_shards_tests)
 # The S3 tests' server runs from the project's Python (moto_server beside it in the .venv).
