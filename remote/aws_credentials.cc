@@ -2,6 +2,8 @@
 // INI sections (aws_credentials.h).
 #include "remote/aws_credentials.h"
 
+#include "remote/text.h"
+
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -16,13 +18,6 @@ using Sections = std::map<std::string, std::map<std::string, std::string>>;
 std::string env_or(const char* name, const std::string& fallback = "") {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : fallback;
-}
-
-std::string trimmed(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
 }
 
 // "[name]" sections of "key = value" lines; comments start with '#' or ';'.

@@ -1,5 +1,6 @@
 // FileTransport: file:// URLs, so that shards on a slow network file system go through the
 // shard cache like remote ones (RemoteOptions::cache_local_paths).
+#include "ipc/unique_fd.h"
 #include "remote/http_transport.h"
 
 #include <fcntl.h>
@@ -20,18 +21,14 @@ class FileTransport : public Transport {
   void read(const ReadRequest& request, const std::function<void(const ObjectInfo&)>& on_info,
             const std::function<void(const char*, size_t)>& on_bytes) override {
     const std::string path = request.url.substr(std::strlen("file://"));
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    const ipc::UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file) {
       throw TransportError("cannot open \"" + path + "\" (" + std::strerror(errno) + "): it "
                            "was deleted, renamed or made unreadable after the dataset counted "
                            "its samples", errno == EINTR || errno == EIO, 0);
     }
-    struct Closer {
-      int fd;
-      ~Closer() { ::close(fd); }
-    } closer{fd};
     struct stat st {};
-    ::fstat(fd, &st);
+    ::fstat(file.get(), &st);
     ObjectInfo info;
     info.bytes = static_cast<int64_t>(st.st_size);
     info.etag = "\"" + std::to_string(st.st_mtim.tv_sec) + "." +
@@ -43,7 +40,7 @@ class FileTransport : public Transport {
     on_info(info);
     std::vector<char> buffer(size_t{1} << 20);
     for (int64_t at = request.offset;;) {
-      const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), at);
+      const ssize_t n = ::pread(file.get(), buffer.data(), buffer.size(), at);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         throw TransportError("reading \"" + path + "\" failed at byte " + std::to_string(at) +

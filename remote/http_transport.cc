@@ -4,6 +4,7 @@
 
 #include "remote/s3_list.h"
 #include "remote/s3_transport.h"
+#include "remote/text.h"
 #include "remote/url.h"
 
 #include <curl/curl.h>
@@ -40,21 +41,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string trimmed(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
-
-int64_t number_or(const std::string& s, int64_t fallback) {
-  if (s.empty() || s.size() > 18) return fallback;
-  for (char c : s) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return fallback;
-  }
-  return std::stoll(s);
-}
-
 size_t on_header(char* data, size_t size, size_t count, void* user) {
   auto& x = *static_cast<Exchange*>(user);
   const std::string line(data, size * count);
@@ -70,10 +56,10 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   if (name == "etag") {
     x.etag = value;
   } else if (name == "content-length") {
-    x.content_length = number_or(value, -1);
+    x.content_length = parse_count(value);
   } else if (name == "content-range") {  // "bytes 100-199/1000"
     const size_t slash = value.rfind('/');
-    if (slash != std::string::npos) x.range_total = number_or(value.substr(slash + 1), -1);
+    if (slash != std::string::npos) x.range_total = parse_count(value.substr(slash + 1));
   }
   return size * count;
 }
@@ -302,15 +288,19 @@ std::string HttpTransport::get_text(const std::string& url) {
   std::string body;
   ReadRequest request;
   request.url = url;
-  fetch(url, request, [](const ObjectInfo&) {},
-       [&](const char* data, size_t n) {
-         if (body.size() + n > (size_t{64} << 20)) {
-           throw TransportError("GET " + url + ": the response is over 64 MiB, too large for "
-                                "a listing or a manifest", false, 0);
-         }
-         body.append(data, n);
-       });
+  fetch(url, request, [](const ObjectInfo&) {}, small_body_sink(body, url));
   return body;
+}
+
+std::function<void(const char*, size_t)> small_body_sink(std::string& body,
+                                                         const std::string& url) {
+  return [&body, url](const char* data, size_t n) {
+    if (body.size() + n > (size_t{64} << 20)) {
+      throw TransportError("GET " + url + ": the response is over 64 MiB, too large for a "
+                           "listing or a manifest", false, 0);
+    }
+    body.append(data, n);
+  };
 }
 
 }  // namespace mploader::remote::detail

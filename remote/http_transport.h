@@ -49,6 +49,11 @@ class HttpTransport : public Transport {
   pid_t owner_ = 0;
 };
 
+// A body sink that appends to `body`, and throws TransportError naming `url` past 64 MiB: a
+// listing or a manifest, never a shard, is read whole into memory.
+std::function<void(const char*, size_t)> small_body_sink(std::string& body,
+                                                         const std::string& url);
+
 // file:// (file_transport.cc).
 std::unique_ptr<Transport> make_file_transport(const RemoteOptions& options);
 

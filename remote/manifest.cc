@@ -3,6 +3,7 @@
 
 #include <mploader/errors.h>
 
+#include "remote/http_transport.h"
 #include "remote/url.h"
 
 #include <nlohmann/json.hpp>
@@ -105,13 +106,7 @@ std::string fetch_text(const std::string& url_or_path, const RemoteOptions& opti
   std::string body;
   ReadRequest request;
   request.url = url_or_path;
-  transport->read(request, [](const ObjectInfo&) {}, [&](const char* data, size_t n) {
-    if (body.size() + n > (size_t{64} << 20)) {
-      throw TransportError("GET " + url_or_path + ": over 64 MiB, too large for a manifest",
-                           false, 0);
-    }
-    body.append(data, n);
-  });
+  transport->read(request, [](const ObjectInfo&) {}, small_body_sink(body, url_or_path));
   return body;
 }
 

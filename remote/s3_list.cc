@@ -1,6 +1,8 @@
 // The ListObjectsV2 and error-body scanner (s3_list.h).
 #include "remote/s3_list.h"
 
+#include "remote/text.h"
+
 #include <cctype>
 #include <stdexcept>
 
@@ -79,14 +81,6 @@ std::string unescaped(const std::string& s) {
   return out;
 }
 
-int64_t size_of(const std::string& text) {
-  if (text.empty() || text.size() > 18) return -1;
-  for (char c : text) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return -1;
-  }
-  return std::stoll(text);
-}
-
 [[noreturn]] void bad(const std::string& why) {
   throw std::runtime_error("the store's object listing (ListObjectsV2) " + why +
                            ": is the endpoint an S3-compatible store?");
@@ -105,7 +99,7 @@ S3ListPage parse_list_objects_v2(const std::string& xml) {
     if (!key || key->empty()) bad("has an object without a <Key>");
     S3Object o;
     o.key = unescaped(*key);
-    o.size = size ? size_of(*size) : -1;
+    o.size = size ? parse_count(*size) : -1;
     if (o.size < 0) bad("gives object \"" + o.key + "\" no size that is a whole number");
     o.etag = unescaped(element(xml, "ETag", at, end).value_or(""));
     page.objects.push_back(std::move(o));

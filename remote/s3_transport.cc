@@ -45,12 +45,11 @@ std::string without_trailing_slash(std::string s) {
   return s;
 }
 
-// The query of an HTTP URL as (name, value) pairs, decoded as uri_encode wrote them.
-std::vector<std::pair<std::string, std::string>> query_of(const std::string& url,
-                                                          std::string& path) {
+// The query of a path as sent ("/bucket?list-type=2&prefix=a%2F") as (name, value) pairs,
+// decoded as uri_encode wrote them; `path` loses its query.
+std::vector<std::pair<std::string, std::string>> query_of(std::string& path) {
   std::vector<std::pair<std::string, std::string>> out;
   const size_t q = path.find('?');
-  (void)url;
   if (q == std::string::npos) return out;
   const std::string query = path.substr(q + 1);
   path.resize(q);
@@ -111,7 +110,7 @@ std::vector<std::string> S3Transport::extra_headers(const std::string& http_url,
                                                     const std::string& range) {
   const Url u = parse_url(http_url);
   std::string path = u.path;
-  const auto query = query_of(http_url, path);
+  const auto query = query_of(path);
   std::map<std::string, std::string> signed_headers;
   if (!range.empty()) signed_headers["range"] = "bytes=" + range;
   const SignedRequest s = sign_v4("GET", u.host, path, query, signed_headers, credentials(),

@@ -21,17 +21,21 @@ Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
 
 void Sha256::update(const void* data, size_t n) { EVP_DigestUpdate(ctx_, data, n); }
 
+std::string hex_of(const unsigned char* bytes, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(digits[bytes[i] >> 4]);
+    out.push_back(digits[bytes[i] & 15]);
+  }
+  return out;
+}
+
 std::string Sha256::hex() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   EVP_DigestFinal_ex(ctx_, digest, &n);
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < n; ++i) {
-    out.push_back(digits[digest[i] >> 4]);
-    out.push_back(digits[digest[i] & 15]);
-  }
-  return out;
+  return hex_of(digest, n);
 }
 
 std::string sha256_of_file(const std::string& path) {

@@ -22,6 +22,9 @@ class Sha256 {
   evp_md_ctx_st* ctx_;
 };
 
+// `n` bytes as lowercase hex, two digits each.
+std::string hex_of(const unsigned char* bytes, size_t n);
+
 // The SHA-256 of a file's bytes in lowercase hex; throws std::runtime_error naming the file
 // when it cannot be read.
 std::string sha256_of_file(const std::string& path);

@@ -4,6 +4,7 @@
 
 #include <mploader/errors.h>
 
+#include "ipc/unique_fd.h"
 #include "util/fnv1a.h"
 #include "util/units.h"
 
@@ -37,17 +38,7 @@ bool ends_with(const std::string& s, const char* tail) {
   return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
 }
 
-// A descriptor closed when it goes out of scope.
-struct Fd {
-  explicit Fd(int f = -1) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int release() { return std::exchange(fd, -1); }
-  int fd;
-};
+using ipc::UniqueFd;
 
 int flock_retrying(int fd, int op) {
   int rc;
@@ -88,26 +79,22 @@ std::vector<Entry> list_folder(const std::string& dir) {
 
 // Removes `path` when no reader leases it; false when one does (or it is gone).
 bool evict_if_unused(const std::string& path) {
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (f.fd < 0) return false;
-  if (flock_retrying(f.fd, LOCK_EX | LOCK_NB) != 0) return false;  // leased
-  if (!same_file(f.fd, path)) return false;
+  UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (f.get() < 0) return false;
+  if (flock_retrying(f.get(), LOCK_EX | LOCK_NB) != 0) return false;  // leased
+  if (!same_file(f.get(), path)) return false;
   return ::unlink(path.c_str()) == 0;
 }
 
 // A download whose process died leaves its .part: nobody holds its lock then.
 bool remove_if_stale_part(const std::string& dir, const std::string& part) {
   const std::string lock = dir + "/" + part.substr(0, part.size() - 5) + ".lock";
-  Fd f(::open(lock.c_str(), O_RDWR | O_CLOEXEC));
-  if (f.fd < 0 || flock_retrying(f.fd, LOCK_EX | LOCK_NB) != 0) return false;
+  UniqueFd f(::open(lock.c_str(), O_RDWR | O_CLOEXEC));
+  if (f.get() < 0 || flock_retrying(f.get(), LOCK_EX | LOCK_NB) != 0) return false;
   return ::unlink((dir + "/" + part).c_str()) == 0;
 }
 
 }  // namespace
-
-CachedShard::~CachedShard() {
-  if (lease_fd_ >= 0) ::close(lease_fd_);  // ends the lease
-}
 
 int64_t parse_byte_size(const std::string& text) {
   if (text.empty()) return -1;
@@ -191,13 +178,13 @@ std::string ShardCache::key_of(const std::string& url, const ExpectedObject& exp
 }
 
 std::unique_ptr<CachedShard> ShardCache::try_lease(const std::string& path) const {
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (f.fd < 0) return nullptr;
+  UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (f.get() < 0) return nullptr;
   // Shared: many readers at once; an evictor's exclusive try then fails. Checked after the
   // lock: an evictor may have unlinked the file between our open and our lock.
-  if (flock_retrying(f.fd, LOCK_SH) != 0 || !same_file(f.fd, path)) return nullptr;
-  ::futimens(f.fd, nullptr);  // its last use, for eviction (best effort: another user's file)
-  return std::make_unique<CachedShard>(path, f.release());
+  if (flock_retrying(f.get(), LOCK_SH) != 0 || !same_file(f.get(), path)) return nullptr;
+  ::futimens(f.get(), nullptr);  // its last use, for eviction (best effort: another user's file)
+  return std::make_unique<CachedShard>(path, std::move(f));
 }
 
 std::unique_ptr<CachedShard> ShardCache::acquire(const std::string& url,
@@ -208,8 +195,8 @@ std::unique_ptr<CachedShard> ShardCache::acquire(const std::string& url,
   const std::string path = config_.dir + "/" + key;
   for (int tries = 0;; ++tries) {
     if (auto leased = try_lease(path)) return leased;
-    Fd lock(::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-    if (lock.fd < 0 || flock_retrying(lock.fd, LOCK_EX) != 0) {
+    UniqueFd lock(::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (lock.get() < 0 || flock_retrying(lock.get(), LOCK_EX) != 0) {
       throw CacheError("the shard cache \"" + config_.dir + "\" cannot lock " + key +
                                ".lock (" + std::strerror(errno) + "): is the folder writable, "
                                "and on a file system with flock (not every network one has)?");
@@ -227,15 +214,15 @@ std::unique_ptr<CachedShard> ShardCache::download(const std::string& url,
                                                   const RemoteOptions& options) {
   const std::string path = config_.dir + "/" + key_of(url, expect);
   const std::string part = path + ".part";
-  Fd f(reserve(part, std::max<int64_t>(expect.bytes, 0)));
+  UniqueFd f = reserve(part, std::max<int64_t>(expect.bytes, 0));
   try {
-    const int64_t bytes = download_to_fd(transport, url, expect, f.fd, options);
-    if (::ftruncate(f.fd, bytes) != 0 || ::fdatasync(f.fd) != 0) {
+    const int64_t bytes = download_to_fd(transport, url, expect, f.get(), options);
+    if (::ftruncate(f.get(), bytes) != 0 || ::fdatasync(f.get()) != 0) {
       throw CacheError("the shard cache cannot finish \"" + part + "\" (" +
                                std::strerror(errno) + "): is the file system full?");
     }
     // The lease is taken before the name appears, so no evictor can come between.
-    flock_retrying(f.fd, LOCK_SH);
+    flock_retrying(f.get(), LOCK_SH);
     if (::rename(part.c_str(), path.c_str()) != 0) {
       throw CacheError("the shard cache cannot rename \"" + part + "\" into place (" +
                                std::strerror(errno) + ")");
@@ -246,7 +233,7 @@ std::unique_ptr<CachedShard> ShardCache::download(const std::string& url,
     ::unlink(part.c_str());
     throw;
   }
-  return std::make_unique<CachedShard>(path, f.release());
+  return std::make_unique<CachedShard>(path, std::move(f));
 }
 
 namespace {
@@ -297,15 +284,15 @@ bool evict_one(const std::string& dir, std::vector<Entry>& entries) {
 
 }  // namespace
 
-int ShardCache::reserve(const std::string& part, int64_t bytes) {
+ipc::UniqueFd ShardCache::reserve(const std::string& part, int64_t bytes) {
   const std::string& dir = config_.dir;
-  Fd cache_lock(::open((dir + "/" + kCacheLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (cache_lock.fd >= 0) flock_retrying(cache_lock.fd, LOCK_EX);
+  UniqueFd cache_lock(::open((dir + "/" + kCacheLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (cache_lock.get() >= 0) flock_retrying(cache_lock.get(), LOCK_EX);
   std::vector<Entry> entries = list_folder(dir);
   entries.erase(std::remove_if(entries.begin(), entries.end(), [&](const Entry& e) {
                   return ends_with(e.name, ".part") && remove_if_stale_part(dir, e.name);
                 }), entries.end());
-  auto refuse = [&](const std::string& why) -> int {
+  auto refuse = [&](const std::string& why) {
     throw CacheError(
         "the shard cache \"" + dir + "\" cannot make room for " +
         human_bytes(static_cast<uint64_t>(bytes)) + " (" + why + "): it holds " +
@@ -327,12 +314,12 @@ int ShardCache::reserve(const std::string& part, int64_t bytes) {
       }
     }
   }
-  Fd f(::open(part.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (f.fd < 0) refuse(std::string("cannot create its .part: ") + std::strerror(errno));
+  UniqueFd f(::open(part.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (f.get() < 0) refuse(std::string("cannot create its .part: ") + std::strerror(errno));
   // Allocated now, so that a full file system shows here, where eviction can help, and the
   // space counts for the next process that reserves.
   while (bytes > 0) {
-    const int rc = ::posix_fallocate(f.fd, 0, bytes);
+    const int rc = ::posix_fallocate(f.get(), 0, bytes);
     if (rc == 0) break;
     if (rc != ENOSPC && rc != EFBIG) {
       if (rc == EOPNOTSUPP || rc == EINVAL) break;  // cannot reserve here: write and see
@@ -343,7 +330,7 @@ int ShardCache::reserve(const std::string& part, int64_t bytes) {
       refuse("the file system is full");
     }
   }
-  return f.release();
+  return f;
 }
 
 }  // namespace mploader::remote::detail

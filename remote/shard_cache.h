@@ -11,6 +11,7 @@
 //   .mploader-cache.lock   held while the space is counted, evicted and reserved.
 #pragma once
 
+#include "ipc/unique_fd.h"
 #include "remote/download.h"
 
 #include <mploader/remote/remote.h>
@@ -45,15 +46,14 @@ int64_t parse_byte_size(const std::string& text);
 // One shard held in the cache: its file, and the lease that keeps it there until destroyed.
 class CachedShard {
  public:
-  CachedShard(std::string path, int lease_fd) : path_(std::move(path)), lease_fd_(lease_fd) {}
-  ~CachedShard();
-  CachedShard(const CachedShard&) = delete;
-  CachedShard& operator=(const CachedShard&) = delete;
+  // `lease`: a descriptor of the file holding a shared flock; closing it ends the lease.
+  CachedShard(std::string path, ipc::UniqueFd lease)
+      : path_(std::move(path)), lease_(std::move(lease)) {}
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
-  int lease_fd_;
+  ipc::UniqueFd lease_;
 };
 
 class ShardCache {
@@ -79,7 +79,7 @@ class ShardCache {
   std::unique_ptr<CachedShard> try_lease(const std::string& path) const;
   std::unique_ptr<CachedShard> download(const std::string& url, const ExpectedObject& expect,
                                         Transport& transport, const RemoteOptions& options);
-  int reserve(const std::string& part, int64_t bytes);  // returns the .part's descriptor
+  ipc::UniqueFd reserve(const std::string& part, int64_t bytes);  // the .part, reserved
 
   CacheConfig config_;
   int64_t downloads_ = 0;

@@ -22,16 +22,6 @@ std::string hmac(const std::string& key, const std::string& data) {
   return std::string(reinterpret_cast<const char*>(out), n);
 }
 
-std::string hex(const std::string& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(digits[c >> 4]);
-    out.push_back(digits[c & 15]);
-  }
-  return out;
-}
-
 // A header value as AWS signs it: trimmed, runs of spaces made one.
 std::string canonical_value(const std::string& value) {
   std::string out;
@@ -117,7 +107,9 @@ SignedRequest sign_v4(const std::string& method, const std::string& host,
                               sha256_hex(out.canonical_request);
   const std::string key = hmac(hmac(hmac(hmac("AWS4" + credentials.secret_access_key, day),
                                          region), service), "aws4_request");
-  out.signature = hex(hmac(key, to_sign));
+  const std::string signature = hmac(key, to_sign);
+  out.signature =
+      hex_of(reinterpret_cast<const unsigned char*>(signature.data()), signature.size());
   out.headers.push_back("Authorization: AWS4-HMAC-SHA256 Credential=" +
                         credentials.access_key_id + "/" + scope + ", SignedHeaders=" +
                         signed_headers + ", Signature=" + out.signature);

@@ -3,6 +3,7 @@
 #include <mploader/remote/remote.h>
 
 #include "remote/http_transport.h"
+#include "remote/text.h"
 #include "remote/url.h"
 
 #include <cctype>
@@ -31,14 +32,6 @@ std::map<std::string, TransportFactory>& registry() {
   throw OptionError("shard pattern", "the shard pattern \"" + pattern + "\" " + why);
 }
 
-bool all_digits(const std::string& s) {
-  if (s.empty() || s.size() > 18) return false;
-  for (char c : s) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
-}
-
 // The choices one brace group stands for: "000..002" (a range) or "a,b,c".
 std::vector<std::string> brace_choices(const std::string& pattern, const std::string& inner) {
   const size_t dots = inner.find("..");
@@ -52,11 +45,11 @@ std::vector<std::string> brace_choices(const std::string& pattern, const std::st
     return out;
   }
   const std::string lo = inner.substr(0, dots), hi = inner.substr(dots + 2);
-  if (!all_digits(lo) || !all_digits(hi)) {
+  const long long first = detail::parse_count(lo), last = detail::parse_count(hi);
+  if (first < 0 || last < 0) {
     bad_pattern(pattern, "has the range {" + inner + "}, whose bounds are not both numbers "
                          "of at most 18 digits: write it as {000000..000099}");
   }
-  const long long first = std::stoll(lo), last = std::stoll(hi);
   if (first > last) {
     bad_pattern(pattern, "has the range {" + inner + "}, whose start is past its end: write "
                          "the smaller bound first");

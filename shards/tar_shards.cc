@@ -217,16 +217,17 @@ Sample TarShards::get(int64_t index) {
     std::shared_ptr<const detail::RawSample> raw;
     try {
       raw = reading_->source.fetch(at.shard, sample, /*keep=*/step > 0);
-    } catch (const detail::ShardChanged& e) {
-      throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what());
-    } catch (const remote::TransportError& e) {  // not the tar's fault: the download's
-      throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what());
-    } catch (const remote::detail::CacheError& e) {
-      throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what());
     } catch (const std::runtime_error& e) {
+      // A changed shard, a failed download and a full cache say what to do themselves; any
+      // other failure is the tar's.
+      const bool damaged = dynamic_cast<const detail::ShardChanged*>(&e) == nullptr &&
+                           dynamic_cast<const remote::TransportError*>(&e) == nullptr &&
+                           dynamic_cast<const remote::detail::CacheError*>(&e) == nullptr;
       throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what() +
-                               ": the tar is damaged; check it (tar tvf " + path +
-                               ") and write it again, or leave it out of the dataset");
+                               (damaged ? ": the tar is damaged; check it (tar tvf " + path +
+                                              ") and write it again, or leave it out of the "
+                                              "dataset"
+                                        : ""));
     }
     try {
       Sample out = detail::decode_sample(*raw, options_, seed, reading_->decoding);
