@@ -1,5 +1,6 @@
-// One epoch of a Loader over the shard tests' corpus (shard_test_support.h), every batch
-// checked: each sample's "idx" is its index and its "txt" (pad_collate) is txt_of(index).
+// The shard tests' Loader options, and one epoch of a Loader over their corpus
+// (shard_test_support.h), every batch checked: each sample's "idx" is its index and its
+// "txt" (pad_collate) is txt_of(index).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -13,6 +14,19 @@
 #include <map>
 
 namespace shard_test {
+
+// The shard tests' Loader: 2 workers, batches of 4 (pad_collate), a shuffle buffer of 8.
+inline mploader::LoaderOptions loader_options(mploader::StartMethod method) {
+  mploader::LoaderOptions o;
+  o.num_workers = 2;
+  o.batch_size = 4;
+  o.collate = mploader::pad_collate();
+  o.shuffle = true;
+  o.shuffle_buffer = 8;
+  o.seed = 5;
+  o.start_method = method;
+  return o;
+}
 
 // The epoch's deliveries: how many times each index arrived.
 inline std::map<int64_t, int> run_epoch(mploader::Loader& loader, uint64_t epoch) {

@@ -3,6 +3,7 @@
 // nothing can be evicted; and the small parsers (brace patterns, sizes, the manifest).
 #include <catch2/catch.hpp>
 
+#include "tests/shards/epoch_check.h"
 #include "tests/shards/remote_test_support.h"
 #include "tests/tmpfs_mount.h"
 
@@ -40,12 +41,9 @@ namespace {
   std::string out;
   int status = 0;
   try {
-    mploader::LoaderOptions lo;
-    lo.num_workers = 2;
-    lo.batch_size = 4;
+    mploader::LoaderOptions lo = loader_options(mploader::StartMethod::kFork);
     lo.world_size = 2;
     lo.rank = rank;
-    lo.collate = mploader::pad_collate();
     mploader::Loader loader(std::make_shared<TarShards>(urls, options), lo);
     for (mploader::Batch& b : loader) {
       for (size_t i = 0; i < b.indices().size(); ++i) {

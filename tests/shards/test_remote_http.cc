@@ -33,17 +33,6 @@ namespace {
     return;                                                     \
   }
 
-mploader::LoaderOptions two_workers() {
-  mploader::LoaderOptions o;
-  o.num_workers = 2;
-  o.batch_size = 4;
-  o.collate = mploader::pad_collate();
-  o.shuffle = true;
-  o.shuffle_buffer = 8;
-  o.seed = 11;
-  return o;
-}
-
 // Epoch 0 of a Loader over `data`, built and run while `fault` runs on another thread
 // (joined however the epoch ends).
 std::map<int64_t, int> epoch_during(std::shared_ptr<TarShards> data,
@@ -53,7 +42,7 @@ std::map<int64_t, int> epoch_during(std::shared_ptr<TarShards> data,
     std::thread& t;
     ~Joiner() { t.join(); }
   } joiner{side};
-  mploader::Loader loader(std::move(data), two_workers());
+  mploader::Loader loader(std::move(data), loader_options(mploader::StartMethod::kFork));
   return run_epoch(loader, 0);
 }
 
@@ -78,7 +67,7 @@ TEST_CASE("remote: a Loader reads tar shards over HTTP, each sample once, each s
   // Building the dataset read the manifest and no shard.
   CHECK(corpus.server().count("/mploader-manifest.json", 200) == 1);
   CHECK(served(corpus) == std::vector<int>(6, 0));
-  mploader::Loader loader(data, two_workers());
+  mploader::Loader loader(data, loader_options(mploader::StartMethod::kFork));
   check_once(run_epoch(loader, 0), 66);
   check_once(run_epoch(loader, 1), 66);  // from the cache
   CHECK(served(corpus) == std::vector<int>(6, 1));
@@ -90,8 +79,7 @@ TEST_CASE("remote: spawned workers rebuild URL shards from the recipe and share 
   ServedCorpus corpus("spawn", {6, 10, 4});
   REQUIRE_SERVER(corpus);
   auto data = std::make_shared<TarShards>(corpus.urls(), corpus.options());
-  mploader::LoaderOptions o = two_workers();
-  o.start_method = mploader::StartMethod::kSpawn;
+  mploader::LoaderOptions o = loader_options(mploader::StartMethod::kSpawn);
   mploader::Loader loader(data, o);
   check_once(run_epoch(loader, 0), 20);
   CHECK(served(corpus) == std::vector<int>(3, 1));

@@ -4,6 +4,7 @@
 // at once, with the source of the credentials named.
 #include <catch2/catch.hpp>
 
+#include "tests/shards/aws_environment.h"
 #include "tests/shards/epoch_check.h"
 #include "tests/shards/remote_test_support.h"
 #include "tests/shards/s3_server.h"
@@ -22,24 +23,6 @@ using mploader::shards::TarShards;
 using Catch::Matchers::Contains;
 
 namespace {
-
-// Sets an environment variable for a scope, then puts back what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // The corpus written locally, and a bucket "corpus" holding it under "train/".
 struct Bucket {
@@ -74,9 +57,9 @@ TEST_CASE("remote: a Loader reads tar shards from an S3 bucket given only its UR
     WARN("skipped: " << bucket.server->why_not());
     return;
   }
-  ScopedEnv id("AWS_ACCESS_KEY_ID", bucket.server->key_id());
-  ScopedEnv secret("AWS_SECRET_ACCESS_KEY", bucket.server->secret());
-  ScopedEnv token("AWS_SESSION_TOKEN", std::nullopt);
+  AwsEnvironment env;
+  env.set("AWS_ACCESS_KEY_ID", bucket.server->key_id());
+  env.set("AWS_SECRET_ACCESS_KEY", bucket.server->secret());
   auto data = std::make_shared<TarShards>(std::vector<std::string>{"s3://corpus/train/"},
                                           bucket.options());
   REQUIRE(data->paths() == std::vector<std::string>{
@@ -105,9 +88,9 @@ TEST_CASE("remote: wrong S3 credentials are refused at the first read, naming th
     WARN("skipped: " << bucket.server->why_not());
     return;
   }
-  ScopedEnv id("AWS_ACCESS_KEY_ID", bucket.server->key_id());
-  ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "not-the-secret");
-  ScopedEnv token("AWS_SESSION_TOKEN", std::nullopt);
+  AwsEnvironment env;
+  env.set("AWS_ACCESS_KEY_ID", bucket.server->key_id());
+  env.set("AWS_SECRET_ACCESS_KEY", "not-the-secret");
   const auto start = std::chrono::steady_clock::now();
   REQUIRE_THROWS_WITH(TarShards({"s3://corpus/train/shard-{0..1}.tar"}, bucket.options()),
                       Contains("HTTP 403") && Contains("AWS_ACCESS_KEY_ID") &&
@@ -120,11 +103,10 @@ TEST_CASE("remote: wrong S3 credentials are refused at the first read, naming th
       << "[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n[reader]\n"
       << "aws_access_key_id = " << bucket.server->key_id() << "\naws_secret_access_key = "
       << bucket.server->secret() << "\n";
-  ScopedEnv no_id("AWS_ACCESS_KEY_ID", std::nullopt);
-  ScopedEnv no_secret("AWS_SECRET_ACCESS_KEY", std::nullopt);
-  ScopedEnv home_env("HOME", home.path().string());
-  ScopedEnv file_env("AWS_SHARED_CREDENTIALS_FILE", std::nullopt);
-  ScopedEnv profile("AWS_PROFILE", "reader");
+  env.unset("AWS_ACCESS_KEY_ID");
+  env.unset("AWS_SECRET_ACCESS_KEY");
+  env.set("HOME", home.path().string());
+  env.set("AWS_PROFILE", "reader");
   TarShards data({"s3://corpus/train/shard-{0..1}.tar"}, bucket.options());
   CHECK(data.get(5)["idx"].item<int64_t>() == 5);
 }

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/shards/aws_environment.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +20,7 @@
 
 namespace mrd = mploader::remote::detail;
 namespace fs = std::filesystem;
+using shard_test::AwsEnvironment;
 
 namespace {
 
@@ -38,36 +41,6 @@ std::string header(const mrd::SignedRequest& r, const std::string& name) {
   }
   return "";
 }
-
-// Clears every variable the resolvers read and puts them back afterwards, so a developer's
-// own AWS settings neither leak into a test nor get lost by one.
-class AwsEnvironment {
- public:
-  AwsEnvironment() {
-    for (const char* name : kNames) {
-      const char* value = std::getenv(name);
-      saved_.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
-      unsetenv(name);
-    }
-  }
-  ~AwsEnvironment() {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        setenv(name, value->c_str(), 1);
-      } else {
-        unsetenv(name);
-      }
-    }
-  }
-  void set(const char* name, const std::string& value) { setenv(name, value.c_str(), 1); }
-
- private:
-  static constexpr const char* kNames[] = {
-      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-      "AWS_PROFILE",       "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
-      "AWS_REGION",        "AWS_DEFAULT_REGION",    "HOME"};
-  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
-};
 
 // A fresh HOME with an .aws folder, removed at the end of the test.
 class TempHome {

@@ -28,18 +28,6 @@ namespace vision = mploader::vision;
 
 namespace {
 
-mploader::LoaderOptions loader_options(mploader::StartMethod method) {
-  mploader::LoaderOptions o;
-  o.num_workers = 2;
-  o.batch_size = 4;
-  o.collate = mploader::pad_collate();
-  o.shuffle = true;
-  o.shuffle_buffer = 8;
-  o.seed = 5;
-  o.start_method = method;
-  return o;
-}
-
 // A JPEG of one colour, `width` x `height`.
 std::string solid_jpeg(int width, int height, uint8_t r, uint8_t g, uint8_t b) {
   std::vector<uint8_t> pixels;
