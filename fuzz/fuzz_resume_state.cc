@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   RecordedSettings settings;
   settings.batch_size = 4;
   std::optional<StreamProgress> stream;
-  if (saved.stream) stream = StreamProgress{2, 0x1234, 1, 0, {}};
+  if (saved.stream) stream = StreamProgress{2, 0x1234, 1, 0, {}, {}};
   try {
     check_same_stream(saved, stream);
     check_same_plan(saved, loader_plan(), settings);

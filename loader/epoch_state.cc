@@ -34,11 +34,11 @@ void check_batches(const std::vector<std::vector<int64_t>>& batches, size_t data
 
 // The batches of `plan` not in `delivered`, with their sequences in `plan`.
 EpochPlan remaining(uint64_t epoch, std::vector<std::vector<int64_t>> plan,
-                    const std::vector<bool>& delivered) {
+                    const SequenceSet& delivered) {
   EpochPlan left;
   left.epoch = epoch;
   for (size_t s = 0; s < plan.size(); ++s) {
-    if (delivered[s]) continue;
+    if (delivered.contains(s)) continue;
     left.batches.push_back(std::move(plan[s]));
     left.sequences.push_back(s);
   }
@@ -64,7 +64,7 @@ void describe_stream_epoch(const StreamEpoch& plan, const StreamPlanSettings& s,
 // alone. Repeated (padded) batches come after the rank's own: counting only those before them
 // counts each sample once.
 std::vector<std::vector<int64_t>> delivered_per_unit(const StreamEpoch& plan,
-                                                     const std::vector<bool>& delivered) {
+                                                     const SequenceSet& delivered) {
   std::vector<std::vector<int64_t>> got(plan.streams.size());
   std::vector<std::vector<std::pair<int64_t, size_t>>> by_begin(plan.streams.size());
   for (size_t k = 0; k < plan.streams.size(); ++k) {
@@ -76,7 +76,7 @@ std::vector<std::vector<int64_t>> delivered_per_unit(const StreamEpoch& plan,
   }
   const size_t own = std::min(plan.batches_before_evening, delivered.size());
   for (size_t b = 0; b < own; ++b) {
-    if (!delivered[b]) continue;
+    if (!delivered.contains(b)) continue;
     const size_t k = static_cast<size_t>(plan.stream_of_batch[b]);
     for (int64_t index : plan.batches[b]) {
       auto it = std::upper_bound(by_begin[k].begin(), by_begin[k].end(),
@@ -91,7 +91,7 @@ std::vector<std::vector<int64_t>> delivered_per_unit(const StreamEpoch& plan,
 
 std::vector<StreamPartProgress> progress_of_streams(const StreamingDataset& data,
                                                     const StreamEpoch& plan,
-                                                    const std::vector<bool>& delivered) {
+                                                    const SequenceSet& delivered) {
   const std::vector<std::vector<int64_t>> got = delivered_per_unit(plan, delivered);
   std::vector<StreamPartProgress> out(plan.streams.size());
   for (size_t k = 0; k < plan.streams.size(); ++k) {
@@ -136,7 +136,7 @@ int64_t EpochState::streams_for(uint64_t epoch) const {
 }
 
 std::optional<StreamProgress> EpochState::stream_progress(
-    uint64_t epoch, const std::vector<bool>& delivered) const {
+    uint64_t epoch, const SequenceSet& delivered) const {
   if (!stream_) return std::nullopt;
   const StreamingDataset& data = stream_->dataset();
   StreamProgress p;
@@ -155,11 +155,11 @@ std::optional<StreamProgress> EpochState::stream_progress(
   return p;
 }
 
-void EpochState::attach_streams(EpochPlan& plan, const std::vector<bool>& delivered) const {
+void EpochState::attach_streams(EpochPlan& plan, const SequenceSet& delivered) const {
   if (!stream_) return;
   const std::vector<int32_t>& all = stream_->plan(plan.epoch, running_streams_).stream_of_batch;
   for (size_t s = 0; s < all.size(); ++s) {
-    if (delivered.empty() || !delivered[s]) plan.streams.push_back(all[s]);
+    if (!delivered.contains(s)) plan.streams.push_back(all[s]);
   }
 }
 
@@ -196,7 +196,7 @@ EpochPlan EpochState::plan_upcoming() {
     throw;
   }
   plan_ = fingerprint(batches, dataset_.size());
-  delivered_.assign(batches.size(), false);
+  delivered_.assign(batches.size());
   if (!resume_) {
     EpochPlan fresh{epoch_, std::move(batches), {}, {}};
     attach_streams(fresh, {});
@@ -218,7 +218,7 @@ bool EpochState::take_refusal() {
 }
 
 void EpochState::received(const Batch& batch) {
-  if (batch.sequence() < delivered_.size()) delivered_[batch.sequence()] = true;
+  if (batch.sequence() < delivered_.size()) delivered_.insert(batch.sequence());
 }
 
 ResumeState EpochState::state() const {
@@ -236,7 +236,7 @@ ResumeState EpochState::state() const {
   }
   s.epoch = upcoming_epoch();
   s.plan = fingerprint(plan_of(s.epoch), dataset_.size());
-  s.delivered.assign(s.plan.num_batches, false);
+  s.delivered.assign(s.plan.num_batches);
   s.stream = stream_progress(s.epoch, s.delivered);
   return s;
 }
@@ -244,7 +244,7 @@ ResumeState EpochState::state() const {
 ResumeState EpochState::state_without(const Batch& ahead) const {
   ResumeState s = state();
   if (ahead.epoch() == s.epoch && ahead.sequence() < s.delivered.size()) {
-    s.delivered[ahead.sequence()] = false;
+    s.delivered.erase(ahead.sequence());
     s.stream = stream_progress(s.epoch, s.delivered);
   }
   return s;

@@ -81,8 +81,8 @@ class EpochState {
   int64_t streams_for(uint64_t epoch) const;
   // The stream part of a state of `epoch` with `delivered` batches.
   std::optional<StreamProgress> stream_progress(uint64_t epoch,
-                                                const std::vector<bool>& delivered) const;
-  void attach_streams(EpochPlan& plan, const std::vector<bool>& delivered) const;
+                                                const SequenceSet& delivered) const;
+  void attach_streams(EpochPlan& plan, const SequenceSet& delivered) const;
 
   std::shared_ptr<BatchSampler> sampler_;
   std::shared_ptr<StreamSampler> stream_;
@@ -94,7 +94,7 @@ class EpochState {
   std::optional<uint64_t> requested_epoch_;
   std::optional<ResumeState> resume_;  // loaded, applied by the next plan_upcoming()
   PlanFingerprint plan_;               // of the epoch running (or last run)
-  std::vector<bool> delivered_;        // by sequence, of that epoch
+  SequenceSet delivered_;        // by sequence, of that epoch
   uint64_t epoch_ = 0;
   bool started_any_ = false;
   bool running_ = false;
@@ -106,6 +106,6 @@ class EpochState {
 // number of shards.
 std::vector<StreamPartProgress> progress_of_streams(const StreamingDataset& data,
                                                     const StreamEpoch& plan,
-                                                    const std::vector<bool>& delivered);
+                                                    const SequenceSet& delivered);
 
 }  // namespace mploader::detail

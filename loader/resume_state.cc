@@ -91,25 +91,15 @@ RecordedSettings settings_from(const json& j) {
 }
 
 // Delivered sequences as sorted half-open ranges [begin, end): a prefix (in_order) is one pair.
-json delivered_ranges(const std::vector<bool>& delivered) {
+json delivered_ranges(const SequenceSet& delivered) {
   json ranges = json::array();
-  size_t i = 0;
-  while (i < delivered.size()) {
-    if (!delivered[i]) {
-      ++i;
-      continue;
-    }
-    size_t end = i;
-    while (end < delivered.size() && delivered[end]) ++end;
-    ranges.push_back(json::array({i, end}));
-    i = end;
-  }
+  for (const auto& [begin, end] : delivered.ranges()) ranges.push_back(json::array({begin, end}));
   return ranges;
 }
 
-std::vector<bool> delivered_from(const json& ranges, uint64_t num_batches) {
+SequenceSet delivered_from(const json& ranges, uint64_t num_batches) {
   if (!ranges.is_array()) refuse("the field \"delivered\" is not a list of [begin, end) pairs");
-  std::vector<bool> delivered(num_batches, false);
+  SequenceSet delivered(num_batches);
   uint64_t previous_end = 0;
   for (const json& r : ranges) {
     const bool pair = r.is_array() && r.size() == 2 && r[0].is_number_unsigned() &&
@@ -120,7 +110,7 @@ std::vector<bool> delivered_from(const json& ranges, uint64_t num_batches) {
       refuse("the field \"delivered\" holds " + r.dump() + ", not a sorted, disjoint [begin, "
              "end) range within the epoch's " + std::to_string(num_batches) + " batches");
     }
-    for (uint64_t s = begin; s < end; ++s) delivered[s] = true;
+    delivered.insert_range(begin, end);
     previous_end = end;
   }
   return delivered;

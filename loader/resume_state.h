@@ -9,6 +9,8 @@
 // Plain value type; no shared state.
 #pragma once
 
+#include "util/sequence_set.h"
+
 #include <mploader/stats.h>
 
 #include <cstdint>
@@ -74,7 +76,7 @@ struct StreamProgress {
 struct ResumeState {
   uint64_t epoch = 0;
   PlanFingerprint plan;
-  std::vector<bool> delivered;  // by sequence; size plan.num_batches
+  SequenceSet delivered;  // by sequence; size plan.num_batches
   RecordedSettings settings;
   std::optional<StreamProgress> stream;  // set for a StreamingDataset
   // Samples quarantined after killing workers (report_path left empty): a resumed loader

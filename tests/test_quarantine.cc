@@ -232,7 +232,8 @@ TEST_CASE("quarantine: the state keeps the samples, and a state without them loa
   mploader::detail::ResumeState s;
   s.epoch = 3;
   s.plan = mploader::detail::fingerprint({{0, 1}, {2, 3}}, 4);
-  s.delivered = {true, false};
+  s.delivered.assign(2);
+  s.delivered.insert(0);
   const std::string plain = mploader::detail::to_text(s);
   CHECK(plain.find("quarantined") == std::string::npos);  // the format states had before
   CHECK(mploader::detail::from_text(plain).quarantined.empty());
