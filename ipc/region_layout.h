@@ -32,7 +32,7 @@ namespace mploader::ipc {
 constexpr uint64_t kRegionMagic = 0x3152444c4f4c504dULL;  // "MPLOLDR1" little-endian
 // 4: the free-slot stack; 5: failed_call; 6: skip log; 7: TensorMeta::kind (text fields);
 // 8: stage times and CPU time
-constexpr uint32_t kLayoutVersion = 8;
+constexpr uint32_t kLayoutVersion = 9;
 constexpr uint32_t kRingCapacity = 64;
 // Each ring can hold every descriptor id at once, so a push of one can never find it full.
 constexpr uint32_t kMaxDescriptors = kRingCapacity;
@@ -45,6 +45,8 @@ constexpr uint32_t kMaxTensors = 64;
 constexpr uint32_t kMaxDims = 16;   // batch dimension included
 constexpr uint32_t kNameBytes = 128;  // 127 characters and the terminator
 constexpr uint32_t kShutdownId = 0xffffffffu;  // pushed on the task ring: exit now
+// Shards a batch's stream reads from then on, sent with it so the worker can fetch them early.
+constexpr uint32_t kMaxUpcomingShards = 4;
 constexpr size_t kPayloadAlign = 64;
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kMapsBytes = 256 * 1024;
@@ -111,7 +113,11 @@ struct TaskDescriptor {
   uint64_t batch_bytes; // payload bytes the batch needed (kProbe: the estimate)
   int64_t failed_index;
   uint32_t failed_call;  // detail::DatasetCall: which Dataset function failed (kDatasetError)
-  uint32_t reserved_call;
+  // Main -> worker, kBatch of a StreamingDataset: the shards (indices into its shards()) the
+  // batch's stream reads from the one it reaches with this batch on, in order; 0 of them for
+  // anything else.
+  uint32_t num_upcoming_shards;
+  int64_t upcoming_shards[kMaxUpcomingShards];
   char error_type[128];
   char error_message[1024];
   TensorMeta tensors[kMaxTensors];

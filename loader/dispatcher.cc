@@ -243,6 +243,10 @@ void Dispatcher::send_task(size_t w, bool slot_promised, uint64_t sequence) {
   d.num_indices = static_cast<uint32_t>(indices.size());
   d.status = static_cast<uint32_t>(ipc::TaskStatus::kPending);
   d.kind = static_cast<uint32_t>(ipc::TaskKind::kBatch);
+  d.num_upcoming_shards =
+      prefetch_plan_ ? static_cast<uint32_t>(prefetch_plan_->upcoming_shards(
+                           d.sequence, d.upcoming_shards, ipc::kMaxUpcomingShards))
+                     : 0;
   std::memcpy(channel.view.indices(id), indices.data(), indices.size() * sizeof(int64_t));
   in_flight_.add(w, id, InFlightTask{generation_, sequence, slot_promised,
                                      InFlightBatch{epoch_, plan_sequence(sequence), indices}});

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "loader/batch_source.h"
+#include "loader/shard_prefetch_plan.h"
 #include "loader/skip_ledger.h"
 #include "supervise/supervisor.h"
 #include "process/worker_pool.h"
@@ -72,6 +73,11 @@ class Dispatcher : public BatchSource {
   int64_t prefetch_factor() const { return prefetch_; }
   // At most the descriptors each region has (PoolConfig::num_descriptors).
   void set_prefetch_factor(int64_t prefetch);
+  // The shards each batch's stream reads from then on, sent with the batch (null: none); set
+  // it before start_epoch().
+  void set_prefetch_plan(std::shared_ptr<const ShardPrefetchPlan> plan) {
+    prefetch_plan_ = std::move(plan);
+  }
 
  private:
   struct WorkerState {
@@ -136,6 +142,7 @@ class Dispatcher : public BatchSource {
   std::vector<std::vector<int64_t>> batches_;
   std::vector<uint64_t> sequences_;  // batch i's sequence in the full plan; empty: i
   std::vector<int32_t> streams_;     // batch i's stream (its worker, modulo); empty: any
+  std::shared_ptr<const ShardPrefetchPlan> prefetch_plan_;  // null: nothing to prefetch
   size_t next_issue_ = 0;
   std::deque<uint64_t> reissue_;  // batches of a dead worker, issued again first
   int64_t restarts_this_epoch_ = 0;

@@ -157,10 +157,12 @@ std::optional<StreamProgress> EpochState::stream_progress(
 
 void EpochState::attach_streams(EpochPlan& plan, const SequenceSet& delivered) const {
   if (!stream_) return;
-  const std::vector<int32_t>& all = stream_->plan(plan.epoch, running_streams_).stream_of_batch;
+  const StreamEpoch& epoch = stream_->plan(plan.epoch, running_streams_);
+  const std::vector<int32_t>& all = epoch.stream_of_batch;
   for (size_t s = 0; s < all.size(); ++s) {
     if (!delivered.contains(s)) plan.streams.push_back(all[s]);
   }
+  plan.prefetch = std::make_shared<ShardPrefetchPlan>(epoch, stream_->dataset());
 }
 
 uint64_t EpochState::upcoming_epoch() const {
@@ -198,7 +200,7 @@ EpochPlan EpochState::plan_upcoming() {
   plan_ = fingerprint(batches, dataset_.size());
   delivered_.assign(batches.size());
   if (!resume_) {
-    EpochPlan fresh{epoch_, std::move(batches), {}, {}};
+    EpochPlan fresh{epoch_, std::move(batches), {}, {}, nullptr};
     attach_streams(fresh, {});
     return fresh;
   }

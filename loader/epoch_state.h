@@ -7,6 +7,7 @@
 #pragma once
 
 #include "loader/resume_state.h"
+#include "loader/shard_prefetch_plan.h"
 #include "sampler/stream_sampler.h"
 #include "supervise/quarantine.h"
 
@@ -30,6 +31,8 @@ struct EpochPlan {
   // StreamingDataset: the stream each batch belongs to; stream k is read by worker
   // k % num_workers, so a shard stays with one worker. Empty: any worker.
   std::vector<int32_t> streams;
+  // StreamingDataset: the shards each batch's stream reads from then on. Null: none.
+  std::shared_ptr<const ShardPrefetchPlan> prefetch;
 };
 
 class EpochState {

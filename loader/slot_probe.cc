@@ -46,6 +46,7 @@ void send_probe(WorkerChannel& c, InFlightTable& in_flight, uint32_t probe_count
   d.status = static_cast<uint32_t>(ipc::TaskStatus::kPending);
   d.kind = static_cast<uint32_t>(ipc::TaskKind::kProbe);
   d.probe_batch_size = static_cast<uint32_t>(max_batch);
+  d.num_upcoming_shards = 0;
   std::vector<int64_t> indices(probe_count);
   for (uint32_t i = 0; i < probe_count; ++i) indices[i] = i;
   std::memcpy(c.view.indices(kProbeDescriptor), indices.data(), probe_count * sizeof(int64_t));

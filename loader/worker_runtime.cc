@@ -130,6 +130,7 @@ void WorkerRuntime::start_epoch(EpochPlan plan) {
   apply_pending_workers();
   if (!source_) start_workers(plan.epoch);
   if (pool_) epochs_.start(plan.epoch, stats());
+  if (dispatcher_) dispatcher_->set_prefetch_plan(std::move(plan.prefetch));
   source_->start_epoch(std::move(plan.batches), std::move(plan.sequences),
                        std::move(plan.streams), plan.epoch);
 }
@@ -142,6 +143,7 @@ void WorkerRuntime::leave_out_quarantined(EpochPlan& plan) const {
   for (const QuarantinedSample& q : quarantine_->list()) reasons[q.index] = quarantine_reason(q);
   EpochPlan kept;
   kept.epoch = plan.epoch;
+  kept.prefetch = plan.prefetch;
   for (size_t i = 0; i < plan.batches.size(); ++i) {
     for (int64_t index : quarantine_->leave_out(plan.batches[i])) {
       skips_->add(index, -1, plan.epoch, "", reasons[index]);

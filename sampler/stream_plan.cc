@@ -111,19 +111,43 @@ std::vector<int64_t> indices_of(const std::vector<SampleRange>& ranges) {
   return out;
 }
 
+// Walks a stream's ranges forward: which one holds its n-th sample, for growing n.
+class UnitCursor {
+ public:
+  explicit UnitCursor(const std::vector<SampleRange>& ranges) : ranges_(ranges) {}
+  int32_t unit_of(int64_t n) {
+    while (unit_ + 1 < ranges_.size() && n >= before_ + ranges_[unit_].size()) {
+      before_ += ranges_[unit_].size();
+      ++unit_;
+    }
+    return static_cast<int32_t>(unit_);
+  }
+
+ private:
+  const std::vector<SampleRange>& ranges_;
+  size_t unit_ = 0;
+  int64_t before_ = 0;  // samples in the ranges before unit_
+};
+
 // Every stream's samples cut into batches, the streams' batches alternating.
 void cut_and_interleave(StreamEpoch& plan, const StreamPlanSettings& s, uint64_t epoch) {
   std::vector<std::vector<std::vector<int64_t>>> per_stream(plan.streams.size());
+  std::vector<std::vector<int32_t>> read_units(plan.streams.size());
   size_t longest = 0;
   for (size_t k = 0; k < plan.streams.size(); ++k) {
     const std::vector<int64_t> order =
         buffer_shuffle(indices_of(plan.streams[k]), s.shuffle_buffer,
                        stream_seed(s.seed, epoch, s.rank, static_cast<int64_t>(k)));
     const size_t b = static_cast<size_t>(s.batch_size);
+    UnitCursor cursor(plan.streams[k]);
     for (size_t at = 0; at < order.size(); at += b) {
       const size_t end = std::min(order.size(), at + b);
       if (end - at < b && s.drop_last) break;
       per_stream[k].emplace_back(order.begin() + at, order.begin() + end);
+      // A full buffer lets out its n-th sample as it reads sample n + buffer.
+      const int64_t read =
+          static_cast<int64_t>(end) + (s.shuffle_buffer > 1 ? s.shuffle_buffer : 0);
+      read_units[k].push_back(cursor.unit_of(std::min<int64_t>(read, order.size()) - 1));
     }
     longest = std::max(longest, per_stream[k].size());
   }
@@ -132,6 +156,7 @@ void cut_and_interleave(StreamEpoch& plan, const StreamPlanSettings& s, uint64_t
       if (round >= per_stream[k].size()) continue;
       plan.batches.push_back(std::move(per_stream[k][round]));
       plan.stream_of_batch.push_back(static_cast<int32_t>(k));
+      plan.read_unit_of_batch.push_back(read_units[k][round]);
     }
   }
 }
@@ -212,11 +237,13 @@ StreamEpoch plan_stream_epoch(const std::vector<int64_t>& shard_sizes,
     plan.dropped_batches = plan.batches.size() - target;
     plan.batches.resize(target);
     plan.stream_of_batch.resize(target);
+    plan.read_unit_of_batch.resize(target);
   }
   for (size_t i = 0; plan.batches.size() < target; ++i) {  // repeat from the epoch's start
     std::vector<int64_t> again = plan.batches[i];
     plan.batches.push_back(std::move(again));
     plan.stream_of_batch.push_back(plan.stream_of_batch[i]);
+    plan.read_unit_of_batch.push_back(plan.read_unit_of_batch[i]);
     ++plan.padded_batches;
   }
   return plan;

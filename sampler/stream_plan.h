@@ -45,6 +45,10 @@ struct StreamEpoch {
   size_t dropped_batches = 0;         // left out to reach it (kDrop)
   size_t pieces_per_shard = 1;        // > 1: shards split by sample ranges among the ranks
   std::vector<std::vector<SampleRange>> streams;  // each stream's ranges, in read order
+  // Per batch: the range of its stream (an index into streams[stream_of_batch[b]]) that the
+  // stream's reader has reached once the batch is read, its shuffle buffer filled ahead of
+  // it; the shards after that one are what the stream reads next (prefetching).
+  std::vector<int32_t> read_unit_of_batch;
 };
 
 // Plans `epoch` for settings.rank. `shard_sizes` are the shards' sample counts in declared

@@ -38,6 +38,9 @@ void SampleSource::adopt_process() {
   // A fork copies the parent's readers; their descriptors share the parent's file offsets, so
   // reading through them would move the parent's position. Closing the copies is harmless.
   if (::getpid() == owner_) return;
+  // The prefetcher's thread stayed in the parent; destroying the copy would join a thread
+  // this process does not have. Its memory is left as it is.
+  (void)prefetcher_.release();
   open_.clear();
   cache_.clear();
   order_.clear();
@@ -97,32 +100,68 @@ SampleSource::Open SampleSource::open_checked(size_t shard) {
   return Open{shard, nullptr, std::move(reader), 0};
 }
 
-SampleSource::Open SampleSource::open_cached(size_t shard) {
+remote::detail::PrefetchItem SampleSource::cache_entry_of(size_t shard) const {
   const ShardScan& scan = scans_[shard];
-  remote::detail::ExpectedObject expect{scan.file_bytes, scan.sha256, ""};
-  std::string url = paths_[shard];
-  if (!remote::is_url(url)) {  // a local tar in front of which the cache sits
-    check_unchanged(shard);
-    url = "file://" + std::filesystem::absolute(url).lexically_normal().string();
-    expect.version = std::to_string(scan.mtime_ns);
+  remote::detail::PrefetchItem entry{paths_[shard], {scan.file_bytes, scan.sha256, ""}};
+  if (!remote::is_url(entry.url)) {  // a local tar in front of which the cache sits
+    entry.url = "file://" + std::filesystem::absolute(entry.url).lexically_normal().string();
+    entry.expect.version = std::to_string(scan.mtime_ns);
+  }
+  return entry;
+}
+
+std::unique_ptr<remote::detail::CachedShard> SampleSource::lease_of(
+    const remote::detail::PrefetchItem& entry) {
+  if (prefetcher_) {
+    if (auto lease = prefetcher_->take(entry.url)) return lease;
   }
   if (!shard_cache_) {
     shard_cache_ = std::make_unique<remote::detail::ShardCache>(
         remote::detail::resolve_cache_config(remote_));
   }
-  const std::string scheme = url.substr(0, url.find("://"));
+  const std::string scheme = entry.url.substr(0, entry.url.find("://"));
   std::unique_ptr<remote::Transport>& transport = transports_[scheme];
-  if (!transport) transport = remote::make_transport(url, remote_);
-  auto lease = shard_cache_->acquire(url, expect, *transport, remote_);
+  if (!transport) transport = remote::make_transport(entry.url, remote_);
+  try {
+    return shard_cache_->acquire(entry.url, entry.expect, *transport, remote_);
+  } catch (const remote::detail::CacheError&) {
+    if (!prefetcher_) throw;
+    prefetcher_->release_all();  // shards fetched ahead give way to the one needed now
+    return shard_cache_->acquire(entry.url, entry.expect, *transport, remote_);
+  }
+}
+
+SampleSource::Open SampleSource::open_cached(size_t shard) {
+  if (!remote::is_url(paths_[shard])) check_unchanged(shard);
+  const remote::detail::PrefetchItem entry = cache_entry_of(shard);
+  auto lease = lease_of(entry);
   auto reader = std::make_unique<TarReader>(lease->path());
+  const ShardScan& scan = scans_[shard];
   if (reader->file_bytes() != scan.file_bytes) {
-    throw ShardChanged("the cached copy of " + in_quotes(url) + " (" + in_quotes(lease->path()) +
-                       ") has " + std::to_string(reader->file_bytes()) + " bytes, but the "
-                       "manifest says " + std::to_string(scan.file_bytes) + ": the cache "
-                       "folder was changed by hand; delete that file, and it is downloaded "
-                       "again");
+    throw ShardChanged("the cached copy of " + in_quotes(entry.url) + " (" +
+                       in_quotes(lease->path()) + ") has " +
+                       std::to_string(reader->file_bytes()) + " bytes, but the manifest says " +
+                       std::to_string(scan.file_bytes) + ": the cache folder was changed by "
+                       "hand; delete that file, and it is downloaded again");
   }
   return Open{shard, std::move(lease), std::move(reader), 0};
+}
+
+void SampleSource::prefetch(const std::vector<size_t>& upcoming) {
+  adopt_process();
+  if (remote_.prefetch_bytes <= 0) return;
+  std::vector<remote::detail::PrefetchItem> items;
+  for (size_t shard : upcoming) {
+    if (shard >= paths_.size()) continue;
+    if (!remote::is_url(paths_[shard]) && !remote_.cache_local_paths) continue;
+    items.push_back(cache_entry_of(shard));
+  }
+  if (items.empty() && !prefetcher_) return;
+  if (!prefetcher_) {
+    prefetcher_ = std::make_unique<remote::detail::ShardPrefetcher>(
+        remote::detail::resolve_cache_config(remote_), remote_, remote_.prefetch_bytes);
+  }
+  prefetcher_->want(std::move(items));
 }
 
 TarReader& SampleSource::reader_at_or_before(size_t shard, int64_t sample) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "remote/shard_cache.h"
+#include "remote/shard_prefetcher.h"
 #include "shards/tar_reader.h"
 
 #include <sys/types.h>
@@ -53,6 +54,13 @@ class SampleSource {
   int64_t opens() const { return opens_; }
   /// Samples held read ahead now.
   size_t cached() const { return cache_.size(); }
+  /// The shards this process reads from now on, in order: those named by URL (or local ones,
+  /// with cache_local_paths) that it has not opened are downloaded into the shard cache in
+  /// the background, within RemoteOptions::prefetch_bytes.
+  void prefetch(const std::vector<size_t>& upcoming);
+  /// Shards the background downloads brought, and their bytes (for the tests and the stats).
+  int64_t prefetched() const { return prefetcher_ ? prefetcher_->downloads() : 0; }
+  int64_t prefetched_bytes() const { return prefetcher_ ? prefetcher_->downloaded_bytes() : 0; }
 
  private:
   using Key = std::pair<size_t, int64_t>;  // shard, sample
@@ -71,6 +79,9 @@ class SampleSource {
   TarReader& reader_at_or_before(size_t shard, int64_t sample);
   Open open_checked(size_t shard);
   Open open_cached(size_t shard);  // a URL's shard, through the cache
+  // What the cache holds `shard` under: its URL (file:// for a local tar) and what it must be.
+  remote::detail::PrefetchItem cache_entry_of(size_t shard) const;
+  std::unique_ptr<remote::detail::CachedShard> lease_of(const remote::detail::PrefetchItem& e);
   // Throws ShardChanged when the tar is gone or its size or modification time is not the
   // scan's.
   void check_unchanged(size_t shard) const;
@@ -94,6 +105,7 @@ class SampleSource {
   const remote::RemoteOptions& remote_;
   std::unique_ptr<remote::detail::ShardCache> shard_cache_;  // made at the first URL
   std::map<std::string, std::unique_ptr<remote::Transport>> transports_;  // by scheme
+  std::unique_ptr<remote::detail::ShardPrefetcher> prefetcher_;  // made at the first prefetch
 };
 
 }  // namespace mploader::shards::detail

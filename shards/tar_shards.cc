@@ -251,4 +251,20 @@ Sample TarShards::get(int64_t index) {
   }
 }
 
+void TarShards::prefetch_shards(const std::vector<size_t>& shards) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!reading_) reading_ = std::make_unique<Reading>(*this);
+  reading_->source.prefetch(shards);
+}
+
+int64_t TarShards::prefetched_shards() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return reading_ ? reading_->source.prefetched() : 0;
+}
+
+int64_t TarShards::prefetched_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return reading_ ? reading_->source.prefetched_bytes() : 0;
+}
+
 }  // namespace mploader::shards

@@ -19,7 +19,8 @@ json remote_json(const remote::RemoteOptions& r) {
           {"manifest", r.manifest}, {"endpoint_url", r.endpoint_url},
           {"aws_profile", r.aws_profile}, {"region", r.region},
           {"connect_timeout_s", r.connect_timeout_s}, {"stall_timeout_s", r.stall_timeout_s},
-          {"max_retries", r.max_retries}, {"cache_local_paths", r.cache_local_paths}};
+          {"max_retries", r.max_retries}, {"cache_local_paths", r.cache_local_paths},
+          {"prefetch_bytes", r.prefetch_bytes}};
 }
 
 remote::RemoteOptions remote_from(const json& j) {
@@ -34,6 +35,7 @@ remote::RemoteOptions remote_from(const json& j) {
   r.stall_timeout_s = j.at("stall_timeout_s").get<double>();
   r.max_retries = j.at("max_retries").get<int>();
   r.cache_local_paths = j.at("cache_local_paths").get<bool>();
+  r.prefetch_bytes = j.at("prefetch_bytes").get<int64_t>();
   return r;
 }
 

@@ -1,6 +1,7 @@
 // The epoch plan of a StreamingDataset (sampler/stream_plan.h), computed for every rank of a
 // job as each rank computes it alone: equal steps, every sample once, a shard with one worker
 // of one rank, a shuffle buffer that never holds more than its size.
+#include "loader/shard_prefetch_plan.h"
 #include "sampler/stream_plan.h"
 
 #include <mploader/errors.h>
@@ -214,4 +215,67 @@ TEST_CASE("stream plan: a job without enough data for every rank is refused", "[
                     Catch::Contains("gets no batch of this epoch") &&
                         Catch::Contains("drop_last"));
   CHECK_THROWS_AS(plan_stream_epoch({10}, s, 0), OptionError);
+}
+
+namespace {
+
+class CountedShards : public mploader::StreamingDataset {
+ public:
+  explicit CountedShards(const std::vector<int64_t>& sizes) {
+    std::vector<mploader::ShardInfo> shards;
+    for (size_t i = 0; i < sizes.size(); ++i) shards.push_back({std::to_string(i), sizes[i]});
+    declare_shards(std::move(shards));
+  }
+  mploader::Sample get(int64_t) override { return {}; }
+};
+
+}  // namespace
+
+TEST_CASE("stream plan: each batch names the shards its stream reads from then on",
+          "[stream]") {
+  const std::vector<int64_t> sizes = uneven_sizes();
+  const std::vector<size_t> shard_of = shard_of_index(sizes);
+  const CountedShards dataset(sizes);
+  StreamPlanSettings s;
+  s.batch_size = 4;
+  s.shuffle = true;
+  s.world_size = 2;
+  s.streams = 3;
+  for (int64_t buffer : {0, 9}) {
+    s.shuffle_buffer = buffer;
+    const StreamEpoch plan = plan_stream_epoch(sizes, s, 1);
+    const mploader::detail::ShardPrefetchPlan prefetch(plan, dataset);
+    std::vector<int32_t> last_unit(plan.streams.size(), 0);
+    for (size_t b = 0; b < plan.batches_before_evening; ++b) {
+      const auto k = static_cast<size_t>(plan.stream_of_batch[b]);
+      const std::vector<mploader::detail::SampleRange>& units = plan.streams[k];
+      const int32_t reached = plan.read_unit_of_batch[b];
+      INFO("buffer " << buffer << ", batch " << b << ", stream " << k);
+      // The reader only moves forward, and has read every sample of the batch.
+      CHECK(reached >= last_unit[k]);
+      last_unit[k] = reached;
+      for (int64_t index : plan.batches[b]) {
+        size_t u = 0;
+        while (!(units[u].begin <= index && index < units[u].end)) ++u;
+        CHECK(static_cast<int32_t>(u) <= reached);
+      }
+      // Unbuffered, the batch's last sample is in the range reached.
+      const int64_t last = plan.batches[b].back();
+      if (buffer == 0) CHECK((units[reached].begin <= last && last < units[reached].end));
+      // The shards named are that range's, then those of the ranges after it, in order, each
+      // once.
+      size_t previous = shard_of[static_cast<size_t>(units[reached].begin)];
+      std::vector<int64_t> expected = {static_cast<int64_t>(previous)};
+      for (size_t u = static_cast<size_t>(reached) + 1; u < units.size(); ++u) {
+        const size_t shard = shard_of[static_cast<size_t>(units[u].begin)];
+        if (shard != previous && expected.size() < 4) {
+          expected.push_back(static_cast<int64_t>(shard));
+        }
+        previous = shard;
+      }
+      int64_t got[4];
+      const size_t n = prefetch.upcoming_shards(b, got, 4);
+      CHECK(std::vector<int64_t>(got, got + n) == expected);
+    }
+  }
 }

@@ -13,14 +13,18 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <mploader/streaming.h>
+
 #include <malloc.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mploader::worker {
 namespace {
@@ -121,7 +125,20 @@ class TaskSink : public detail::BatchSink {
     return {};
   }
 
+  // Tells a StreamingDataset which shards its stream reads from now on. Advisory: a dataset
+  // that cannot prefetch says so when it reads the shard, through the batch that needs it.
+  void announce_upcoming_shards(const ipc::TaskDescriptor& d) {
+    if (streaming_ == nullptr) return;
+    const uint32_t n = std::min(d.num_upcoming_shards, ipc::kMaxUpcomingShards);
+    try {
+      streaming_->prefetch_shards(
+          std::vector<size_t>(d.upcoming_shards, d.upcoming_shards + n));
+    } catch (...) {
+    }
+  }
+
   const WorkerContext& c_;
+  StreamingDataset* streaming_ = dynamic_cast<StreamingDataset*>(c_.dataset);
   ipc::RegionHeader& header_;
   ipc::TaskDescriptor& d_;
   const bool slot_promised_;
@@ -254,6 +271,7 @@ class Worker {
         d.batch_bytes = bytes;
       }
     } else {
+      if (d.num_upcoming_shards > 0) announce_upcoming_shards(d);
       failure = detail::assemble_batch(*c_.dataset, *c_.collator, indices, d.num_indices, sink,
                                        plan);
       if (failure.ok()) failure = sink.publish(id);
@@ -263,7 +281,20 @@ class Worker {
   }
 
 
+  // Tells a StreamingDataset which shards its stream reads from now on. Advisory: a dataset
+  // that cannot prefetch says so when it reads the shard, through the batch that needs it.
+  void announce_upcoming_shards(const ipc::TaskDescriptor& d) {
+    if (streaming_ == nullptr) return;
+    const uint32_t n = std::min(d.num_upcoming_shards, ipc::kMaxUpcomingShards);
+    try {
+      streaming_->prefetch_shards(
+          std::vector<size_t>(d.upcoming_shards, d.upcoming_shards + n));
+    } catch (...) {
+    }
+  }
+
   const WorkerContext& c_;
+  StreamingDataset* streaming_ = dynamic_cast<StreamingDataset*>(c_.dataset);
   ipc::RegionHeader& header_;
   uint64_t epoch_ = 0;
   StageClock clock_;

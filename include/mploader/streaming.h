@@ -100,6 +100,14 @@ class StreamingDataset : public Dataset {
     return {};
   }
 
+  /// Called in a worker process before it builds each batch: `shards` names the shards
+  /// (indices into shards()) that this worker's stream reads from now on, in order: the one
+  /// it reaches with this batch first, then at most three after it. A dataset whose shards
+  /// come from a slow store (TarShards reading URLs) starts fetching those it has not opened
+  /// yet in the background, so that the next shard is there when the stream reaches it; it
+  /// must return at once. The default does nothing.
+  virtual void prefetch_shards(const std::vector<size_t>& shards) { (void)shards; }
+
  protected:
   /// Sets the shards; call it once, in the constructor. Throws std::invalid_argument naming
   /// the shard when a count is negative, or when the counts overflow int64.

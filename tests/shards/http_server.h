@@ -98,7 +98,8 @@ class NginxServer {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  // The access log's lines: "METHOD URI STATUS BYTES RANGE".
+  // The access log's lines: "METHOD URI STATUS BYTES RANGE END_S SECONDS" (when the response
+  // ended, in seconds since the epoch, and how long it took).
   std::vector<std::string> requests() const {
     std::ifstream in(state_ + "/access.log");
     std::vector<std::string> out;
@@ -132,7 +133,8 @@ class NginxServer {
       << "error_log " << state_ << "/error.log info;\n"
       << "events { worker_connections 256; }\n"
       << "http {\n"
-      << "  log_format shards '$request_method $uri $status $body_bytes_sent $http_range';\n"
+      << "  log_format shards '$request_method $uri $status $body_bytes_sent $http_range $msec "
+         "$request_time';\n"
       << "  access_log " << state_ << "/access.log shards;\n"
       << "  client_body_temp_path " << state_ << "/tmp;\n"
       << "  proxy_temp_path " << state_ << "/tmp;\n"

@@ -51,6 +51,11 @@ struct RemoteOptions {
   /// Local paths, too, are read through the shard cache: each tar is copied into it once per
   /// machine and read from there. For shards on a slow network file system.
   bool cache_local_paths = false;
+  /// Most bytes of shards each worker downloads ahead: while it reads one shard, the shards
+  /// its stream reads next are downloaded into the cache in the background, in order, as long
+  /// as those held and the one downloading fit in this many bytes (a larger shard is not
+  /// fetched ahead). They count toward the cache's room. 0: no read-ahead.
+  int64_t prefetch_bytes = int64_t{1} << 30;
   /// Retries of one download after a connection error, a stall, a cut body, or an HTTP 5xx
   /// or 429, with exponential backoff; each resumes from the last byte received.
   int max_retries = 8;

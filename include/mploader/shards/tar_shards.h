@@ -131,6 +131,14 @@ class TarShards : public StreamingDataset {
   /// Non-empty when `shuffle_buffer` is larger than TarShardsOptions::read_ahead: the samples
   /// the buffer asks for out of order would then reopen their tar (the Loader logs it).
   std::string shuffle_buffer_warning(int64_t shuffle_buffer) const override;
+  /// Starts downloading the shards named by URL among `shards` that this process has not
+  /// opened into the shard cache, in order, on a thread of this process, within
+  /// TarShardsOptions::remote.prefetch_bytes (the Loader calls it in each worker). Local tars
+  /// are not fetched ahead unless cache_local_paths is set.
+  void prefetch_shards(const std::vector<size_t>& shards) override;
+  /// Shards this process downloaded ahead of its reads, and their bytes.
+  int64_t prefetched_shards() const;
+  int64_t prefetched_bytes() const;
   /// Spawned workers rebuild the dataset from the paths, options and scan (no second scan).
   std::optional<DatasetRecipe> recipe() const override;
 
@@ -153,7 +161,7 @@ class TarShards : public StreamingDataset {
   std::vector<std::string> paths_;
   std::vector<ShardScan> scans_;
   TarShardsOptions options_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::unique_ptr<Reading> reading_;  // GUARDED_BY(mutex_)
 };
 
