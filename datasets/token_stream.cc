@@ -1,5 +1,6 @@
 // TokenStream: language-model windows from memory-mapped token files
 // (include/mploader/token_stream.h).
+#include "core/remote_files.h"
 #include "ipc/unique_fd.h"
 #include "util/splitmix.h"
 
@@ -31,21 +32,29 @@ const char* type_name(TokenType type) { return type == TokenType::kUInt16 ? "uin
 
 // Two values into one seed, for the per-(seed, epoch, file) offset of sequential windows.
 
-int64_t tokens_of(const std::string& path, TokenType type) {
+int64_t file_bytes(const std::string& path, const std::string& cache_dir) {
+  if (detail::names_url(path)) {
+    return detail::require_remote_file_access(path, "mploader::TokenStream")
+        .size_of(path, cache_dir);
+  }
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     refuse("cannot read token file '" + path + "' (stat: " + std::strerror(errno) +
            "); check the path");
   }
   if (!S_ISREG(st.st_mode)) refuse("'" + path + "' is not a regular file; give a token file");
+  return static_cast<int64_t>(st.st_size);
+}
+
+int64_t tokens_of(const std::string& path, int64_t bytes, TokenType type) {
   const int64_t width = id_bytes(type);
-  if (st.st_size % width != 0) {
-    refuse("token file '" + path + "' is " + std::to_string(st.st_size) +
+  if (bytes % width != 0) {
+    refuse("token file '" + path + "' is " + std::to_string(bytes) +
            " bytes, not a multiple of " + std::to_string(width) + " (" + type_name(type) +
            " ids): it was cut short, or written with another id width. Write it again, or set "
            "TokenStreamOptions::type to the width it was written with");
   }
-  return static_cast<int64_t>(st.st_size) / width;
+  return bytes / width;
 }
 
 // Sequential windows of a file of `tokens`: how many, and the room left for a moving offset.
@@ -59,13 +68,18 @@ int64_t sequential_windows(int64_t tokens, int64_t context) {
 struct TokenStream::Mapping {
   const uint8_t* base = nullptr;
   size_t bytes = 0;
+  std::unique_ptr<detail::RemoteFile> remote;  // a URL's cached copy, kept while mapped
   ~Mapping() {
     if (base != nullptr) munmap(const_cast<uint8_t*>(base), bytes);
   }
 };
 
 TokenStream::TokenStream(std::vector<std::string> files, TokenStreamOptions options)
-    : files_(std::move(files)), options_(options) {
+    : TokenStream(std::move(files), std::move(options), {}) {}
+
+TokenStream::TokenStream(std::vector<std::string> files, TokenStreamOptions options,
+                         std::vector<int64_t> known_tokens)
+    : files_(std::move(files)), options_(std::move(options)) {
   if (files_.empty()) refuse("no token files given; pass at least one path");
   if (options_.context < 1) {
     refuse("context is " + std::to_string(options_.context) + "; a window holds 1 or more tokens");
@@ -77,7 +91,10 @@ TokenStream::TokenStream(std::vector<std::string> files, TokenStreamOptions opti
   }
   std::vector<ShardInfo> shards;
   for (size_t f = 0; f < files_.size(); ++f) {
-    const int64_t tokens = tokens_of(files_[f], options_.type);
+    const int64_t tokens =
+        f < known_tokens.size()
+            ? known_tokens[f]
+            : tokens_of(files_[f], file_bytes(files_[f], options_.cache_dir), options_.type);
     if (tokens < options_.context + 1) {
       refuse("token file '" + files_[f] + "' holds " + std::to_string(tokens) +
              " tokens; a window of context " + std::to_string(options_.context) + " needs " +
@@ -125,14 +142,19 @@ int64_t TokenStream::window_start(int64_t index, uint64_t seed, uint64_t epoch) 
 const TokenStream::Mapping& TokenStream::mapping(size_t f) {
   std::lock_guard<std::mutex> lock(mapping_mutex_);  // uncontended after the first use
   if (mappings_[f]) return *mappings_[f];
-  const std::string& path = files_[f];
+  auto mapped = std::make_unique<Mapping>();
+  const size_t bytes = static_cast<size_t>(tokens_[f] * id_bytes(options_.type));
+  if (detail::names_url(files_[f])) {
+    mapped->remote = detail::require_remote_file_access(files_[f], "mploader::TokenStream")
+                         .open(files_[f], static_cast<int64_t>(bytes), options_.cache_dir);
+  }
+  const std::string& path = mapped->remote ? mapped->remote->path() : files_[f];
   ipc::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     throw Error("mploader::TokenStream: cannot open token file '" + path + "' (open: " +
                 std::strerror(errno) + "); it was there when the dataset was built: restore it");
   }
   struct stat st;
-  const size_t bytes = static_cast<size_t>(tokens_[f] * id_bytes(options_.type));
   if (fstat(fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
     throw Error("mploader::TokenStream: token file '" + path + "' is now " +
                 std::to_string(st.st_size) + " bytes, " + std::to_string(bytes) +
@@ -145,9 +167,9 @@ const TokenStream::Mapping& TokenStream::mapping(size_t f) {
                 " bytes) failed: " + std::strerror(errno));
   }
   madvise(base, bytes, options_.windows == TokenWindows::kRandom ? MADV_RANDOM : MADV_NORMAL);
-  mappings_[f] = std::make_unique<Mapping>();
-  mappings_[f]->base = static_cast<const uint8_t*>(base);
-  mappings_[f]->bytes = bytes;
+  mapped->base = static_cast<const uint8_t*>(base);
+  mapped->bytes = bytes;
+  mappings_[f] = std::move(mapped);
   return *mappings_[f];
 }
 
@@ -196,13 +218,30 @@ std::optional<DatasetRecipe> TokenStream::recipe() const {
                    {"context", options_.context},
                    {"vocab_size", options_.vocab_size},
                    {"windows", options_.windows == TokenWindows::kRandom ? "random" : "sequential"},
-                   {"windows_per_shard", options_.windows_per_shard}};
+                   {"windows_per_shard", options_.windows_per_shard},
+                   {"cache_dir", options_.cache_dir},
+                   {"file_tokens", tokens_}};
   return DatasetRecipe{"mploader.TokenStream", j.dump()};
 }
 
-namespace {
+void TokenStream::prefetch_shards(const std::vector<size_t>& shards) {
+  std::vector<std::pair<std::string, int64_t>> remote;
+  {
+    std::lock_guard<std::mutex> lock(mapping_mutex_);
+    for (size_t shard : shards) {
+      if (shard >= shard_file_.size()) continue;
+      const size_t f = shard_file_[shard];
+      const bool listed = !remote.empty() && remote.back().first == files_[f];
+      if (mappings_[f] || listed || !detail::names_url(files_[f])) continue;
+      remote.emplace_back(files_[f], tokens_[f] * id_bytes(options_.type));
+    }
+  }
+  if (remote.empty()) return;
+  detail::require_remote_file_access(remote.front().first, "mploader::TokenStream")
+      .prefetch(remote, options_.cache_dir);
+}
 
-std::shared_ptr<Dataset> token_stream_from_recipe(const std::string& config) {
+std::shared_ptr<TokenStream> TokenStream::from_recipe(const std::string& config) {
   const nlohmann::json j = nlohmann::json::parse(config);
   TokenStreamOptions o;
   o.type = j.at("type").get<std::string>() == "uint32" ? TokenType::kUInt32 : TokenType::kUInt16;
@@ -211,7 +250,17 @@ std::shared_ptr<Dataset> token_stream_from_recipe(const std::string& config) {
   o.windows = j.at("windows").get<std::string>() == "random" ? TokenWindows::kRandom
                                                              : TokenWindows::kSequential;
   o.windows_per_shard = j.at("windows_per_shard").get<int64_t>();
-  return std::make_shared<TokenStream>(j.at("files").get<std::vector<std::string>>(), o);
+  o.cache_dir = j.at("cache_dir").get<std::string>();
+  // The sizes the training process read: a spawned worker asks no store again.
+  return std::shared_ptr<TokenStream>(new TokenStream(
+      j.at("files").get<std::vector<std::string>>(), o,
+      j.at("file_tokens").get<std::vector<int64_t>>()));
+}
+
+namespace {
+
+std::shared_ptr<Dataset> token_stream_from_recipe(const std::string& config) {
+  return TokenStream::from_recipe(config);
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -39,8 +41,11 @@ class FileTransport : public Transport {
     }
     on_info(info);
     std::vector<char> buffer(size_t{1} << 20);
-    for (int64_t at = request.offset;;) {
-      const ssize_t n = ::pread(file.get(), buffer.data(), buffer.size(), at);
+    const int64_t end = request.length >= 0 ? request.offset + request.length : INT64_MAX;
+    for (int64_t at = request.offset; at < end;) {
+      const size_t want = static_cast<size_t>(std::min<int64_t>(
+          static_cast<int64_t>(buffer.size()), end - at));
+      const ssize_t n = ::pread(file.get(), buffer.data(), want, at);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         throw TransportError("reading \"" + path + "\" failed at byte " + std::to_string(at) +

@@ -250,7 +250,11 @@ void HttpTransport::fetch(const std::string& target, const ReadRequest& request,
   x.on_info = &on_info;
   x.on_bytes = &on_bytes;
   x.curl = curl;
-  const std::string range = request.offset > 0 ? std::to_string(request.offset) + "-" : "";
+  std::string range;
+  if (request.offset > 0 || request.length > 0) {
+    range = std::to_string(request.offset) + "-" +
+            (request.length > 0 ? std::to_string(request.offset + request.length - 1) : "");
+  }
   curl_slist* headers = nullptr;
   for (const std::string& h : extra_headers(target, range)) {
     headers = curl_slist_append(headers, h.c_str());

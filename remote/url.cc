@@ -2,6 +2,7 @@
 #include <mploader/errors.h>
 #include <mploader/remote/remote.h>
 
+#include "core/remote_files.h"
 #include "remote/http_transport.h"
 #include "remote/text.h"
 #include "remote/url.h"
@@ -131,17 +132,7 @@ std::vector<std::string> resolve_shard_urls(const std::vector<std::string>& entr
   return out;
 }
 
-bool is_url(const std::string& name) {
-  const size_t colon = name.find("://");
-  if (colon == std::string::npos || colon == 0) return false;
-  for (size_t i = 0; i < colon; ++i) {
-    const char c = name[i];
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') {
-      return false;
-    }
-  }
-  return name.compare(0, colon, "file") != 0;
-}
+bool is_url(const std::string& name) { return mploader::detail::names_url(name); }
 
 std::vector<std::string> expand_braces(const std::string& pattern) {
   const size_t open = pattern.find('{');

@@ -13,6 +13,7 @@ add_executable(mploader_shards_tests
   shards/test_remote_http.cc
   shards/test_remote_cache.cc
   shards/test_remote_prefetch.cc
+  shards/test_remote_tokens.cc
   shards/test_remote_s3.cc
   shards/test_remote_sigv4.cc
 )

@@ -190,6 +190,11 @@ TEST_CASE("token stream: bad files are refused with the file named and the fix",
   CHECK_THROWS_WITH(TokenStream({tiny}, to),
                     Catch::Contains("holds 8 tokens") && Catch::Contains("needs 9"));
   CHECK_THROWS_WITH(TokenStream({}, to), Catch::Contains("no token files"));
+  // This program links the core alone: a URL says which library reads it.
+  CHECK_THROWS_WITH(TokenStream({"https://example.com/train.bin"}, to),
+                    Catch::Contains("https://example.com/train.bin") &&
+                        Catch::Contains("target_link_libraries(<your target> PRIVATE "
+                                        "mploader::remote)"));
 }
 
 TEST_CASE("token stream: an id outside the vocabulary fails its batch, naming file and token",

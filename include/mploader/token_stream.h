@@ -62,6 +62,12 @@ struct TokenStreamOptions {
   /// shorter), the units a Loader shuffles and shares out among ranks and workers. 0: a file
   /// is one shard.
   int64_t windows_per_shard = 0;
+  /// Files named by URL (http://, https://, s3://; the program links mploader::remote) are
+  /// downloaded whole into the shard cache in this folder, once per machine, then mapped like
+  /// local files; each worker downloads the files its stream reads next while it reads the
+  /// current one. Empty: MPLOADER_CACHE_DIR, else ~/.cache/mploader/shards. The endpoint,
+  /// credentials and cache limit come from the environment (docs/remote-data.md).
+  std::string cache_dir;
 };
 
 /// A StreamingDataset of fixed-length (input, target) windows over token files; see the file
@@ -75,7 +81,8 @@ struct TokenStreamOptions {
 /// copy.
 class TokenStream : public StreamingDataset {
  public:
-  /// Reads the files' sizes; see the class comment for what is refused.
+  /// Reads the files' sizes (a URL's from its store, without downloading it); see the class
+  /// comment for what is refused.
   TokenStream(std::vector<std::string> files, TokenStreamOptions options = {});
   ~TokenStream() override;
   TokenStream(const TokenStream&) = delete;             ///< Owns mappings.
@@ -84,6 +91,11 @@ class TokenStream : public StreamingDataset {
   std::optional<SampleLayout> sample_layout() const override;
   void write(int64_t index, SampleWriter& out) override;
   std::optional<DatasetRecipe> recipe() const override;
+  /// Starts downloading the files named by URL among those of `shards` (a worker's next
+  /// shards, from the Loader) in the background; local files need nothing.
+  void prefetch_shards(const std::vector<size_t>& shards) override;
+  /// Builds the dataset from recipe()'s text, sizes included (internal: spawned workers).
+  static std::shared_ptr<TokenStream> from_recipe(const std::string& config);
 
   /// The first token of sample `index`'s window in its file, in `epoch` of a Loader seeded
   /// `seed`; with file_of(), where a batch's sample came from.
@@ -97,6 +109,8 @@ class TokenStream : public StreamingDataset {
 
  private:
   struct Mapping;
+  TokenStream(std::vector<std::string> files, TokenStreamOptions options,
+              std::vector<int64_t> known_tokens);
   const Mapping& mapping(size_t file);
 
   std::vector<std::string> files_;

@@ -84,7 +84,10 @@ class TransportError : public std::runtime_error {
 /// One ranged read.
 struct ReadRequest {
   std::string url;
-  int64_t offset = 0;    ///< The first byte wanted; the body runs to the object's end.
+  int64_t offset = 0;    ///< The first byte wanted.
+  /// Bytes wanted from `offset`; -1: to the object's end. A store that ignores ranges may
+  /// send more: a reader stops once it has enough.
+  int64_t length = -1;
   std::string if_match;  ///< An ETag the object must still have (HTTP If-Match), or empty.
 };
 

@@ -1,0 +1,123 @@
+// mploader::remote's service to the core's datasets: files named by URL (TokenStream's) read
+// through the shard cache (core/remote_files.h). Installed at static initialisation; the
+// target's link option (--undefined=mploader_remote_files_anchor) pulls this file into every
+// program that links mploader::remote, though nothing calls it by name.
+#include "core/remote_files.h"
+#include "remote/shard_cache.h"
+#include "remote/shard_prefetcher.h"
+
+#include <mploader/remote/remote.h>
+
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace mploader::remote::detail {
+namespace {
+
+class CachedFile : public mploader::detail::RemoteFile {
+ public:
+  explicit CachedFile(std::unique_ptr<CachedShard> shard) : shard_(std::move(shard)) {}
+  const std::string& path() const override { return shard_->path(); }
+
+ private:
+  std::unique_ptr<CachedShard> shard_;
+};
+
+// Thrown from on_info to stop a read once the headers said the size.
+struct SizeKnown {};
+
+class CachedFileAccess : public mploader::detail::RemoteFileAccess {
+ public:
+  int64_t size_of(const std::string& url, const std::string& cache_dir) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t bytes = -1;
+    try {
+      transport(url, cache_dir).read(
+          ReadRequest{url, 0, 1, ""},  // one byte: the headers carry the size
+          [&](const ObjectInfo& info) {
+            bytes = info.bytes;
+            throw SizeKnown{};
+          },
+          [](const char*, size_t) {});
+    } catch (const SizeKnown&) {
+    }
+    if (bytes < 0) {
+      throw TransportError("GET " + url + ": the server did not say the object's size "
+                           "(no Content-Length); serve it with one", false, 0);
+    }
+    return bytes;
+  }
+
+  std::unique_ptr<mploader::detail::RemoteFile> open(const std::string& url, int64_t bytes,
+                                                     const std::string& cache_dir) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = prefetchers_.find(cache_dir); it != prefetchers_.end()) {
+      if (auto lease = it->second->take(url)) {
+        return std::make_unique<CachedFile>(std::move(lease));
+      }
+    }
+    const RemoteOptions& o = options(cache_dir);
+    auto& cache = caches_[cache_dir];
+    if (!cache) cache = std::make_unique<ShardCache>(resolve_cache_config(o));
+    return std::make_unique<CachedFile>(
+        cache->acquire(url, ExpectedObject{bytes, "", ""}, transport(url, cache_dir), o));
+  }
+
+  void prefetch(const std::vector<std::pair<std::string, int64_t>>& files,
+                const std::string& cache_dir) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const RemoteOptions& o = options(cache_dir);
+    if (o.prefetch_bytes <= 0) return;
+    auto& prefetcher = prefetchers_[cache_dir];
+    if (!prefetcher) {
+      prefetcher = std::make_unique<ShardPrefetcher>(resolve_cache_config(o), o, o.prefetch_bytes);
+    }
+    std::vector<PrefetchItem> items;
+    for (const auto& [url, bytes] : files) items.push_back({url, ExpectedObject{bytes, "", ""}});
+    prefetcher->want(std::move(items));
+  }
+
+ private:
+  // After a fork, the parent's connections and threads are not this process's: start afresh
+  // (a prefetcher's thread stayed in the parent, so its copy is left, not destroyed).
+  void adopt_process() {
+    if (owner_ == ::getpid()) return;
+    owner_ = ::getpid();
+    for (auto& [dir, p] : prefetchers_) (void)p.release();
+    prefetchers_.clear();
+    transports_.clear();
+    caches_.clear();
+  }
+  const RemoteOptions& options(const std::string& cache_dir) {
+    adopt_process();
+    RemoteOptions& o = options_[cache_dir];
+    o.cache_dir = cache_dir;  // the rest from the environment (AWS_*, MPLOADER_CACHE_*)
+    return o;
+  }
+  Transport& transport(const std::string& url, const std::string& cache_dir) {
+    const RemoteOptions& o = options(cache_dir);
+    std::unique_ptr<Transport>& t = transports_[url.substr(0, url.find("://"))];
+    if (!t) t = make_transport(url, o);
+    return *t;
+  }
+
+  std::mutex mutex_;  // TokenStream may be read from several threads (libtorch's loader)
+  pid_t owner_ = ::getpid();
+  std::map<std::string, RemoteOptions> options_;                     // by cache folder
+  std::map<std::string, std::unique_ptr<Transport>> transports_;     // by scheme
+  std::map<std::string, std::unique_ptr<ShardCache>> caches_;        // by cache folder
+  std::map<std::string, std::unique_ptr<ShardPrefetcher>> prefetchers_;  // by cache folder
+};
+
+}  // namespace
+}  // namespace mploader::remote::detail
+
+// The anchor the link option names; installing the access is what this file is for.
+extern "C" {
+int mploader_remote_files_anchor =
+    (mploader::detail::set_remote_file_access(new mploader::remote::detail::CachedFileAccess),
+     1);
+}
