@@ -152,7 +152,8 @@ void add_fault_options(CLI::App& app, RawOptions& raw) {
 
 void add_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--workload", raw.workload, "synthetic, fmnist, jpeg, stream, tar or io (a comma "
-                 "list sweeps); tokens has options of its own: --workload tokens --help")
+                 "list sweeps); tokens and remote have options of their own: --workload tokens --help, "
+                 "--workload remote --help")
       ->capture_default_str();
   app.add_option("--dataset-lib", raw.dataset_lib, "a shared library of your datasets, built "
                  "with mploader_add_dataset_plugin; with --dataset, instead of --workload");
@@ -397,9 +398,11 @@ void validate_plugin(const RawOptions& raw, Plan& plan) {
 }
 
 void validate(const RawOptions& raw, Plan& plan) {
-  if (raw.workload.find("tokens") != std::string::npos) {
-    throw UsageError("--workload: tokens runs on its own, with its own options; see "
-                     "mploader-bench --workload tokens --help");
+  for (const char* own : {"tokens", "remote"}) {
+    if (raw.workload.find(own) != std::string::npos) {
+      throw UsageError(std::string("--workload: ") + own + " runs on its own, with its own "
+                       "options; see mploader-bench --workload " + own + " --help");
+    }
   }
   plan.workloads =
       parse_name_list("--workload", raw.workload,

@@ -18,6 +18,7 @@
 #include "bench/recommend.h"
 #include "bench/report.h"
 #include "bench/run_config.h"
+#include "bench/remote/remote_bench.h"
 #include "bench/tokens/run_tokens.h"
 #include "bench/workloads/jpeg_dataset.h"
 #include "bench/workloads/stream_corpus.h"
@@ -311,6 +312,8 @@ int main(int argc, char** argv) {
     mploader::init(argc, argv);
     // --workload tokens has its own options (bench/tokens/run_tokens.h).
     if (bench::wants_tokens(argc, argv)) return bench::tokens_main(argc, argv);
+    // So has --workload remote (bench/remote/remote_bench.h).
+    if (bench::wants_remote(argc, argv)) return bench::remote_main(argc, argv);
     bench::Plan plan;
     if (!bench::parse_command_line(argc, argv, plan)) return 0;
     return bench::run(plan);

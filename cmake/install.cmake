@@ -57,9 +57,10 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mploaderConfig.cmake
 
 if(TARGET mploader-bench)
   install(TARGETS mploader-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  # The bench runs PyTorch's DataLoader through this script; the installed bench looks for it
+  # The bench runs its Python peers through these scripts; the installed bench looks for them
   # here, relative to its own location (bench/runners/run_pytorch.cc).
-  install(FILES bench/pytorch_dataloader.py DESTINATION ${CMAKE_INSTALL_DATADIR}/mploader)
+  install(FILES bench/pytorch_dataloader.py bench/remote_peers.py
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/mploader)
 endif()
 if(TARGET mploader-soak)
   install(TARGETS mploader-soak RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

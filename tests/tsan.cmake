@@ -40,3 +40,22 @@ catch_discover_tests(mploader_tsan_tests
              FAIL_REGULAR_EXPRESSION "WARNING: ThreadSanitizer"
              ENVIRONMENT "TSAN_OPTIONS=${tsan_options}"
   DISCOVERY_TIMEOUT 120)
+
+# The shard prefetcher's download thread beside the reader that takes its leases
+# (remote/shard_prefetcher.h), through nginx on 127.0.0.1. In one process only: TSan stops a
+# forked child of a threaded process that starts a thread, as a worker's prefetcher does.
+if(TARGET mploader_shards)
+  find_package(LibArchive REQUIRED)
+  add_executable(mploader_tsan_remote_tests shards/test_remote_prefetch.cc)
+  mploader_test_binary(mploader_tsan_remote_tests)
+  target_link_libraries(mploader_tsan_remote_tests PRIVATE mploader_shards LibArchive::LibArchive)
+  catch_discover_tests(mploader_tsan_remote_tests
+    TEST_SPEC "~[process]"
+    TEST_PREFIX "tsan: "
+    EXTRA_ARGS --warn NoTests
+    PROPERTIES TIMEOUT 300
+               SKIP_REGULAR_EXPRESSION "skipped: "
+               FAIL_REGULAR_EXPRESSION "WARNING: ThreadSanitizer"
+               ENVIRONMENT "TSAN_OPTIONS=${tsan_options}"
+    DISCOVERY_TIMEOUT 120)
+endif()

@@ -4,6 +4,7 @@
 // JSON lines.
 #include "bench/report.h"
 #include "bench/run_config.h"
+#include "bench/runners/python_child.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -28,8 +29,6 @@
 
 namespace bench {
 
-namespace {
-
 // The interpreter that runs PyTorch's side, and where that choice came from.
 std::string python() {
   const char* chosen = std::getenv("MPLOADER_BENCH_PYTHON");
@@ -43,8 +42,8 @@ std::string python_fix() {
 
 // An installed bench finds the script installed beside it (MPLOADER_BENCH_SCRIPT_INSTALL_DIR,
 // relative to the binary's folder); a bench in its build tree, the one in the source tree.
-std::string script_path() {
-  const std::string name = "/pytorch_dataloader.py";
+std::string script_path(const std::string& file) {
+  const std::string name = "/" + file;
 #ifdef MPLOADER_BENCH_SCRIPT_INSTALL_DIR
   char exe[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -57,6 +56,8 @@ std::string script_path() {
 #endif
   return std::string(MPLOADER_BENCH_SCRIPT_DIR) + name;
 }
+
+namespace {
 
 // In the child between fork and exec (async-signal-safe calls only): stdin from /dev/null,
 // stdout to `out_fd` (or /dev/null, stderr too, when -1), then exec. PDEATHSIG, which exec
@@ -73,6 +74,8 @@ std::string script_path() {
   execv(argv[0], argv);
   _exit(127);
 }
+
+}  // namespace
 
 // Runs argv[0] with stdin from /dev/null and stderr inherited. Returns the exit status (127
 // when it could not start, 128+N when killed by signal N); its stdout goes to `out` when given,
@@ -102,6 +105,8 @@ int run_child(const std::vector<std::string>& args, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+namespace {
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s;
   for (int64_t d : shape) s += (s.empty() ? "" : ",") + std::to_string(d);
@@ -125,8 +130,8 @@ bool pytorch_available(std::string& reason) {
     reason = py + " not found: " + python_fix();
     return false;
   }
-  if (access(script_path().c_str(), R_OK) != 0) {
-    reason = script_path() + " not readable";
+  if (access(script_path("pytorch_dataloader.py").c_str(), R_OK) != 0) {
+    reason = script_path("pytorch_dataloader.py") + " not readable";
     return false;
   }
   if (run_child({py, "-c", "import torch, numpy"}, nullptr) != 0) {
@@ -139,7 +144,7 @@ bool pytorch_available(std::string& reason) {
 std::vector<RunResult> run_pytorch(const RunConfig& config) {
   std::string out;
   const int status = run_child(
-      {python(), script_path(), "--workload", config.workload, "--data-dir", data_path(config),
+      {python(), script_path("pytorch_dataloader.py"), "--workload", config.workload, "--data-dir", data_path(config),
        "--sample-shape", shape_text(config.sample_shape), "--context",
        std::to_string(config.context), "--workers", std::to_string(config.workers),
        "--batch-size", std::to_string(config.batch_size), "--batches",
@@ -147,7 +152,7 @@ std::vector<RunResult> run_pytorch(const RunConfig& config) {
        std::to_string(config.step_ms)},
       &out);
   if (status != 0) {
-    throw std::runtime_error("pytorch: " + script_path() + " exited with status " +
+    throw std::runtime_error("pytorch: " + script_path("pytorch_dataloader.py") + " exited with status " +
                              std::to_string(status) + " (its stderr is above)");
   }
   std::vector<RunResult> results;
@@ -157,11 +162,11 @@ std::vector<RunResult> run_pytorch(const RunConfig& config) {
     try {
       results.push_back(parse_json_line(config, line));
     } catch (const std::exception& e) {
-      throw std::runtime_error("pytorch: unexpected line from " + script_path() + " (" +
+      throw std::runtime_error("pytorch: unexpected line from " + script_path("pytorch_dataloader.py") + " (" +
                                e.what() + "): " + line);
     }
   }
-  if (results.empty()) throw std::runtime_error("pytorch: " + script_path() + " printed no result");
+  if (results.empty()) throw std::runtime_error("pytorch: " + script_path("pytorch_dataloader.py") + " printed no result");
   return results;
 }
 

@@ -146,7 +146,7 @@ void ensure_tar_shards(const std::string& dir, const std::string& jpeg_dir) {
   }
 }
 
-std::shared_ptr<mploader::Dataset> make_tar_dataset(const std::string& dir) {
+mploader::shards::TarShardsOptions tar_workload_options() {
   using namespace mploader::vision;
   mploader::shards::TarShardsOptions options;
   options.keys = {"jpg", "cls"};
@@ -155,8 +155,12 @@ std::shared_ptr<mploader::Dataset> make_tar_dataset(const std::string& dir) {
   options.image_keys.emplace(
       "jpg", Compose({RandomResizedCrop(224), RandomHorizontalFlip(), ToTensor(),
                       Normalize({0.485, 0.456, 0.406}, {0.229, 0.224, 0.225})}));
+  return options;
+}
+
+std::shared_ptr<mploader::Dataset> make_tar_dataset(const std::string& dir) {
   try {
-    return mploader::shards::TarShards::from_directory(dir, std::move(options));
+    return mploader::shards::TarShards::from_directory(dir, tar_workload_options());
   } catch (const mploader::OptionError& e) {
     throw UsageError(std::string("--data-dir: ") + e.what() +
                      "; or leave --data-dir out to use shards packed from the generated jpeg set");

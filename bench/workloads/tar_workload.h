@@ -13,6 +13,7 @@
 #pragma once
 
 #include <mploader/dataset.h>
+#include <mploader/shards/tar_shards.h>
 
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,9 @@ std::string default_tar_dir(int64_t count);
 // it and renamed into place, so an interrupted run leaves no half set. Throws
 // std::runtime_error naming the file or folder and the fix.
 void ensure_tar_shards(const std::string& dir, const std::string& jpeg_dir);
+
+// The tar workload's TarShardsOptions: keys {"jpg", "cls"}, the jpeg workload's transform.
+mploader::shards::TarShardsOptions tar_workload_options();
 
 // TarShards over the ".tar" files of `dir`, keys {"jpg", "cls"}; throws UsageError naming
 // --data-dir when `dir` holds no tar of such samples.
