@@ -486,4 +486,17 @@ bool parse_command_line(int argc, char** argv, Plan& plan) {
   return true;
 }
 
+bool parse_workload_command_line(CLI::App& app, int argc, char** argv,
+                                 const std::string& help_command) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return false;
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string(e.what()) + "; see " + help_command);
+  }
+  return true;
+}
+
 }  // namespace bench

@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace bench {
 
 // What to measure: every workload x workers value x loader, with `base` for the rest.
@@ -30,6 +34,11 @@ struct Plan {
 
 // Fills `plan`. Returns false when it printed the help (exit 0); throws UsageError.
 bool parse_command_line(int argc, char** argv, Plan& plan);
+
+// Parses a workload's own command line (--workload tokens, remote) into `app`'s options.
+// Returns false when it printed the help; throws UsageError naming `help_command` otherwise.
+bool parse_workload_command_line(CLI::App& app, int argc, char** argv,
+                                 const std::string& help_command);
 
 // Parsers for option values, exposed for reuse. `option` is the option's name, e.g.
 // "--workers", and `example` a good value for the error message.

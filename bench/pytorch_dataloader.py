@@ -280,18 +280,25 @@ class TarDataset(IterableDataset):
         info = get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         for path in self.paths[worker::workers]:
-            key, members = None, {}
             with tarfile.open(path) as tar:
-                for m in tar:
-                    if not m.isfile():
-                        continue
-                    k, _, ext = m.name.partition(".")
-                    if k != key and members:
-                        yield self.decode(key, members)
-                        members = {}
-                    key, members[ext] = k, tar.extractfile(m).read()
-            if members:
-                yield self.decode(key, members)
+                for key, members in tar_groups(tar):
+                    yield self.decode(key, members)
+
+
+def tar_groups(tar):
+    """(key, {extension: bytes}) of each sample of an open tarfile, in order: consecutive
+    members with one key ("x.jpg", "x.cls") form a sample, as WebDataset groups them."""
+    key, members = None, {}
+    for m in tar:
+        if not m.isfile():
+            continue
+        k, _, ext = m.name.partition(".")
+        if k != key and members:
+            yield key, members
+            members = {}
+        key, members[ext] = k, tar.extractfile(m).read()
+    if members:
+        yield key, members
 
 
 def webdataset_pipeline(data_dir):

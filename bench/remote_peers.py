@@ -133,8 +133,7 @@ def s3_failure(what, endpoint, e):
 # prepare
 
 def tar_samples(path):
-    """(key, jpg bytes, class) of each sample of a WebDataset tar, in tar order, grouped by key
-    as pytorch_dataloader.TarDataset groups them."""
+    """(key, jpg bytes, class) of each sample of a WebDataset tar, in tar order."""
     def done(key, members):
         if "jpg" not in members or "cls" not in members:
             fail(f"{path}: sample '{key}' has no .jpg or no .cls member; the remote workload "
@@ -145,21 +144,12 @@ def tar_samples(path):
             fail(f"{path}: {key}.cls is not a decimal class number")
         return key, members["jpg"], label
 
-    key, members = None, {}
     try:
         with tarfile.open(path) as tar:
-            for m in tar:
-                if not m.isfile():
-                    continue
-                k, _, ext = m.name.partition(".")
-                if k != key and members:
-                    yield done(key, members)
-                    members = {}
-                key, members[ext] = k, tar.extractfile(m).read()
+            for key, members in pdl.tar_groups(tar):
+                yield done(key, members)
     except (OSError, tarfile.TarError) as e:
         fail(f"{path}: cannot read it as a tar ({e})")
-    if members:
-        yield done(key, members)
 
 
 def mds_sample_bytes(key_bytes, jpg_bytes):

@@ -125,20 +125,7 @@ class TaskSink : public detail::BatchSink {
     return {};
   }
 
-  // Tells a StreamingDataset which shards its stream reads from now on. Advisory: a dataset
-  // that cannot prefetch says so when it reads the shard, through the batch that needs it.
-  void announce_upcoming_shards(const ipc::TaskDescriptor& d) {
-    if (streaming_ == nullptr) return;
-    const uint32_t n = std::min(d.num_upcoming_shards, ipc::kMaxUpcomingShards);
-    try {
-      streaming_->prefetch_shards(
-          std::vector<size_t>(d.upcoming_shards, d.upcoming_shards + n));
-    } catch (...) {
-    }
-  }
-
   const WorkerContext& c_;
-  StreamingDataset* streaming_ = dynamic_cast<StreamingDataset*>(c_.dataset);
   ipc::RegionHeader& header_;
   ipc::TaskDescriptor& d_;
   const bool slot_promised_;

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <iostream>
 
 namespace bench {
 namespace {
@@ -106,13 +105,8 @@ int remote_main(int argc, char** argv) {
                "Streaming", "mploader-bench");
   RawRemote raw;
   add_options(app, raw);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
+  if (!parse_workload_command_line(app, argc, argv, "mploader-bench --workload remote --help")) {
     return 0;
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(std::string(e.what()) + "; see mploader-bench --workload remote --help");
   }
   RemoteBenchConfig config;
   validate(raw, config);

@@ -143,13 +143,8 @@ bool parse_tokens_command_line(int argc, char** argv, TokensConfig& config) {
                "length sequences under mploader's samplers", "mploader-bench");
   RawTokens raw;
   add_tokens_options(app, raw);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
+  if (!parse_workload_command_line(app, argc, argv, "mploader-bench --workload tokens --help")) {
     return false;
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(std::string(e.what()) + "; see mploader-bench --workload tokens --help");
   }
   validate(raw, config);
   return true;
