@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <sys/stat.h>
 
@@ -484,6 +485,18 @@ bool parse_command_line(int argc, char** argv, Plan& plan) {
   raw.workload_given = app.count("--workload") > 0;
   validate(raw, plan);
   return true;
+}
+
+bool wants_workload(int argc, char** argv, const char* name) {
+  const std::string joined = std::string("--workload=") + name;
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i] == joined) return true;
+    if (std::strcmp(argv[i], "--workload") == 0 && i + 1 < argc &&
+        std::strcmp(argv[i + 1], name) == 0) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool parse_workload_command_line(CLI::App& app, int argc, char** argv,

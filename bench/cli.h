@@ -35,6 +35,10 @@ struct Plan {
 // Fills `plan`. Returns false when it printed the help (exit 0); throws UsageError.
 bool parse_command_line(int argc, char** argv, Plan& plan);
 
+// Whether the command line says --workload NAME (or --workload=NAME): the workloads with a
+// command line of their own are chosen before any parse.
+bool wants_workload(int argc, char** argv, const char* name);
+
 // Parses a workload's own command line (--workload tokens, remote) into `app`'s options.
 // Returns false when it printed the help; throws UsageError naming `help_command` otherwise.
 bool parse_workload_command_line(CLI::App& app, int argc, char** argv,

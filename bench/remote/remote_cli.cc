@@ -88,16 +88,7 @@ void validate(const RawRemote& r, RemoteBenchConfig& c) {
 
 }  // namespace
 
-bool wants_remote(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--workload=remote") == 0) return true;
-    if (std::strcmp(argv[i], "--workload") == 0 && i + 1 < argc &&
-        std::strcmp(argv[i + 1], "remote") == 0) {
-      return true;
-    }
-  }
-  return false;
-}
+bool wants_remote(int argc, char** argv) { return wants_workload(argc, argv, "remote"); }
 
 int remote_main(int argc, char** argv) {
   CLI::App app("mploader-bench --workload remote: tar shards read from nginx and an S3 "

@@ -127,16 +127,7 @@ void validate(const RawTokens& r, TokensConfig& c) {
 
 }  // namespace
 
-bool wants_tokens(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--workload=tokens") == 0) return true;
-    if (std::strcmp(argv[i], "--workload") == 0 && i + 1 < argc &&
-        std::strcmp(argv[i + 1], "tokens") == 0) {
-      return true;
-    }
-  }
-  return false;
-}
+bool wants_tokens(int argc, char** argv) { return wants_workload(argc, argv, "tokens"); }
 
 bool parse_tokens_command_line(int argc, char** argv, TokensConfig& config) {
   CLI::App app("mploader-bench --workload tokens: padding and token throughput of variable-"
