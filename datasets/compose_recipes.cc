@@ -92,15 +92,8 @@ std::shared_ptr<Dataset> rebuild_subset(const std::string& config) {
 }
 
 std::optional<DatasetRecipe> checked(const char* factory, std::optional<std::string> text) {
-  if (!text || text->size() > kMaxComposedRecipeBytes) return std::nullopt;
+  if (!text) return std::nullopt;
   return DatasetRecipe{factory, std::move(*text)};
-}
-
-std::string too_long(size_t bytes) {
-  return "its recipe would be " + std::to_string(bytes) + " bytes, more than the " +
-         std::to_string(kMaxComposedRecipeBytes) + " a spawned worker can be handed (the "
-         "recipe travels in one environment variable). Use start_method fork, or a source "
-         "whose own recipe names a file of the indices";
 }
 
 std::string missing(const std::string& which, const Dataset& source) {
@@ -127,16 +120,8 @@ std::optional<std::string> composed_recipe_gap(const Dataset& dataset) {
         return missing("source " + std::to_string(s) + " of the ConcatDataset", source);
       }
     }
-    const std::optional<std::string> text = concat_text(*concat);
-    if (text && text->size() > kMaxComposedRecipeBytes) {
-      return "the ConcatDataset: " + too_long(text->size());
-    }
   } else if (const auto* subset = dynamic_cast<const Subset*>(&dataset)) {
     if (!subset->source()->recipe()) return missing("the source of the Subset", *subset->source());
-    const std::optional<std::string> text = subset_text(*subset);
-    if (text && text->size() > kMaxComposedRecipeBytes) {
-      return "the Subset: " + too_long(text->size());
-    }
   }
   return std::nullopt;
 }

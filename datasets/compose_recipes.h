@@ -11,15 +11,11 @@
 
 namespace mploader::detail {
 
-// A spawned worker receives its recipe in one environment variable, hex-encoded; Linux holds at
-// most 128 KiB a variable, so a longer recipe could not start the worker.
-constexpr size_t kMaxComposedRecipeBytes = 40000;
-
 std::optional<DatasetRecipe> concat_recipe(const ConcatDataset& dataset);
 std::optional<DatasetRecipe> subset_recipe(const Subset& dataset);
 
-// Why `dataset` has no recipe when it is a ConcatDataset or a Subset (naming the source, or the
-// recipe's length); nullopt for any other dataset, or one that has a recipe.
+// Why `dataset` has no recipe when it is a ConcatDataset or a Subset (naming the source that
+// has none); nullopt for any other dataset, or one that has a recipe.
 std::optional<std::string> composed_recipe_gap(const Dataset& dataset);
 
 }  // namespace mploader::detail

@@ -36,9 +36,12 @@ class ForkserverClient {
       ipc::Status started = start();
       if (!started.ok()) return started.error();
     }
+    // The spec travels in a memfd: a socket message holds 64 KiB, a recipe may hold more.
+    auto spec_fd = worker::spec_to_memfd(spec);
+    if (!spec_fd.ok()) return spec_fd.error();
     ipc::Status sent = ipc::send_message(
-        socket_.get(), {worker::encode_spec(spec), {spec.region_fd, spec.task_event_fd,
-                                            spec.done_event_fd, spec.socket_fd}});
+        socket_.get(), {"spec", {spec.region_fd, spec.task_event_fd, spec.done_event_fd,
+                                 spec.socket_fd, spec_fd.value().get()}});
     if (!sent.ok()) return sent.error();
     auto reply = ipc::receive_message(socket_.get());
     if (!reply.ok()) return reply.error();
@@ -128,9 +131,11 @@ class Forkserver {
   void handle_request() {
     auto message = ipc::receive_message(socket_.get());
     if (!message.ok()) _exit(0);  // the main process closed its end
-    std::optional<worker::WorkerSpec> spec = worker::decode_spec(message.value().text);
     std::vector<ipc::UniqueFd>& fds = message.value().fds;
-    if (!spec || fds.size() != 4) return reply(-EPROTO, fds);
+    if (message.value().text != "spec" || fds.size() != 5) return reply(-EPROTO, fds);
+    std::optional<worker::WorkerSpec> spec = worker::spec_from_fd(fds[4].get());
+    fds.pop_back();  // read: the worker keeps none of its spec's bytes open
+    if (!spec) return reply(-EPROTO, fds);
     spec->region_fd = fds[0].get();
     spec->task_event_fd = fds[1].get();
     spec->done_event_fd = fds[2].get();

@@ -42,9 +42,9 @@ void exec_self(const char* name, const std::string& value, const std::vector<int
   execv("/proc/self/exe", args.data());
 }
 
-void exec_worker(const worker::WorkerSpec& spec) {
-  exec_self(worker::kSpawnEnv, worker::encode_spec(spec),
-            {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd});
+void exec_worker(const worker::WorkerSpec& spec, int spec_fd) {
+  exec_self(worker::kSpawnEnv, std::to_string(spec_fd),
+            {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd, spec_fd});
 }
 
 }  // namespace detail

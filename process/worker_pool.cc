@@ -165,11 +165,15 @@ ipc::Result<detail::WorkerProcess> WorkerPool::launch(WorkerChannel& channel) {
   }
   const int keep = channel.id;
   if (config_.start_method == StartMethod::kSpawn) {
-    return detail::fork_from_launcher([this, keep, spec] {
+    // Made here, not in the child: between fork and exec only the descriptor is touched.
+    auto spec_fd = worker::spec_to_memfd(spec);
+    if (!spec_fd.ok()) return spec_fd.error();
+    const int spec_fd_number = spec_fd.value().get();
+    return detail::fork_from_launcher([this, keep, spec, spec_fd_number] {
       drop_other_channels_in_child(keep);
-      detail::exec_worker(spec);
+      detail::exec_worker(spec, spec_fd_number);
       return worker::kSpawnFailedExit;  // exec failed
-    });
+    });  // the parent's copy of the memfd closes here
   }
   // A forked worker keeps this process's dataset, collator and mapping, and can run
   // worker_init, which no other start method can carry.

@@ -54,6 +54,35 @@ MPLOADER_REGISTER_DATASET("broken", [](const std::string&) -> std::shared_ptr<Da
   throw std::runtime_error("the data directory is not mounted");
 });
 
+// A recipe of 10 MB: a size and bytes the factory checks one by one, as a dataset carrying a
+// large file list or vocabulary in its recipe would. A worker that got them otherwise fails.
+constexpr size_t kBigRecipeBytes = size_t{10} << 20;
+
+std::string big_payload(size_t n) {
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<char>((i * 31 + i / 251) % 256);
+  return out;
+}
+
+class BigRecipeDataset : public CountingDataset {
+ public:
+  using CountingDataset::CountingDataset;
+  std::optional<DatasetRecipe> recipe() const override {
+    return DatasetRecipe{"big-recipe",
+                         std::to_string(size()) + " " + big_payload(kBigRecipeBytes)};
+  }
+};
+
+MPLOADER_REGISTER_DATASET("big-recipe", [](const std::string& config) {
+  const size_t space = config.find(' ');
+  const std::string payload = config.substr(space + 1);
+  if (payload != big_payload(kBigRecipeBytes)) {
+    throw std::runtime_error("the recipe arrived with " + std::to_string(payload.size()) +
+                             " bytes, not the " + std::to_string(kBigRecipeBytes) + " sent");
+  }
+  return std::make_shared<BigRecipeDataset>(std::stoul(config.substr(0, space)));
+});
+
 class BrokenRecipeDataset : public CountingDataset {
  public:
   using CountingDataset::CountingDataset;
@@ -244,6 +273,33 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
   text.replace(text.find(" 6d79") + 1, 2, "zz");
   CHECK_NOTHROW(worker::decode_spec(text));
   CHECK_FALSE(worker::decode_spec(text));
+}
+
+// An environment variable holds 128 KiB and a forkserver message 64 KiB: the spec goes in a
+// memfd, and a recipe of 10 MB reaches spawned and forkserver workers byte for byte.
+TEST_CASE("spawn: a 10 MB recipe reaches spawned and forkserver workers", "[spawn][process]") {
+  worker::WorkerSpec spec;
+  spec.settings.dataset_config = big_payload(kBigRecipeBytes);
+  spec.region_fd = 9;
+  auto fd = worker::spec_to_memfd(spec);
+  REQUIRE(fd.ok());
+  std::optional<worker::WorkerSpec> back = worker::spec_from_fd(fd.value().get());
+  REQUIRE(back);
+  CHECK(*back == spec);
+  for (StartMethod method : {StartMethod::kSpawn, StartMethod::kForkserver}) {
+    INFO("start method " << static_cast<int>(method));
+    auto o = spawn_options();
+    o.start_method = method;
+    Loader loader(std::make_shared<BigRecipeDataset>(40), o);
+    int64_t samples = 0;
+    for (Batch& b : loader) {
+      for (size_t i = 0; i < b.size(); ++i) {
+        REQUIRE(b["label"][i].item<int64_t>() == b.indices()[i]);
+      }
+      samples += static_cast<int64_t>(b.size());
+    }
+    CHECK(samples == 40);
+  }
 }
 
 // A library's registrations run inside dlopen(), which an exception must not cross: while a

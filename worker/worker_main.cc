@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -50,9 +51,16 @@ void become_worker(const WorkerSpec& spec) {
 void run_if_spawned() {
   const char* text = std::getenv(kSpawnEnv);
   if (text == nullptr) return;
-  std::optional<WorkerSpec> spec = decode_spec(text);
+  char* end = nullptr;
+  const long fd = std::strtol(text, &end, 10);
+  std::optional<WorkerSpec> spec;
+  if (end != text && *end == '\0' && fd >= 0 && fd <= INT32_MAX) {
+    spec = spec_from_fd(static_cast<int>(fd));
+    ::close(static_cast<int>(fd));  // read once: the worker keeps none of its spec's bytes open
+  }
   if (!spec) {
-    std::fprintf(stderr, "mploader: %s is set but malformed; unset it\n", kSpawnEnv);
+    std::fprintf(stderr, "mploader: %s=%s names no descriptor holding a worker's spec; unset "
+                 "it\n", kSpawnEnv, text);
     _exit(kSpawnFailedExit);
   }
   become_worker(*spec);

@@ -1,5 +1,11 @@
 #include "worker/worker_spec.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <sstream>
 #include <tuple>
 
@@ -83,6 +89,38 @@ std::optional<WorkerSpec> decode_spec(const std::string& text) {
   w.dataset_config = std::move(*d);
   w.collator_recipe = std::move(*c);
   return s;
+}
+
+ipc::Result<ipc::UniqueFd> spec_to_memfd(const WorkerSpec& spec) {
+  const std::string text = encode_spec(spec);
+  ipc::UniqueFd fd(memfd_create("mploader-worker-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) return ipc::SysError{"memfd_create", errno, "the worker's spec"};
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = pwrite(fd.get(), text.data() + done, text.size() - done,
+                             static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ipc::SysError{"write", errno, "the worker's spec into its memfd"};
+    done += static_cast<size_t>(n);
+  }
+  // Read-only from here: the worker reads exactly what was written.
+  if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
+      0) {
+    return ipc::SysError{"fcntl(F_ADD_SEALS)", errno, "the worker's spec"};
+  }
+  return fd;
+}
+
+std::optional<WorkerSpec> spec_from_fd(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_size <= 0) return std::nullopt;
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    done += static_cast<size_t>(n);
+  }
+  return decode_spec(text);
 }
 
 }  // namespace mploader::worker

@@ -1,9 +1,13 @@
 // WorkerSpec: everything a worker process needs to know, as one value. Built in the main
 // process for each worker and handed over unchanged, whatever the start method: in memory to a
-// forked worker, as text in the environment to a spawned one, over the socket to a forkserver.
+// forked worker, as text in a memfd to a spawned one (named by an environment variable) and
+// to a forkserver (sent over its socket).
 //
 // Plain values; no shared state.
 #pragma once
+
+#include "ipc/status.h"
+#include "ipc/unique_fd.h"
 
 #include <sys/types.h>
 
@@ -48,7 +52,16 @@ bool operator==(const WorkerSpec& a, const WorkerSpec& b);
 std::string encode_spec(const WorkerSpec& spec);
 [[nodiscard]] std::optional<WorkerSpec> decode_spec(const std::string& text);
 
+// The spec's text in a memfd (close-on-exec, sealed), for a worker that does not share this
+// process's memory: a recipe is then bounded by memory only, where one environment variable
+// holds 128 KiB and one forkserver message 64 KiB.
+ipc::Result<ipc::UniqueFd> spec_to_memfd(const WorkerSpec& spec);
+// The spec in such a descriptor, read from its start; nullopt for a read error or text that is
+// not a spec of this version.
+[[nodiscard]] std::optional<WorkerSpec> spec_from_fd(int fd);
+
 constexpr int kSpawnFailedExit = 72;  // exec or rebuilding in the new process failed
+// Set in a spawned worker's environment to the number of the descriptor holding its spec.
 constexpr const char* kSpawnEnv = "MPLOADER_SPAWNED_WORKER";
 
 }  // namespace mploader::worker
