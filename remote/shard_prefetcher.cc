@@ -54,13 +54,9 @@ void ShardPrefetcher::want(std::vector<PrefetchItem> upcoming) {
     std::lock_guard<std::mutex> lock(mutex_);
     wanted_ = std::move(upcoming);
     for (auto it = held_.begin(); it != held_.end();) {
-      if (listed(it->first)) {
-        ++it;
-        continue;
-      }
-      held_bytes_ -= held_bytes_of_[it->first];
-      held_bytes_of_.erase(it->first);
-      it = held_.erase(it);
+      const auto next = std::next(it);
+      if (!listed(it->first)) let_go(it);
+      it = next;
     }
     // A shard that leaves the list and comes back later (another range of it) is fetched anew.
     for (auto it = done_.begin(); it != done_.end();) {
@@ -77,10 +73,7 @@ std::unique_ptr<CachedShard> ShardPrefetcher::take(const std::string& url) {
     done_.insert(url);
     auto it = held_.find(url);
     if (it == held_.end()) return nullptr;
-    lease = std::move(it->second);
-    held_.erase(it);
-    held_bytes_ -= held_bytes_of_[url];
-    held_bytes_of_.erase(url);
+    lease = let_go(it);
   }
   changed_.notify_all();  // room under the bound for the next one
   return lease;
@@ -90,7 +83,6 @@ void ShardPrefetcher::release_all() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     held_.clear();
-    held_bytes_of_.clear();
     held_bytes_ = 0;
   }
   changed_.notify_all();
@@ -147,9 +139,15 @@ void ShardPrefetcher::remember(const PrefetchItem& item, std::unique_ptr<CachedS
   // Wanted no more, or opened by the reader meanwhile (it waited for this download): let go.
   if (!listed(item.url) || done_.count(item.url) != 0 || held_.count(item.url) != 0) return;
   const int64_t bytes = std::max<int64_t>(item.expect.bytes, 0);
-  held_[item.url] = std::move(lease);
-  held_bytes_of_[item.url] = bytes;
+  held_[item.url] = Held{std::move(lease), bytes};
   held_bytes_ += bytes;
+}
+
+std::unique_ptr<CachedShard> ShardPrefetcher::let_go(std::map<std::string, Held>::iterator it) {
+  std::unique_ptr<CachedShard> lease = std::move(it->second.lease);
+  held_bytes_ -= it->second.bytes;
+  held_.erase(it);
+  return lease;
 }
 
 }  // namespace mploader::remote::detail

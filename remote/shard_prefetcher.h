@@ -59,12 +59,19 @@ class ShardPrefetcher {
   int64_t downloaded_bytes() const { return downloaded_bytes_.load(std::memory_order_relaxed); }
 
  private:
+  struct Held {  // a shard fetched ahead, until the reader takes it
+    std::unique_ptr<CachedShard> lease;
+    int64_t bytes = 0;
+  };
+
   void run();
   bool listed(const std::string& url) const;  // REQUIRES(mutex_)
   // The first wanted shard neither held nor done, if it fits the bound; else null.
   const PrefetchItem* next_to_fetch() const;  // REQUIRES(mutex_)
   std::unique_ptr<CachedShard> fetch(const PrefetchItem& item);  // on the thread, unlocked
   void remember(const PrefetchItem& item, std::unique_ptr<CachedShard> lease);
+  // Removes a held shard, its bytes with it; returns its lease.  REQUIRES(mutex_)
+  std::unique_ptr<CachedShard> let_go(std::map<std::string, Held>::iterator it);
 
   const RemoteOptions options_;
   const int64_t bound_bytes_;
@@ -77,9 +84,8 @@ class ShardPrefetcher {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<PrefetchItem> wanted_;                              // GUARDED_BY(mutex_)
-  std::map<std::string, std::unique_ptr<CachedShard>> held_;      // GUARDED_BY(mutex_)
-  std::map<std::string, int64_t> held_bytes_of_;                  // GUARDED_BY(mutex_)
-  int64_t held_bytes_ = 0;                                        // GUARDED_BY(mutex_)
+  std::map<std::string, Held> held_;  // by URL                  GUARDED_BY(mutex_)
+  int64_t held_bytes_ = 0;            // of held_, together      GUARDED_BY(mutex_)
   // Not fetched while listed: opened by the reader, or failed (its own try reports why).
   std::set<std::string> done_;    // GUARDED_BY(mutex_)
   std::thread thread_;            // last: started once everything above exists
