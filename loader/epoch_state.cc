@@ -45,19 +45,20 @@ EpochPlan remaining(uint64_t epoch, std::vector<std::vector<int64_t>> plan,
   return left;
 }
 
-// Says once per epoch what evening out the ranks did, and when shards had to be split: both
-// change what a rank reads, and a user counting samples should not have to guess why.
+// Says once per epoch how far apart the ranks' batch counts were and what evened them out:
+// both change what a rank reads, and a user counting samples should not have to guess why.
 void describe_stream_epoch(const StreamEpoch& plan, const StreamPlanSettings& s, uint64_t epoch) {
-  if (plan.padded_batches > 0 || plan.dropped_batches > 0) {
-    log().info("mploader: epoch {} on rank {} of {}: {} batches of its own, {} to match the "
-               "other ranks ({} repeated, {} left out; LoaderOptions::uneven_ranks)",
-               epoch, s.rank, s.world_size, plan.batches_before_evening, plan.batches.size(),
-               plan.padded_batches, plan.dropped_batches);
-  }
-  if (plan.pieces_per_shard > 1) {
-    log().info("mploader: fewer shards than the {} ranks: each shard is split into {} sample "
-               "ranges, each read by one rank", s.world_size, plan.pieces_per_shard);
-  }
+  std::string evened;
+  auto add = [&evened](size_t n, const char* what) {
+    if (n > 0) evened += (evened.empty() ? "; " : ", ") + std::to_string(n) + what;
+  };
+  add(plan.padded_batches, " repeated");
+  add(plan.dropped_batches, " left out");
+  add(plan.split_batches, " split in two");
+  if (!evened.empty()) evened += " to match them (LoaderOptions::uneven_ranks)";
+  log().info("mploader: epoch {}, rank {} of {}: {} batches of its own, the ranks {} to {}{}",
+             epoch, s.rank, s.world_size, plan.batches_before_evening, plan.fewest_batches,
+             plan.most_batches, evened);
 }
 
 // Samples delivered per unit of each stream: each batch holds samples of its stream's units
@@ -85,6 +86,19 @@ std::vector<std::vector<int64_t>> delivered_per_unit(const StreamEpoch& plan,
     }
   }
   return got;
+}
+
+// A rank's state names its own progress alone: it resumes that rank, with the same world size.
+[[noreturn]] void refuse_rank_state(const ElasticProgress& saved, int64_t world, int64_t rank) {
+  throw OptionError(
+      "state", "mploader: cannot load the loader state: it is rank " +
+                   std::to_string(saved.rank) + " of " + std::to_string(saved.world_size) +
+                   "'s" + (saved.base != 0 ? ", in an epoch resumed from a job state," : "") +
+                   " and this Loader is rank " + std::to_string(rank) + " of " +
+                   std::to_string(world) + ". One rank's state resumes that rank alone, with "
+                   "the same world size. To resume on another world size, merge the states of "
+                   "every rank into a job state (merge_loader_states() or "
+                   "gather_loader_state(), mploader/elastic.h) and load that on every rank.");
 }
 
 }  // namespace
@@ -120,12 +134,18 @@ std::vector<StreamPartProgress> progress_of_streams(const StreamingDataset& data
 
 EpochState::EpochState(std::shared_ptr<BatchSampler> sampler, const Dataset& dataset,
                        RecordedSettings settings, std::shared_ptr<Quarantine> quarantine,
-                       std::shared_ptr<StreamSampler> stream)
+                       std::shared_ptr<StreamSampler> stream, const ElasticSampler* elastic)
     : sampler_(std::move(sampler)), stream_(std::move(stream)),
-      quarantine_(std::move(quarantine)), dataset_(dataset), settings_(settings) {}
+      quarantine_(std::move(quarantine)), dataset_(dataset), settings_(settings),
+      elastic_(stream_ ? nullptr : elastic, stream_.get(), dataset) {}
 
 std::vector<std::vector<int64_t>> EpochState::plan_of(uint64_t epoch) const {
   if (stream_) return stream_->plan(epoch, streams_for(epoch)).batches;
+  if (job_ && job_->epoch == epoch) {
+    return elastic_.map_rest(*job_, static_cast<int64_t>(sampler_->max_batch_size()),
+                             settings_.drop_last)
+        .batches;
+  }
   return sampler_->batches(dataset_.size(), epoch);
 }
 
@@ -167,6 +187,7 @@ void EpochState::attach_streams(EpochPlan& plan, const SequenceSet& delivered) c
 
 uint64_t EpochState::upcoming_epoch() const {
   if (resume_) return resume_->epoch;
+  if (job_) return job_->epoch;
   return requested_epoch_ ? *requested_epoch_ : (started_any_ ? epoch_ + 1 : 0);
 }
 
@@ -183,6 +204,8 @@ EpochPlan EpochState::plan_upcoming() {
   requested_epoch_.reset();
   started_any_ = true;
   refused_ = false;
+  if (job_) return plan_job();
+  elastic_.forget_job();
   auto batches = plan_of(epoch_);
   if (stream_) {
     running_streams_ = streams_for(epoch_);  // before a loaded state goes
@@ -199,6 +222,7 @@ EpochPlan EpochState::plan_upcoming() {
   }
   plan_ = fingerprint(batches, dataset_.size());
   delivered_.assign(batches.size());
+  if (elastic_.enabled()) elastic_.started_fresh(epoch_, batches);
   if (!resume_) {
     EpochPlan fresh{epoch_, std::move(batches), {}, {}, nullptr};
     attach_streams(fresh, {});
@@ -211,6 +235,34 @@ EpochPlan EpochState::plan_upcoming() {
   EpochPlan left = remaining(epoch_, std::move(batches), delivered_);
   attach_streams(left, delivered_);
   return left;
+}
+
+EpochPlan EpochState::plan_job() {
+  JobState job = std::move(*job_);
+  job_.reset();
+  std::vector<std::vector<int64_t>> batches;
+  try {
+    if (stream_) {
+      running_streams_ = streams_for(epoch_);
+      const StreamEpoch& rest = stream_->plan(epoch_, running_streams_);  // prepare()d at load
+      elastic_.started_resumed(job, nullptr, &rest);
+      batches = rest.batches;
+    } else {
+      ElasticEpochs::MapRest rest = elastic_.map_rest(
+          job, static_cast<int64_t>(sampler_->max_batch_size()), settings_.drop_last);
+      elastic_.started_resumed(job, &rest, nullptr);
+      batches = std::move(rest.batches);
+    }
+  } catch (const OptionError&) {
+    refused_ = true;  // as a refused plan: this error ends the epoch
+    elastic_.forget_job();
+    throw;
+  }
+  plan_ = fingerprint(batches, dataset_.size());
+  delivered_.assign(batches.size());
+  EpochPlan plan{epoch_, std::move(batches), {}, {}, nullptr};
+  attach_streams(plan, {});
+  return plan;
 }
 
 bool EpochState::take_refusal() {
@@ -234,26 +286,52 @@ ResumeState EpochState::state() const {
     s.plan = plan_;
     s.delivered = delivered_;
     s.stream = stream_progress(s.epoch, s.delivered);
+    s.elastic = running_elastic(s.delivered);
     return s;
   }
+  // An epoch not started: from its start, or from a pending job state, whose positions this
+  // rank's state carries on so that a merge of the ranks' states gives the job state back.
   s.epoch = upcoming_epoch();
   s.plan = fingerprint(plan_of(s.epoch), dataset_.size());
   s.delivered.assign(s.plan.num_batches);
   s.stream = stream_progress(s.epoch, s.delivered);
+  if (elastic_.enabled()) s.elastic = elastic_.upcoming(job_ ? &*job_ : nullptr);
   return s;
+}
+
+std::optional<ElasticProgress> EpochState::running_elastic(const SequenceSet& delivered) const {
+  if (!elastic_.enabled()) return std::nullopt;
+  static const std::vector<std::vector<int64_t>> kNone;
+  return elastic_.running(stream_ ? stream_->plan(epoch_, running_streams_).batches : kNone,
+                          delivered);
 }
 
 ResumeState EpochState::state_without(const Batch& ahead) const {
   ResumeState s = state();
-  if (ahead.epoch() == s.epoch && ahead.sequence() < s.delivered.size()) {
+  if (ahead.epoch() == s.epoch && ahead.sequence() < s.delivered.size() && running_) {
     s.delivered.erase(ahead.sequence());
     s.stream = stream_progress(s.epoch, s.delivered);
+    s.elastic = running_elastic(s.delivered);
   }
   return s;
 }
 
 void EpochState::load(const std::string& text) {
+  if (looks_like_job_state(text)) {
+    load_job(job_from_text(text));
+    return;
+  }
   ResumeState saved = from_text(text);
+  if (saved.elastic && elastic_.enabled() &&
+      (saved.elastic->base != 0 || saved.elastic->world_size != elastic_.world_size() ||
+       saved.elastic->rank != elastic_.rank())) {
+    if (saved.elastic->world_size == 1) {  // the whole job's state already
+      load_job(job_from_text(to_text(merge({saved}))));
+      return;
+    }
+    refuse_rank_state(*saved.elastic, elastic_.world_size(), elastic_.rank());
+  }
+  drop_job();
   std::optional<StreamProgress> now;
   if (stream_) {
     now = StreamProgress{};
@@ -265,13 +343,37 @@ void EpochState::load(const std::string& text) {
   const auto saved_plan = stream_ ? stream_->plan(saved.epoch, saved.stream->streams).batches
                                   : plan_of(saved.epoch);
   check_same_plan(saved, fingerprint(saved_plan, dataset_.size()), settings_);
+  resume_at(saved.epoch, saved.quarantined);
+  resume_ = std::move(saved);
+}
+
+void EpochState::resume_at(uint64_t epoch, const std::vector<QuarantinedSample>& quarantined) {
   running_ = false;  // the next iteration starts the resumed epoch
   refused_ = false;
   requested_epoch_.reset();
   started_any_ = true;
-  epoch_ = saved.epoch;
-  quarantine_->restore(saved.quarantined);
-  resume_ = std::move(saved);
+  epoch_ = epoch;
+  quarantine_->restore(quarantined);
+}
+
+void EpochState::load_job(JobState job) {
+  elastic_.check_job(job, settings_);
+  drop_job();
+  resume_at(job.epoch, job.quarantined);
+  resume_.reset();
+  elastic_.prepare(job);
+  job_ = std::move(job);
+  try {
+    upcoming_batches();  // plans the rest now: too few samples for the ranks is refused here
+  } catch (const OptionError&) {
+    drop_job();
+    throw;
+  }
+}
+
+void EpochState::drop_job() {
+  job_.reset();
+  elastic_.forget_job();
 }
 
 void EpochState::request(uint64_t epoch) {
@@ -280,6 +382,12 @@ void EpochState::request(uint64_t epoch) {
                "starts from its first batch",
                epoch, resume_->epoch, epoch);
     resume_.reset();
+  }
+  if (job_ && job_->epoch != epoch) {
+    log().warn("mploader: set_epoch({}) discards the loaded job state of epoch {}; epoch {} "
+               "starts from its first batch",
+               epoch, job_->epoch, epoch);
+    drop_job();
   }
   requested_epoch_ = epoch;
 }

@@ -6,6 +6,8 @@
 // Used by one thread (the Loader's).
 #pragma once
 
+#include "loader/elastic_epoch.h"
+#include "loader/job_state.h"
 #include "loader/resume_state.h"
 #include "loader/shard_prefetch_plan.h"
 #include "sampler/stream_sampler.h"
@@ -40,9 +42,12 @@ class EpochState {
   // `settings` are recorded in every state, to name what changed when one is refused.
   // `stream` is the sampler itself when the dataset is a StreamingDataset, else null.
   // `quarantine`'s samples are saved in every state, and a loaded state's join it.
+  // `elastic` is the map-style sampler when it is an ElasticSampler: states then resume on
+  // other world sizes too (a StreamingDataset's always do).
   EpochState(std::shared_ptr<BatchSampler> sampler, const Dataset& dataset,
              RecordedSettings settings, std::shared_ptr<Quarantine> quarantine,
-             std::shared_ptr<StreamSampler> stream = nullptr);
+             std::shared_ptr<StreamSampler> stream = nullptr,
+             const ElasticSampler* elastic = nullptr);
 
   // The epoch of the current (or last) iteration.
   uint64_t epoch() const { return epoch_; }
@@ -69,7 +74,8 @@ class EpochState {
   // state(), with `ahead` (returned by the loader, not yet given to the training loop) counted
   // as not received.
   ResumeState state_without(const Batch& ahead) const;
-  // Makes the next iteration run the saved epoch's remaining batches. Throws OptionError.
+  // Makes the next iteration run the saved epoch's remaining batches: of this rank's state, or
+  // of a job state on any world size. Throws OptionError.
   void load(const std::string& text);
   // set_epoch(): the next iteration runs `epoch`; a loaded state of another epoch is dropped.
   void request(uint64_t epoch);
@@ -86,6 +92,13 @@ class EpochState {
   std::optional<StreamProgress> stream_progress(uint64_t epoch,
                                                 const SequenceSet& delivered) const;
   void attach_streams(EpochPlan& plan, const SequenceSet& delivered) const;
+  void load_job(JobState job);
+  // The next iteration runs `epoch`, with these samples quarantined.
+  void resume_at(uint64_t epoch, const std::vector<QuarantinedSample>& quarantined);
+  std::optional<ElasticProgress> running_elastic(const SequenceSet& delivered) const;
+  // The job state's epoch, resumed on this rank: its plan, started.
+  EpochPlan plan_job();
+  void drop_job();
 
   std::shared_ptr<BatchSampler> sampler_;
   std::shared_ptr<StreamSampler> stream_;
@@ -96,6 +109,8 @@ class EpochState {
   RecordedSettings settings_;
   std::optional<uint64_t> requested_epoch_;
   std::optional<ResumeState> resume_;  // loaded, applied by the next plan_upcoming()
+  std::optional<JobState> job_;        // loaded, applied by the next plan_upcoming()
+  ElasticEpochs elastic_;
   PlanFingerprint plan_;               // of the epoch running (or last run)
   SequenceSet delivered_;        // by sequence, of that epoch
   uint64_t epoch_ = 0;

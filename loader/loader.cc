@@ -2,6 +2,8 @@
 // epochs and keeps what state_dict() saves, WorkerRuntime produces the batches.
 #include <mploader/loader.h>
 
+#include <mploader/elastic_sampler.h>
+
 #include "loader/component_settings.h"
 #include "loader/epoch_state.h"
 #include "loader/options_check.h"
@@ -11,6 +13,17 @@
 namespace mploader {
 namespace detail {
 
+// The sampler whose order the epoch's batches follow, when it can resume on another world
+// size: the batch sampler itself, or the sampler that the Loader's own FixedSizeBatchSampler
+// cuts.
+const ElasticSampler* elastic_sampler_of(const LoaderOptions& o) {
+  if (auto* e = dynamic_cast<const ElasticSampler*>(o.batch_sampler.get())) return e;
+  if (dynamic_cast<const FixedSizeBatchSampler*>(o.batch_sampler.get()) != nullptr) {
+    return dynamic_cast<const ElasticSampler*>(o.sampler.get());
+  }
+  return nullptr;
+}
+
 // A Loader's parts, and the order in which an iteration uses them. Used by one thread.
 class LoaderCore {
  public:
@@ -19,7 +32,8 @@ class LoaderCore {
         dataset_(std::move(dataset)),
         quarantine_(std::make_shared<Quarantine>(quarantine_settings(options_))),
         epochs_(options_.batch_sampler, *dataset_, recorded_settings(options_), quarantine_,
-                std::dynamic_pointer_cast<StreamSampler>(options_.batch_sampler)),
+                std::dynamic_pointer_cast<StreamSampler>(options_.batch_sampler),
+                elastic_sampler_of(options_)),
         runtime_(*dataset_, options_, quarantine_) {}
 
   const LoaderOptions& options() const { return options_; }

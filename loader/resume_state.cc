@@ -1,4 +1,6 @@
 #include "loader/resume_state.h"
+
+#include "loader/state_json.h"
 #include "util/fnv1a.h"
 
 #include <mploader/errors.h>
@@ -13,54 +15,13 @@ namespace mploader::detail {
 namespace {
 
 using nlohmann::json;
+using namespace state_json;
 
 constexpr const char* kVersionKey = "mploader_loader_state";
 constexpr uint64_t kVersion = 1;
 // A plan holds every batch's index list (at least 32 bytes each): 2^32 batches are over
 // 128 GiB, so no saved epoch had more, and a bigger count would only allocate `delivered`.
 constexpr uint64_t kMaxBatches = uint64_t{1} << 32;
-const std::string kFix =
-    " Pass load_state_dict() the unmodified text a Loader::state_dict() returned, or start "
-    "without it.";
-
-// Hex text: JSON readers outside C++ often lose integers above 2^53.
-std::string hex(uint64_t value) {
-  char buffer[17];
-  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
-  return buffer;
-}
-
-[[noreturn]] void refuse(const std::string& what) {
-  throw OptionError("state", "mploader: cannot load the loader state: " + what + "." + kFix);
-}
-
-const json& field(const json& object, const char* name) {
-  auto it = object.find(name);
-  if (it == object.end()) refuse(std::string("the field \"") + name + "\" is missing");
-  return *it;
-}
-
-uint64_t unsigned_field(const json& object, const char* name) {
-  const json& value = field(object, name);
-  if (!value.is_number_unsigned()) {
-    refuse(std::string("the field \"") + name + "\" is " + value.dump() +
-           ", not an unsigned integer");
-  }
-  return value.get<uint64_t>();
-}
-
-uint64_t hex_field(const json& object, const char* name) {
-  const json& value = field(object, name);
-  const std::string text = value.is_string() ? value.get<std::string>() : "";
-  char* end = nullptr;
-  const unsigned long long parsed = std::strtoull(text.c_str(), &end, 16);
-  if (text.size() != 16 || end != text.c_str() + text.size()) {
-    refuse(std::string("the field \"") + name + "\" is " + value.dump() +
-           ", not 16 hexadecimal digits");
-  }
-  return parsed;
-}
-
 json settings_json(const RecordedSettings& s) {
   return json{{"batch_size", s.batch_size}, {"drop_last", s.drop_last},
               {"shuffle", s.shuffle},       {"seed", s.seed},
@@ -133,29 +94,6 @@ json stream_json(const StreamProgress& p) {
               {"progress", std::move(progress)}};
 }
 
-int64_t count_field(const json& object, const char* name) {
-  const uint64_t value = unsigned_field(object, name);
-  if (value > static_cast<uint64_t>(INT64_MAX)) {
-    refuse(std::string("the field \"") + name + "\" is " + std::to_string(value) +
-           ", beyond any count");
-  }
-  return static_cast<int64_t>(value);
-}
-
-std::string text_field(const json& object, const char* name) {
-  const json& value = field(object, name);
-  if (!value.is_string()) {
-    refuse(std::string("the field \"") + name + "\" is " + value.dump() + ", not text");
-  }
-  return value.get<std::string>();
-}
-
-const json& list_field(const json& object, const char* name) {
-  const json& value = field(object, name);
-  if (!value.is_array()) refuse(std::string("the field \"") + name + "\" is not a list");
-  return value;
-}
-
 StreamPartProgress part_from(const json& j) {
   if (!j.is_object()) refuse("an entry of \"stream.progress\" is " + j.dump());
   StreamPartProgress part{count_field(j, "units"), count_field(j, "samples"),
@@ -198,41 +136,33 @@ StreamProgress stream_from(const json& j) {
   return p;
 }
 
-json quarantined_json(const std::vector<QuarantinedSample>& samples) {
-  json out = json::array();
-  for (const QuarantinedSample& s : samples) {
-    out.push_back(json{{"index", s.index}, {"epoch", s.epoch}, {"deaths", s.deaths},
-                       {"cause", s.cause}});
-  }
-  return out;
+json elastic_json(const ElasticProgress& e) {
+  return json{{"order", hex(e.order)}, {"positions", e.positions}, {"world_size", e.world_size},
+              {"rank", e.rank}, {"steps", e.steps}, {"base", hex(e.base)},
+              {"delivered", position_runs(e.delivered)}};
 }
 
-std::vector<QuarantinedSample> quarantined_from(const json& j, uint64_t dataset_size) {
-  if (!j.is_array()) refuse("the field \"quarantined\" is not a list");
-  std::vector<QuarantinedSample> samples;
-  for (const json& s : j) {
-    if (!s.is_object()) refuse("an entry of \"quarantined\" is " + s.dump());
-    QuarantinedSample q;
-    q.index = count_field(s, "index");
-    if (static_cast<uint64_t>(q.index) >= dataset_size) {
-      refuse("the field \"quarantined\" names sample " + std::to_string(q.index) +
-             " of a dataset of " + std::to_string(dataset_size) + " samples");
-    }
-    q.epoch = unsigned_field(s, "epoch");
-    q.deaths = count_field(s, "deaths");
-    const json& cause = field(s, "cause");
-    if (!cause.is_string()) refuse("a quarantined sample's \"cause\" is " + cause.dump());
-    q.cause = cause.get<std::string>();
-    samples.push_back(std::move(q));
+ElasticProgress elastic_from(const json& j) {
+  if (!j.is_object()) refuse("the field \"elastic\" is not an object");
+  ElasticProgress e;
+  e.order = hex_field(j, "order");
+  e.positions = unsigned_field(j, "positions");
+  if (e.positions > kMaxPositions) {
+    refuse("the field \"elastic.positions\" is " + std::to_string(e.positions) +
+           ", more than any epoch's " + std::to_string(kMaxPositions));
   }
-  return samples;
+  e.world_size = count_field(j, "world_size");
+  e.rank = count_field(j, "rank");
+  if (e.world_size < 1 || e.rank >= e.world_size) {
+    refuse("the fields \"elastic.rank\" and \"world_size\" are " + std::to_string(e.rank) +
+           " and " + std::to_string(e.world_size) + ": no such rank");
+  }
+  e.steps = unsigned_field(j, "steps");
+  e.base = hex_field(j, "base");
+  e.delivered = positions_from(field(j, "delivered"), e.positions, "elastic.delivered");
+  return e;
 }
 
-uint64_t checksum(const json& body) {
-  Fnv1a h;
-  h.add(body.dump());  // keys sorted (std::map), so the text is canonical
-  return h.value();
-}
 
 }  // namespace
 
@@ -256,33 +186,14 @@ std::string to_text(const ResumeState& state) {
             {"delivered", delivered_ranges(state.delivered)},
             {"settings", settings_json(state.settings)}};
   if (state.stream) body["stream"] = stream_json(*state.stream);
+  if (state.elastic) body["elastic"] = elastic_json(*state.elastic);
   // Only when there are some: a state without them reads as before, by any version.
   if (!state.quarantined.empty()) body["quarantined"] = quarantined_json(state.quarantined);
-  body["checksum"] = hex(checksum(body));
-  return body.dump();
+  return sealed_text(std::move(body));
 }
 
 ResumeState from_text(const std::string& text) {
-  json body;
-  try {
-    body = json::parse(text);
-  } catch (const json::exception& e) {  // parse_error; out_of_range for a number like 1e400
-    refuse("the text (" + std::to_string(text.size()) + " bytes) is not valid JSON, it may be "
-           "truncated (" + e.what() + ")");
-  }
-  if (!body.is_object() || !body.contains(kVersionKey)) {
-    refuse(std::string("the text is not a Loader state (no \"") + kVersionKey + "\" field)");
-  }
-  const uint64_t version = unsigned_field(body, kVersionKey);
-  if (version != kVersion) {
-    refuse("it is of version " + std::to_string(version) + ", and this mploader reads version " +
-           std::to_string(kVersion));
-  }
-  const uint64_t saved_checksum = hex_field(body, "checksum");
-  body.erase("checksum");
-  if (checksum(body) != saved_checksum) {
-    refuse("its checksum does not match its contents: the text was altered or damaged");
-  }
+  const json body = checked_body(text, kVersionKey, kVersion, "a Loader state");
   ResumeState state;
   state.epoch = unsigned_field(body, "epoch");
   state.plan.dataset_size = unsigned_field(body, "dataset_size");
@@ -296,6 +207,7 @@ ResumeState from_text(const std::string& text) {
   state.delivered = delivered_from(field(body, "delivered"), state.plan.num_batches);
   state.settings = settings_from(field(body, "settings"));
   if (body.contains("stream")) state.stream = stream_from(body["stream"]);
+  if (body.contains("elastic")) state.elastic = elastic_from(body["elastic"]);
   if (body.contains("quarantined")) {
     state.quarantined = quarantined_from(body["quarantined"], state.plan.dataset_size);
   }

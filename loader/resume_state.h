@@ -73,12 +73,26 @@ struct StreamProgress {
   std::vector<StreamPartProgress> progress;  // per stream; empty in a state of the old form
 };
 
+// What lets a state resume on another number of ranks: this rank's part of the epoch's global
+// order (the positions it delivered), which merge_loader_states() unites across the ranks into
+// a job state (loader/job_state.h). Set for a StreamingDataset and an ElasticSampler.
+struct ElasticProgress {
+  uint64_t order = 0;      // fingerprint of the global order: data, seed, shuffle, sampler
+  uint64_t positions = 0;  // in the epoch's global order
+  int64_t world_size = 1;
+  int64_t rank = 0;
+  uint64_t steps = 0;  // batches this rank's training loop received in the epoch
+  uint64_t base = 0;   // the job state this epoch resumed from (its checksum); 0: a fresh epoch
+  SequenceSet delivered;  // positions delivered: this rank's, and all of the base's
+};
+
 struct ResumeState {
   uint64_t epoch = 0;
   PlanFingerprint plan;
   SequenceSet delivered;  // by sequence; size plan.num_batches
   RecordedSettings settings;
   std::optional<StreamProgress> stream;  // set for a StreamingDataset
+  std::optional<ElasticProgress> elastic;
   // Samples quarantined after killing workers (report_path left empty): a resumed loader
   // leaves them out. A state without the field (any state saved before it existed) has none.
   std::vector<QuarantinedSample> quarantined;

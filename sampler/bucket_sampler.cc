@@ -129,6 +129,11 @@ BucketBatchSampler::BucketBatchSampler(std::vector<int64_t> lengths, BucketOptio
   bucket_bounds_ = std::move(*bounds);
   max_batch_size_ = batch_size_bound(lengths_, options_);
   fingerprint_ = fingerprint_of(lengths_, options_);
+  BucketOptions formed = options_;  // what forms the batches alone, not how ranks share them
+  formed.balance_ranks = false;
+  formed.costliest_first = false;
+  formed.uneven = BucketOptions::Uneven::kPad;
+  order_fingerprint_ = fingerprint_of(lengths_, formed);
 }
 
 BucketBatchSampler::~BucketBatchSampler() = default;
@@ -164,6 +169,40 @@ std::vector<std::vector<int64_t>> BucketBatchSampler::batches(size_t dataset_siz
     out.push_back(p->batches[p->slots[slot]].indices);
   }
   return out;
+}
+
+GlobalOrder BucketBatchSampler::global_order(size_t, uint64_t epoch) const {
+  const std::shared_ptr<const detail::EpochPlan> p = plan(epoch);
+  GlobalOrder order;
+  for (size_t b = 0; b < p->stats.batches; ++b) {
+    const std::vector<int64_t>& indices = p->batches[b].indices;
+    order.indices.insert(order.indices.end(), indices.begin(), indices.end());
+    order.group_ends.push_back(static_cast<int64_t>(order.indices.size()));
+  }
+  return order;
+}
+
+std::vector<int64_t> BucketBatchSampler::rank_positions(size_t, uint64_t epoch) const {
+  const std::shared_ptr<const detail::EpochPlan> p = plan(epoch);
+  const size_t formed = p->stats.batches;
+  std::vector<int64_t> starts(formed + 1, 0);  // of each formed batch's positions
+  for (size_t b = 0; b < formed; ++b) {
+    starts[b + 1] = starts[b] + static_cast<int64_t>(p->batches[b].indices.size());
+  }
+  const size_t skip = resume_ && resume_->epoch == epoch ? resume_->batches_consumed : 0;
+  std::vector<int64_t> out;
+  for (size_t step = skip; step < p->steps; ++step) {
+    const size_t slot = p->slots[step * static_cast<size_t>(world_size_) +
+                                 static_cast<size_t>(rank_)];
+    // Repeats (kPad) follow the formed batches and copy them from the first on.
+    const size_t b = slot < formed ? slot : (slot - formed) % formed;
+    for (int64_t at = starts[b]; at < starts[b + 1]; ++at) out.push_back(at);
+  }
+  return out;
+}
+
+uint64_t BucketBatchSampler::order_fingerprint() const {
+  return detail::mix64(order_fingerprint_ ^ options_.seed);
 }
 
 BucketEpochStats BucketBatchSampler::stats(uint64_t epoch) const {

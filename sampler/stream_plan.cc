@@ -1,11 +1,14 @@
 #include "sampler/stream_plan.h"
 
+#include "sampler/elastic_plan.h"
 #include "util/splitmix.h"
 
 #include <mploader/errors.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
+#include <utility>
 
 namespace mploader::detail {
 namespace {
@@ -28,66 +31,34 @@ int64_t total_of(const std::vector<SampleRange>& ranges) {
   return n;
 }
 
-// The shards as ranges of global indices, each split into `pieces` near-equal ranges; empty
-// ranges are left out.
-std::vector<SampleRange> units_of(const std::vector<int64_t>& sizes, size_t pieces) {
+// The samples at offsets [from, to) of the concatenation of `units`, as ranges.
+std::vector<SampleRange> slice(const std::vector<SampleRange>& units, int64_t from, int64_t to) {
+  std::vector<SampleRange> out;
+  int64_t before = 0;  // samples in the units before this one
+  for (const SampleRange& u : units) {
+    const int64_t b = std::max(from, before);
+    const int64_t e = std::min(to, before + u.size());
+    if (e > b) out.push_back({u.begin + (b - before), u.begin + (e - before)});
+    before += u.size();
+    if (before >= to) break;
+  }
+  return out;
+}
+
+// The epoch's nonempty shards as whole units, shuffled per (seed, epoch) when asked.
+std::vector<SampleRange> shard_units(const std::vector<int64_t>& sizes,
+                                     const StreamPlanSettings& s, uint64_t epoch) {
   std::vector<SampleRange> units;
   int64_t start = 0;
   for (int64_t n : sizes) {
-    for (size_t p = 0; p < pieces; ++p) {
-      const int64_t b = start + n * static_cast<int64_t>(p) / static_cast<int64_t>(pieces);
-      const int64_t e = start + n * static_cast<int64_t>(p + 1) / static_cast<int64_t>(pieces);
-      if (e > b) units.push_back({b, e});
-    }
+    if (n > 0) units.push_back({start, start + n});
     start += n;
   }
+  if (s.shuffle) {
+    SplitMix rng(order_seed(s.seed, epoch));
+    for (size_t i = units.size(); i > 1; --i) std::swap(units[i - 1], units[rng.below(i)]);
+  }
   return units;
-}
-
-// Each unit, in order, to the bin with the fewest samples so far (the lowest on a tie).
-std::vector<std::vector<SampleRange>> assign_least_loaded(const std::vector<SampleRange>& units,
-                                                          size_t bins) {
-  std::vector<std::vector<SampleRange>> out(bins);
-  std::vector<int64_t> load(bins, 0);
-  for (const SampleRange& u : units) {
-    const size_t b = static_cast<size_t>(std::min_element(load.begin(), load.end()) -
-                                         load.begin());
-    out[b].push_back(u);
-    load[b] += u.size();
-  }
-  return out;
-}
-
-// The concatenation of `units` cut into `parts` runs of near-equal length.
-std::vector<std::vector<SampleRange>> split_evenly(const std::vector<SampleRange>& units,
-                                                   size_t parts) {
-  std::vector<std::vector<SampleRange>> out(parts);
-  const int64_t total = total_of(units);
-  int64_t consumed = 0;  // samples of `units` already placed
-  size_t u = 0;
-  int64_t offset = 0;  // into units[u]
-  for (size_t p = 0; p < parts; ++p) {
-    int64_t want = total * static_cast<int64_t>(p + 1) / static_cast<int64_t>(parts) - consumed;
-    consumed += want;
-    while (want > 0) {
-      const int64_t take = std::min(want, units[u].size() - offset);
-      out[p].push_back({units[u].begin + offset, units[u].begin + offset + take});
-      want -= take;
-      offset += take;
-      if (offset == units[u].size()) {
-        ++u;
-        offset = 0;
-      }
-    }
-  }
-  return out;
-}
-
-// A rank's units split into its streams: whole units when there are enough, else by ranges.
-std::vector<std::vector<SampleRange>> streams_of(const std::vector<SampleRange>& units,
-                                                 size_t streams) {
-  if (units.size() >= streams) return assign_least_loaded(units, streams);
-  return split_evenly(units, streams);
 }
 
 size_t batches_in(int64_t samples, int64_t batch_size, bool drop_last) {
@@ -95,11 +66,19 @@ size_t batches_in(int64_t samples, int64_t batch_size, bool drop_last) {
   return static_cast<size_t>(full + (!drop_last && samples % batch_size != 0 ? 1 : 0));
 }
 
-size_t batches_of_rank(const std::vector<std::vector<SampleRange>>& streams,
-                       const StreamPlanSettings& s) {
-  size_t n = 0;
-  for (const auto& ranges : streams) n += batches_in(total_of(ranges), s.batch_size, s.drop_last);
-  return n;
+// A rank's samples split into its streams in whole batches: every stream but the last holds a
+// multiple of batch_size, so the rank ends with one short batch at most, whatever its split.
+std::vector<std::vector<SampleRange>> streams_of_rank(const std::vector<SampleRange>& ranges,
+                                                      const StreamPlanSettings& s) {
+  const int64_t n = total_of(ranges);
+  const int64_t cuts = (n + s.batch_size - 1) / s.batch_size;
+  std::vector<std::vector<SampleRange>> out;
+  for (int64_t k = 0; k < s.streams; ++k) {
+    const int64_t from = std::min(n, cuts * k / s.streams * s.batch_size);
+    const int64_t to = std::min(n, cuts * (k + 1) / s.streams * s.batch_size);
+    out.push_back(slice(ranges, from, to));
+  }
+  return out;
 }
 
 std::vector<int64_t> indices_of(const std::vector<SampleRange>& ranges) {
@@ -165,11 +144,60 @@ void cut_and_interleave(StreamEpoch& plan, const StreamPlanSettings& s, uint64_t
   throw OptionError(
       "world_size",
       "mploader: rank " + std::to_string(rank) + " of " + std::to_string(s.world_size) +
-          " gets no batch of this epoch (" + std::to_string(samples) + " samples over " +
-          std::to_string(s.streams) + " stream(s) of batch_size " +
+          " gets no batch of this epoch (" + std::to_string(samples) + " samples, batch_size " +
           std::to_string(s.batch_size) + (s.drop_last ? ", drop_last" : "") +
-          "), so the ranks cannot take equal steps. Give the job more data, fewer ranks or "
-          "workers, a smaller batch_size, or drop_last = false");
+          "), so the ranks cannot take equal steps. Give the job more data, fewer ranks, a "
+          "smaller batch_size, or drop_last = false");
+}
+
+// This rank's share of `units` (in read order), in streams, cut into interleaved batches; the
+// batch counts of the fewest- and most-served ranks alongside.
+StreamEpoch plan_units(const std::vector<SampleRange>& units, const StreamPlanSettings& s,
+                       uint64_t epoch) {
+  const int64_t total = total_of(units);
+  StreamEpoch plan;
+  plan.fewest_batches = SIZE_MAX;
+  for (int64_t r = 0; r < s.world_size; ++r) {
+    const auto [from, to] = even_share(total, s.world_size, r);
+    const size_t n = batches_in(to - from, s.batch_size, s.drop_last);
+    plan.fewest_batches = std::min(plan.fewest_batches, n);
+    plan.most_batches = std::max(plan.most_batches, n);
+  }
+  const auto [from, to] = even_share(total, s.world_size, s.rank);
+  plan.streams = streams_of_rank(slice(units, from, to), s);
+  cut_and_interleave(plan, s, epoch);
+  plan.batches_before_evening = plan.batches.size();
+  return plan;
+}
+
+// Repeats batches from the epoch's start (kPad) or leaves the last out (kDrop) until `target`.
+void pad_or_drop(StreamEpoch& plan, size_t target) {
+  if (plan.batches.size() > target) {
+    plan.dropped_batches = plan.batches.size() - target;
+    plan.batches.resize(target);
+    plan.stream_of_batch.resize(target);
+    plan.read_unit_of_batch.resize(target);
+  }
+  for (size_t i = 0; plan.batches.size() < target; ++i) {
+    std::vector<int64_t> again = plan.batches[i];
+    plan.batches.push_back(std::move(again));
+    plan.stream_of_batch.push_back(plan.stream_of_batch[i]);
+    plan.read_unit_of_batch.push_back(plan.read_unit_of_batch[i]);
+    ++plan.padded_batches;
+  }
+}
+
+// Splits the largest batches in two, each half in its stream's place, until there are
+// `target`: the rank takes as many steps as the others with every sample still once. A batch
+// of one sample cannot split; pad_or_drop() then repeats.
+void split_to(StreamEpoch& plan, size_t target) {
+  plan.split_batches = split_until(plan.batches, target, [&plan](size_t b) {
+    const auto after = static_cast<ptrdiff_t>(b + 1);
+    plan.stream_of_batch.insert(plan.stream_of_batch.begin() + after, plan.stream_of_batch[b]);
+    plan.read_unit_of_batch.insert(plan.read_unit_of_batch.begin() + after,
+                                   plan.read_unit_of_batch[b]);
+  });
+  pad_or_drop(plan, target);
 }
 
 }  // namespace
@@ -211,41 +239,48 @@ StreamEpoch plan_stream_epoch(const std::vector<int64_t>& shard_sizes,
                                         std::to_string(s.world_size) +
                                         " ranks of the job; every rank needs samples");
   }
-  const size_t nonempty = static_cast<size_t>(
-      std::count_if(shard_sizes.begin(), shard_sizes.end(), [](int64_t n) { return n > 0; }));
-  const size_t world = static_cast<size_t>(s.world_size);
-  StreamEpoch plan;
-  plan.pieces_per_shard = nonempty >= world ? 1 : (world + nonempty - 1) / nonempty;
-  std::vector<SampleRange> units = units_of(shard_sizes, plan.pieces_per_shard);
-  if (s.shuffle) {
-    SplitMix rng(order_seed(s.seed, epoch));
-    for (size_t i = units.size(); i > 1; --i) std::swap(units[i - 1], units[rng.below(i)]);
+  StreamEpoch plan = plan_units(shard_units(shard_sizes, s, epoch), s, epoch);
+  if (plan.fewest_batches == 0) {
+    for (int64_t r = 0; r < s.world_size; ++r) {
+      const auto [from, to] = even_share(total, s.world_size, r);
+      if (batches_in(to - from, s.batch_size, s.drop_last) == 0) refuse_empty_rank(r, s, to - from);
+    }
   }
-  const auto ranks = assign_least_loaded(units, world);
-  size_t fewest = SIZE_MAX, most = 0;
-  for (size_t r = 0; r < world; ++r) {
-    const size_t n = batches_of_rank(streams_of(ranks[r], static_cast<size_t>(s.streams)), s);
-    if (n == 0) refuse_empty_rank(static_cast<int64_t>(r), s, total_of(ranks[r]));
-    fewest = std::min(fewest, n);
-    most = std::max(most, n);
+  pad_or_drop(plan, s.uneven == UnevenRanks::kPad ? plan.most_batches : plan.fewest_batches);
+  return plan;
+}
+
+std::vector<SampleRange> remaining_in_read_order(const std::vector<int64_t>& shard_sizes,
+                                                 const StreamPlanSettings& s, uint64_t epoch,
+                                                 const SequenceSet& delivered) {
+  std::vector<SampleRange> out;
+  for (const SampleRange& shard : shard_units(shard_sizes, s, epoch)) {
+    int64_t at = shard.begin;
+    while (at < shard.end) {
+      while (at < shard.end && delivered.contains(static_cast<uint64_t>(at))) ++at;
+      const int64_t begin = at;
+      while (at < shard.end && !delivered.contains(static_cast<uint64_t>(at))) ++at;
+      if (at > begin) out.push_back({begin, at});
+    }
   }
-  plan.streams = streams_of(ranks[static_cast<size_t>(s.rank)], static_cast<size_t>(s.streams));
-  cut_and_interleave(plan, s, epoch);
-  plan.batches_before_evening = plan.batches.size();
-  const size_t target = s.uneven == UnevenRanks::kPad ? most : fewest;
-  if (plan.batches.size() > target) {
-    plan.dropped_batches = plan.batches.size() - target;
-    plan.batches.resize(target);
-    plan.stream_of_batch.resize(target);
-    plan.read_unit_of_batch.resize(target);
+  return out;
+}
+
+StreamEpoch plan_resumed_stream_epoch(const std::vector<SampleRange>& remaining,
+                                      const StreamPlanSettings& s, uint64_t epoch) {
+  const int64_t total = total_of(remaining);
+  if (total > 0 && total < s.world_size) {
+    throw OptionError("world_size",
+                      "mploader: " + std::to_string(total) + " samples of epoch " +
+                          std::to_string(epoch) + " remain, fewer than the " +
+                          std::to_string(s.world_size) + " ranks resuming it; resume on at most " +
+                          std::to_string(total) + " ranks, or start epoch " +
+                          std::to_string(epoch + 1) + " with set_epoch()");
   }
-  for (size_t i = 0; plan.batches.size() < target; ++i) {  // repeat from the epoch's start
-    std::vector<int64_t> again = plan.batches[i];
-    plan.batches.push_back(std::move(again));
-    plan.stream_of_batch.push_back(plan.stream_of_batch[i]);
-    plan.read_unit_of_batch.push_back(plan.read_unit_of_batch[i]);
-    ++plan.padded_batches;
-  }
+  StreamEpoch plan = plan_units(remaining, s, epoch);
+  // drop_last: the short batches go, as in a fresh epoch; else the ranks short of a step split
+  // a batch, so that no sample comes twice.
+  split_to(plan, s.drop_last ? plan.fewest_batches : plan.most_batches);
   return plan;
 }
 

@@ -5,6 +5,8 @@
 // Pure functions and a value type; no shared state.
 #pragma once
 
+#include "util/sequence_set.h"
+
 #include <mploader/streaming.h>
 
 #include <cstddef>
@@ -41,9 +43,11 @@ struct StreamEpoch {
   std::vector<std::vector<int64_t>> batches;  // global indices, in delivery order
   std::vector<int32_t> stream_of_batch;       // which stream (worker) reads each batch
   size_t batches_before_evening = 0;  // this rank's own count, before padding or dropping
+  size_t fewest_batches = 0;          // of any rank, before evening out
+  size_t most_batches = 0;            // of any rank, before evening out
   size_t padded_batches = 0;          // repeated to reach the job's count (kPad)
   size_t dropped_batches = 0;         // left out to reach it (kDrop)
-  size_t pieces_per_shard = 1;        // > 1: shards split by sample ranges among the ranks
+  size_t split_batches = 0;           // split in two to reach it (a resumed epoch)
   std::vector<std::vector<SampleRange>> streams;  // each stream's ranges, in read order
   // Per batch: the range of its stream (an index into streams[stream_of_batch[b]]) that the
   // stream's reader has reached once the batch is read, its shuffle buffer filled ahead of
@@ -52,10 +56,26 @@ struct StreamEpoch {
 };
 
 // Plans `epoch` for settings.rank. `shard_sizes` are the shards' sample counts in declared
-// order. Throws OptionError when the corpus has fewer samples than ranks, or (kPad) when a
-// rank would have no batch to repeat.
+// order. The shards, in the epoch's order, are read as one sequence cut into equal shares per
+// rank (one sample apart at most), and a rank's share into streams of whole batches but the
+// last: ranks differ by one batch at most before settings.uneven evens them out. Throws
+// OptionError when the corpus has fewer samples than ranks, or a rank would have no batch.
 StreamEpoch plan_stream_epoch(const std::vector<int64_t>& shard_sizes,
                               const StreamPlanSettings& settings, uint64_t epoch);
+
+// The samples of `epoch` not in `delivered` (global indices), as ranges in the order the
+// epoch reads its shards.
+std::vector<SampleRange> remaining_in_read_order(const std::vector<int64_t>& shard_sizes,
+                                                 const StreamPlanSettings& settings,
+                                                 uint64_t epoch, const SequenceSet& delivered);
+
+// The rest of `epoch` on settings.world_size ranks after a job state: `remaining` (from
+// remaining_in_read_order) is shared out as plan_stream_epoch shares a corpus, and a rank one
+// step short splits its largest batch instead of repeating one, so that every remaining sample
+// comes exactly once (drop_last: the ranks' short batches are left out). Throws OptionError when
+// fewer samples remain than ranks.
+StreamEpoch plan_resumed_stream_epoch(const std::vector<SampleRange>& remaining,
+                                      const StreamPlanSettings& settings, uint64_t epoch);
 
 // The order in which a buffer of `buffer` samples, filled from `in` in order and emptied at
 // random (generator seeded `seed`), lets them out: the most samples a reader holds at once is

@@ -12,14 +12,28 @@ std::vector<std::vector<int64_t>> StreamSampler::batches(size_t, uint64_t epoch)
 }
 
 const StreamEpoch& StreamSampler::plan(uint64_t epoch, int64_t streams) {
-  if (!cached_ || cached_epoch_ != epoch || cached_streams_ != streams) {
+  const bool resumed = resume_delivered_ != nullptr && resume_epoch_ == epoch;
+  if (!cached_ || cached_epoch_ != epoch || cached_streams_ != streams ||
+      cached_resumed_ != resumed) {
     StreamPlanSettings s = settings_;
     s.streams = streams;
-    cached_ = plan_stream_epoch(shard_sizes_, s, epoch);
+    cached_ = resumed ? plan_resumed_stream_epoch(
+                            remaining_in_read_order(shard_sizes_, s, epoch, *resume_delivered_),
+                            s, epoch)
+                      : plan_stream_epoch(shard_sizes_, s, epoch);
     cached_epoch_ = epoch;
     cached_streams_ = streams;
+    cached_resumed_ = resumed;
   }
   return *cached_;
 }
+
+void StreamSampler::resume(uint64_t epoch, std::shared_ptr<const SequenceSet> delivered) {
+  resume_epoch_ = epoch;
+  resume_delivered_ = std::move(delivered);
+  cached_.reset();  // another job state of the same epoch plans otherwise
+}
+
+void StreamSampler::clear_resume() { resume_delivered_.reset(); }
 
 }  // namespace mploader::detail

@@ -10,6 +10,7 @@
 #include <mploader/sampler.h>
 #include <mploader/streaming.h>
 
+#include <memory>
 #include <optional>
 
 namespace mploader::detail {
@@ -26,6 +27,10 @@ class StreamSampler : public BatchSampler {
   // `epoch` split into `streams` per rank (a resumed epoch keeps its saved split).
   const StreamEpoch& plan(uint64_t epoch, int64_t streams);
   int64_t fresh_streams() const { return settings_.streams; }
+  // Until clear_resume(), `epoch` is planned as the rest of a job state: the samples not in
+  // `delivered` (global indices), shared out over this job's ranks (elastic resume).
+  void resume(uint64_t epoch, std::shared_ptr<const SequenceSet> delivered);
+  void clear_resume();
   const StreamPlanSettings& settings() const { return settings_; }
   const StreamingDataset& dataset() const { return dataset_; }
 
@@ -33,7 +38,10 @@ class StreamSampler : public BatchSampler {
   const StreamingDataset& dataset_;
   StreamPlanSettings settings_;
   std::vector<int64_t> shard_sizes_;
+  std::shared_ptr<const SequenceSet> resume_delivered_;  // set by resume()
+  uint64_t resume_epoch_ = 0;
   std::optional<StreamEpoch> cached_;
+  bool cached_resumed_ = false;
   uint64_t cached_epoch_ = 0;
   int64_t cached_streams_ = 0;
 };

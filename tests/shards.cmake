@@ -10,6 +10,7 @@ add_executable(mploader_shards_tests
   shards/test_tar_loader.cc
   shards/test_tar_fuzz_findings.cc
   shards/test_tar_damage.cc
+  shards/test_tar_elastic.cc
   shards/test_remote_http.cc
   shards/test_remote_cache.cc
   shards/test_remote_prefetch.cc

@@ -103,7 +103,7 @@ TEST_CASE("stream plan: drop stops every rank at the shortest, nothing comes twi
   CHECK(dropped == own - fewest * plans.size());
 }
 
-TEST_CASE("stream plan: with enough shards, a shard is read by one worker of one rank",
+TEST_CASE("stream plan: workers read runs of the shard sequence, shared only at their borders",
           "[stream]") {
   const auto sizes = uneven_sizes();
   const auto shard_of = shard_of_index(sizes);
@@ -113,16 +113,65 @@ TEST_CASE("stream plan: with enough shards, a shard is read by one worker of one
   s.streams = 3;
   s.shuffle = true;
   for (uint64_t epoch = 0; epoch < 4; ++epoch) {
-    std::map<size_t, std::set<std::pair<int64_t, int32_t>>> readers;
+    std::map<std::pair<int64_t, int32_t>, std::set<size_t>> shards_of_reader;
     const auto plans = plan_all_ranks(sizes, s, epoch);
+    size_t pairs = 0;
     for (int64_t r = 0; r < s.world_size; ++r) {
       const StreamEpoch& p = plans[static_cast<size_t>(r)];
-      CHECK(p.pieces_per_shard == 1);
-      for (size_t b = 0; b < p.batches.size(); ++b) {
-        for (int64_t i : p.batches[b]) readers[shard_of[i]].insert({r, p.stream_of_batch[b]});
+      for (size_t b = 0; b < p.batches_before_evening; ++b) {
+        for (int64_t i : p.batches[b]) shards_of_reader[{r, p.stream_of_batch[b]}].insert(shard_of[i]);
       }
     }
-    for (const auto& [shard, who] : readers) CHECK(who.size() == 1);
+    for (const auto& [reader, shards] : shards_of_reader) pairs += shards.size();
+    // 16 nonempty shards read by 6 workers: each border between two workers shares one shard.
+    CHECK(pairs <= 16 + 6 - 1);
+  }
+}
+
+TEST_CASE("stream plan: across random layouts, ranks differ by one batch at most before evening",
+          "[stream]") {
+  uint64_t state = 12345;
+  auto draw = [&state](int64_t below) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(below));
+  };
+  for (int layout = 0, checked = 0; checked < 20; ++layout) {
+    std::vector<int64_t> sizes(static_cast<size_t>(1 + draw(40)));
+    for (int64_t& n : sizes) n = draw(5) == 0 ? 0 : 1 + draw(300);
+    StreamPlanSettings s;
+    s.batch_size = 1 + draw(16);
+    s.world_size = 1 + draw(8);
+    s.streams = 1 + draw(4);
+    s.shuffle = draw(2) == 1;
+    s.seed = static_cast<uint64_t>(layout);
+    s.drop_last = draw(3) == 0;
+    const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+    if (total / s.world_size < s.batch_size) continue;  // some rank would get no batch
+    const auto plans = plan_all_ranks(sizes, s, 0);
+    size_t fewest = SIZE_MAX, most = 0;
+    for (const StreamEpoch& p : plans) {
+      fewest = std::min(fewest, p.batches_before_evening);
+      most = std::max(most, p.batches_before_evening);
+      CHECK(p.fewest_batches == plans[0].fewest_batches);
+      CHECK(p.most_batches == plans[0].most_batches);
+    }
+    INFO("layout " << layout << ": " << sizes.size() << " shards, " << total << " samples, "
+                   << s.world_size << " ranks x " << s.streams << " streams, batch "
+                   << s.batch_size);
+    CHECK(most - fewest <= 1);
+    CHECK(plans[0].fewest_batches == fewest);
+    CHECK(plans[0].most_batches == most);
+    ++checked;
+  }
+  // Equal shards that divide evenly: no difference at all.
+  StreamPlanSettings s;
+  s.batch_size = 7;
+  s.world_size = 4;
+  s.streams = 3;
+  s.shuffle = true;
+  for (const StreamEpoch& p : plan_all_ranks(std::vector<int64_t>(12, 50), s, 1)) {
+    CHECK(p.batches_before_evening == 22);  // 150 samples: 21 full batches and one of 3
+    CHECK(p.padded_batches == 0);
   }
 }
 
@@ -148,7 +197,6 @@ TEST_CASE("stream plan: fewer shards than ranks are split into sample ranges", "
   const auto plans = plan_all_ranks({100}, s, 0);
   std::set<int64_t> seen;
   for (const StreamEpoch& p : plans) {
-    CHECK(p.pieces_per_shard == 4);
     CHECK(p.batches.size() == 4);  // 25 samples each: 3 full batches and one of 1
     for (const auto& batch : p.batches) {
       for (int64_t i : batch) CHECK(seen.insert(i).second);
@@ -210,11 +258,13 @@ TEST_CASE("stream plan: a job without enough data for every rank is refused", "[
   s.batch_size = 4;
   s.drop_last = true;
   s.streams = 2;
-  // 10 samples: 5 per rank, 2 or 3 per worker, no full batch anywhere.
-  CHECK_THROWS_WITH(plan_stream_epoch({10}, s, 0),
+  // 6 samples: 3 per rank, no full batch on either.
+  CHECK_THROWS_WITH(plan_stream_epoch({6}, s, 0),
                     Catch::Contains("gets no batch of this epoch") &&
                         Catch::Contains("drop_last"));
-  CHECK_THROWS_AS(plan_stream_epoch({10}, s, 0), OptionError);
+  CHECK_THROWS_AS(plan_stream_epoch({6}, s, 0), OptionError);
+  // 10: 5 per rank, which whole-batch streams cut into one full batch and one left out.
+  CHECK(plan_stream_epoch({10}, s, 0).batches.size() == 1);
 }
 
 namespace {

@@ -33,6 +33,19 @@ class SequenceSet {
   void insert(uint64_t n) { words_[n / 64] |= uint64_t{1} << (n % 64); }
   void erase(uint64_t n) { words_[n / 64] &= ~(uint64_t{1} << (n % 64)); }
 
+  // Members, a word at a time.
+  uint64_t count() const {
+    uint64_t n = 0;
+    for (uint64_t w : words_) n += static_cast<uint64_t>(__builtin_popcountll(w));
+    return n;
+  }
+  // Adds every member of `other`, a set over as many numbers.
+  void insert_all(const SequenceSet& other) {
+    for (size_t w = 0; w < words_.size() && w < other.words_.size(); ++w) {
+      words_[w] |= other.words_[w];
+    }
+  }
+
   // Inserts [begin, end), which must lie within 0..size-1: whole words at once.
   void insert_range(uint64_t begin, uint64_t end) {
     while (begin < end && begin % 64 != 0) insert(begin++);
@@ -45,15 +58,21 @@ class SequenceSet {
     while (begin < end) insert(begin++);
   }
 
-  // The members as sorted, disjoint, non-adjacent ranges: a prefix is one range.
-  std::vector<Range> ranges() const {
-    std::vector<Range> out;
+  // Calls f(begin, end) for each run of members, in order: sorted, disjoint, non-adjacent.
+  template <typename F>
+  void for_each_range(F&& f) const {
     uint64_t at = next(0, true);
     while (at < size_) {
       const uint64_t end = next(at, false);
-      out.emplace_back(at, end);
+      f(at, end);
       at = next(end, true);
     }
+  }
+
+  // The members as sorted, disjoint, non-adjacent ranges: a prefix is one range.
+  std::vector<Range> ranges() const {
+    std::vector<Range> out;
+    for_each_range([&out](uint64_t begin, uint64_t end) { out.emplace_back(begin, end); });
     return out;
   }
 

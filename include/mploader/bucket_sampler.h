@@ -19,6 +19,7 @@
 #pragma once
 
 #include <mploader/batch.h>
+#include <mploader/elastic_sampler.h>
 #include <mploader/rank_agreement.h>
 #include <mploader/sampler.h>
 
@@ -114,7 +115,7 @@ struct BucketSamplerState {
 /// Loader's own estimate scales one sample to max_batch_size(). Resuming from a state needs
 /// in_order = true (the default). Each batches() call plans the whole epoch (about 0.1 s per
 /// million samples); the last plan is cached, so the Loader's repeated calls cost nothing.
-class BucketBatchSampler : public BatchSampler, public RankedSampler {
+class BucketBatchSampler : public BatchSampler, public RankedSampler, public ElasticSampler {
  public:
   /// lengths[i] is sample i's length (tokens, frames, ...), >= 0. Throws OptionError naming the
   /// option or, for a sample over max_tokens, "lengths" with its index and length.
@@ -149,6 +150,13 @@ class BucketBatchSampler : public BatchSampler, public RankedSampler {
   uint64_t seed() const override { return options_.seed; }  ///< BucketOptions::seed
   /// stats(epoch).batches_per_rank: this rank's batches in `epoch`.
   int64_t rank_share(size_t dataset_size, uint64_t epoch) const override;
+  /// The epoch's batches as formed and shuffled, before padding, dropping or sharing out
+  /// (the same for any world size): each one a group.
+  GlobalOrder global_order(size_t dataset_size, uint64_t epoch) const override;
+  /// The positions of this rank's batches() in global_order().
+  std::vector<int64_t> rank_positions(size_t dataset_size, uint64_t epoch) const override;
+  /// Of the lengths, the budgets, bucket_ratio, shuffle and the seed.
+  uint64_t order_fingerprint() const override;
 
  protected:
   /// For DistributedBucketSampler: this rank's share of every epoch.
@@ -166,6 +174,7 @@ class BucketBatchSampler : public BatchSampler, public RankedSampler {
   std::vector<int64_t> bucket_bounds_;  ///< b_1, b_2, ...: upper ends (exclusive) of the buckets
   size_t max_batch_size_ = 1;
   uint64_t fingerprint_ = 0;
+  uint64_t order_fingerprint_ = 0;  ///< order_fingerprint() but the seed
   std::optional<BucketSamplerState> resume_;
   mutable std::shared_ptr<const detail::EpochPlan> cached_plan_;
   mutable uint64_t cached_epoch_ = 0;

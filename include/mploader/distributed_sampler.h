@@ -8,6 +8,7 @@
 /// thread that iterates it).
 #pragma once
 
+#include <mploader/elastic_sampler.h>
 #include <mploader/rank_agreement.h>
 #include <mploader/sampler.h>
 
@@ -23,7 +24,7 @@ namespace mploader {
 /// it is padded to a multiple of world_size by repeating it from the start (more than once when
 /// world_size > n); with drop_last its tail is cut to a multiple. seed + epoch wraps at 2^64.
 /// Use it as LoaderOptions::sampler; batch_size and drop_last then cut this rank's indices.
-class DistributedSampler : public Sampler, public RankedSampler {
+class DistributedSampler : public Sampler, public RankedSampler, public ElasticSampler {
  public:
   /// Throws OptionError naming "world_size" (< 1) or "rank" (outside [0, world_size)).
   DistributedSampler(int64_t world_size, int64_t rank, bool shuffle = true, uint64_t seed = 0,
@@ -36,6 +37,12 @@ class DistributedSampler : public Sampler, public RankedSampler {
   uint64_t seed() const override { return seed_; }  ///< Epoch e shuffles with seed + e.
   /// num_samples(dataset_size): the indices each rank gets in every epoch.
   int64_t rank_share(size_t dataset_size, uint64_t epoch) const override;
+  /// The epoch's order before padding or trimming: the permutation, or 0..n-1.
+  GlobalOrder global_order(size_t dataset_size, uint64_t epoch) const override;
+  /// Positions r, r + world_size, ... of global_order(), a padded one wrapping to the start.
+  std::vector<int64_t> rank_positions(size_t dataset_size, uint64_t epoch) const override;
+  /// Of shuffle and the seed.
+  uint64_t order_fingerprint() const override;
 
  private:
   int64_t world_size_;

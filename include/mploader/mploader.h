@@ -9,6 +9,7 @@
 #include <mploader/dataset.h>
 #include <mploader/device_prefetcher.h>
 #include <mploader/distributed_sampler.h>
+#include <mploader/elastic.h>
 #include <mploader/errors.h>
 #include <mploader/launch_info.h>
 #include <mploader/loader.h>

@@ -14,26 +14,26 @@
 ///
 /// The Loader plans the epoch itself (LoaderOptions::sampler and batch_sampler stay unset):
 ///   1. the shards are put in order, shuffled per (seed, epoch) when LoaderOptions::shuffle;
-///   2. they are shared out among the ranks (LoaderOptions::world_size and rank, or the
-///      launcher's), each to the rank with the fewest samples so far, so that no shard is read
-///      by two ranks;
-///   3. each rank's shards are shared out among its workers the same way, and a worker reads
-///      its shards in order, through a shuffle buffer of LoaderOptions::shuffle_buffer samples;
-///   4. each worker's stream is cut into batches of batch_size (drop_last drops each worker's
-///      short last batch), and the batches of the workers alternate, as with PyTorch's
+///   2. the shards in that order are read as one sequence, cut into one run per rank
+///      (LoaderOptions::world_size and rank, or the launcher's), the runs equal to a sample;
+///   3. each rank's run is cut into one run per worker, a whole number of batches each but the
+///      last, and a worker reads its run in order, through a shuffle buffer of
+///      LoaderOptions::shuffle_buffer samples;
+///   4. each worker's stream is cut into batches of batch_size (drop_last drops the rank's short
+///      last batch), and the batches of the workers alternate, as with PyTorch's
 ///      IterableDataset;
-///   5. every rank gets the same number of batches (LoaderOptions::uneven_ranks).
-/// Every sample of the epoch is read once, by one worker of one rank. When there are fewer
-/// shards than ranks, each shard is split into equal sample ranges, as many as it takes; when
-/// a rank has fewer shards than workers, its shards are split by sample ranges among the
-/// workers. Either way a sample is still read once, and no worker idles.
+///   5. the ranks then differ by one batch at most, and every rank gets the same number of
+///      batches (LoaderOptions::uneven_ranks).
+/// Every sample of the epoch is read once, by one worker of one rank. A shard at the border of
+/// two runs is read in part by each, so no worker idles whatever the shard sizes.
 ///
 /// Batches carry the global indices of their samples (Batch::indices()), so a batch names
 /// the shard and position of each of its samples through locate(). state_dict() records the
 /// epoch's progress per worker stream (a few KB for any number of shards), and
 /// load_state_dict() resumes with exactly the samples not yet delivered, also with another
-/// num_workers. A worker that dies is replaced
-/// (max_restarts_per_epoch) and its batches are issued again to its replacement.
+/// num_workers, and, from a job state, on another number of ranks (elastic.h). A worker that
+/// dies is replaced (max_restarts_per_epoch) and its batches are issued again to its
+/// replacement.
 #pragma once
 
 #include <mploader/dataset.h>

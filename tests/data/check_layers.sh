@@ -14,13 +14,13 @@ public_layer() {
     errors.h|logging.h) echo util ;;
     batch.h|collate.h|dataset.h|loading_context.h|registry.h|sample_writer.h|streaming.h|\
     tensor_dict.h|stage_timer.h) echo core ;;
-    bucket_sampler.h|distributed_sampler.h|launch_info.h|mixture.h|rank_agreement.h|\
+    bucket_sampler.h|distributed_sampler.h|elastic_sampler.h|launch_info.h|mixture.h|rank_agreement.h|\
     sampler.h) echo sampler ;;
     compose.h|npy.h|token_stream.h) echo datasets ;;
     worker_info.h) echo worker ;;
     start_method.h) echo process ;;
     stats.h) echo supervise ;;
-    loader.h|options.h|tune.h) echo loader ;;
+    elastic.h|loader.h|options.h|tune.h) echo loader ;;
     device_prefetcher.h|mploader.h) echo device ;;
     vision/*) echo vision ;;
     remote/*) echo remote ;;
