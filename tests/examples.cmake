@@ -61,6 +61,18 @@ if(TARGET token_lm_ddp)
                TIMEOUT 300)
 endif()
 
+# A job checkpointed on 4 Gloo ranks mid-epoch and resumed on 2: every sample of the epoch
+# exactly once across the two runs, equal steps within each.
+if(TARGET elastic_resume_ddp)
+  add_test(NAME "example: a 4-rank checkpoint resumes on 2 Gloo ranks with every sample once"
+    COMMAND sh -c "\"$0\" --dir \"$1\" --from 4 --to 2 --stop-after 6 --samples 1000 --workers 1 2>&1; echo \"exit status $?\""
+            $<TARGET_FILE:elastic_resume_ddp> ${CMAKE_CURRENT_BINARY_DIR}/example-elastic)
+  set_tests_properties("example: a 4-rank checkpoint resumes on 2 Gloo ranks with every sample once"
+    PROPERTIES PASS_REGULAR_EXPRESSION
+    "run 1 on 4 ranks: 6 to 6 steps per rank, last loss [0-9.]+; the job state says 384 of 1000 samples of epoch 3 delivered.*run 2 on 2 ranks: [0-9]+ to [0-9]+ steps.*[0-9]+ samples on 4 ranks, then [0-9]+ on 2 ranks: 1000 of 1000 samples exactly once, 0 more than once, 0 never.*exit status 0"
+               TIMEOUT 250)
+endif()
+
 # The image classifier from a folder of JPEGs: the folder is made afresh from
 # Fashion-MNIST (6,000 training and 1,000 test JPEGs), then one epoch with 2 workers must pass
 # 60 % test accuracy (74 % measured; the full run, 3 epochs over 60,000, reaches 88.5 %).
