@@ -8,7 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <exception>
 
 namespace mploader::detail {
 namespace {
@@ -37,8 +39,12 @@ void reset_signal_handlers() {
   int code = 1;
   try {
     code = body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mploader: worker process %d stopped: %s\n", static_cast<int>(getpid()),
+                 e.what());
+    code = kWorkerLoopFailed;
   } catch (...) {
-    code = 70;  // EX_SOFTWARE: the worker loop itself failed
+    code = kWorkerLoopFailed;
   }
   _exit(code);
 }

@@ -18,6 +18,10 @@
 
 namespace mploader::detail {
 
+// The exit status of a worker whose own loop raised an exception (EX_SOFTWARE); the exception's
+// message goes to its stderr first.
+constexpr int kWorkerLoopFailed = 70;
+
 // A worker process and the one owner of its pidfd (the pool's WorkerChannel). Move-only; code
 // that only watches the worker takes a ProcessRef.
 struct WorkerProcess {

@@ -1,6 +1,7 @@
 #include "supervise/diagnosis.h"
 
 #include "ipc/shm_region.h"
+#include "process/worker_process.h"
 #include "util/units.h"
 
 #include <signal.h>
@@ -306,8 +307,12 @@ Diagnosis diagnose(const DeathEvidence& e) {
     d.cause = DeathCause::kExit;
     d.what_happened = "exited with code " + std::to_string(e.status.exit_code) + " " + where(e);
     d.evidence = "no signal; exit status " + std::to_string(e.status.exit_code);
-    d.remedy = "Dataset code (or a library it calls) called exit(); run with num_workers = 0 to "
-               "see it in this process.";
+    d.remedy = e.status.exit_code == kWorkerLoopFailed
+                   ? "The worker's own loop raised an exception outside any sample (exit status "
+                     "70); its message is on the worker's stderr. A CUDA error there means CUDA "
+                     "was used in a forked worker: use start_method spawn or forkserver."
+                   : "Dataset code (or a library it calls) called exit(); run with "
+                     "num_workers = 0 to see it in this process.";
   } else {
     diagnose_signal(e, d);
   }

@@ -10,6 +10,7 @@
 #include "worker/stage_clock.h"
 #include "worker/worker_info_setter.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -23,6 +24,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -181,7 +183,14 @@ class Worker {
   // augmentation differs between workers and epochs yet repeats from run to run.
   void enter_epoch(uint64_t epoch) {
     const uint64_t seed = worker_seed(c_.spec.settings.seed, epoch, c_.spec.worker_id);
-    at::manual_seed(seed);
+    // The CPU generator alone: at::manual_seed also seeds each CUDA device's generator, which
+    // starts CUDA, and in a worker forked from a training process that started CUDA first
+    // every CUDA call fails ("initialization error"). Workers do not use CUDA.
+    at::Generator cpu = at::detail::getDefaultCPUGenerator();
+    {
+      std::lock_guard<std::mutex> lock(cpu.mutex());
+      cpu.set_current_seed(seed);
+    }
     std::srand(static_cast<unsigned>(seed));
     set_worker_epoch(epoch, seed);
     detail::set_process_loading_context(LoadingContext{c_.spec.settings.seed, epoch});
