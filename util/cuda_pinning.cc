@@ -8,6 +8,7 @@
 #include "util/cuda_pinning.h"
 
 #include "util/log.h"
+#include "util/torch_compat.h"
 
 #include <ATen/Context.h>
 
@@ -37,17 +38,21 @@ bool bind(void* library, const char* name, F& out) {
 }
 
 // The runtime a CUDA libtorch already loaded, else one on the library path, else the one
-// CMake found at build time.
+// CMake found at build time. The loaded one is looked for first, by each soname, without
+// loading anything: dlopen("libcudart.so") would load a second runtime beside libtorch's
+// libcudart.so.13 (a toolkit's copy on the library path), whose registrations libtorch's
+// runtime does not see (Tensor::is_pinned() false, copies staged).
 std::optional<std::string> open_runtime(Runtime& rt) {
-  const char* names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
+  const char* names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so",
                          MPLOADER_CUDART_PATH};
   void* library = nullptr;
   std::string tried;
-  for (const char* name : names) {
-    if (*name == '\0') continue;
-    library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (library) break;
-    tried += std::string(tried.empty() ? "" : ", ") + name;
+  for (int mode : {RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD, RTLD_NOW | RTLD_LOCAL}) {
+    for (const char* name : names) {
+      if (*name == '\0' || library) continue;
+      library = dlopen(name, mode);
+      if (!library && !(mode & RTLD_NOLOAD)) tried += std::string(tried.empty() ? "" : ", ") + name;
+    }
   }
   if (!library) return "the CUDA runtime is not installed (dlopen found none of " + tried + ")";
   if (!bind(library, "cudaGetDeviceCount", rt.get_device_count) ||
@@ -71,6 +76,21 @@ std::optional<std::string> probe() {
   if (devices == 0) return std::string("no CUDA device (cudaGetDeviceCount: 0 devices)");
   if (!at::hasCUDA()) {
     return std::string("this libtorch is built without CUDA, so batches cannot go to a GPU");
+  }
+  // libtorch counts memory as pinned (Tensor::is_pinned(), the copies' pinned path) only once
+  // it has started CUDA itself: start it here, as the first copy to a GPU would.
+  try {
+#if MPLOADER_TORCH_AT_LEAST(2, 6)
+    at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
+#else
+    at::globalContext().lazyInitCUDA();
+#endif
+  } catch (const c10::Error& e) {
+    return std::string("libtorch could not start CUDA (") + e.what_without_backtrace() + ")";
+  }
+  Dl_info where{};
+  if (dladdr(reinterpret_cast<void*>(g_runtime.host_register), &where) != 0) {
+    log().info("mploader: pin_memory: rings are pinned through {}", where.dli_fname);
   }
   return std::nullopt;
 }
