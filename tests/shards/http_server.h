@@ -100,10 +100,16 @@ class NginxServer {
   }
   // The access log's lines: "METHOD URI STATUS BYTES RANGE END_S SECONDS" (when the response
   // ended, in seconds since the epoch, and how long it took).
+  // nginx logs a request after it has sent the response, so a client can hold the whole body
+  // before its line is written: the log is read until it stays the same for 30 ms (1 s at most).
   std::vector<std::string> requests() const {
-    std::ifstream in(state_ + "/access.log");
-    std::vector<std::string> out;
-    for (std::string line; std::getline(in, line);) out.push_back(line);
+    std::vector<std::string> out = read_log();
+    for (int waited = 0; waited < 1000; waited += 30) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      std::vector<std::string> again = read_log();
+      if (again == out) break;
+      out = std::move(again);
+    }
     return out;
   }
   // GETs of `uri` ("/shard-0.tar") answered with `status`.
@@ -117,6 +123,12 @@ class NginxServer {
       n += method == "GET" && path == uri && code == status;
     }
     return n;
+  }
+  std::vector<std::string> read_log() const {
+    std::ifstream in(state_ + "/access.log");
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
   }
   std::string error_log() const {
     std::ifstream in(state_ + "/error.log");
