@@ -84,8 +84,10 @@ void ElasticEpochs::check_job(const JobState& job, const RecordedSettings& now) 
   }
   if (job.order == order() && job.positions == positions()) return;
   std::string differs;
-  auto note = [&differs](const std::string& name, const std::string& then, const std::string& is) {
-    if (then != is) differs += (differs.empty() ? "" : ", ") + name + " " + then + " then, " + is + " now";
+  auto note = [&differs](const std::string& name, const std::string& then,
+                         const std::string& is) {
+    if (then == is) return;
+    differs += (differs.empty() ? "" : ", ") + name + " " + then + " then, " + is + " now";
   };
   note("samples", std::to_string(job.positions), std::to_string(positions()));
   note("seed", std::to_string(job.settings.seed), std::to_string(now.seed));
