@@ -100,6 +100,24 @@ uint64_t fingerprint_of(const std::vector<int64_t>& lengths, const BucketOptions
   return h;
 }
 
+// The epoch's batches as formed and shuffled, before padding or dropping: the plan of one rank.
+// Cutting and shuffling do not depend on the world size, and one rank neither pads nor drops
+// (kDrop leaves the tail out of the plan of several).
+std::vector<std::vector<int64_t>> formed_batches(const std::vector<int64_t>& lengths,
+                                                 const std::vector<int64_t>& bounds,
+                                                 const BucketOptions& options, uint64_t epoch) {
+  detail::PlanInput input;
+  input.lengths = &lengths;
+  input.bounds = &bounds;
+  input.options = &options;
+  input.epoch = epoch;
+  input.world_size = 1;
+  detail::EpochPlan one = detail::plan_epoch(input);
+  std::vector<std::vector<int64_t>> out;
+  for (detail::PlannedBatch& b : one.batches) out.push_back(std::move(b.indices));
+  return out;
+}
+
 }  // namespace
 
 BucketBatchSampler::BucketBatchSampler(std::vector<int64_t> lengths, BucketOptions options)
@@ -172,10 +190,9 @@ std::vector<std::vector<int64_t>> BucketBatchSampler::batches(size_t dataset_siz
 }
 
 GlobalOrder BucketBatchSampler::global_order(size_t, uint64_t epoch) const {
-  const std::shared_ptr<const detail::EpochPlan> p = plan(epoch);
   GlobalOrder order;
-  for (size_t b = 0; b < p->stats.batches; ++b) {
-    const std::vector<int64_t>& indices = p->batches[b].indices;
+  for (const std::vector<int64_t>& indices :
+       formed_batches(lengths_, bucket_bounds_, options_, epoch)) {
     order.indices.insert(order.indices.end(), indices.begin(), indices.end());
     order.group_ends.push_back(static_cast<int64_t>(order.indices.size()));
   }
@@ -184,10 +201,12 @@ GlobalOrder BucketBatchSampler::global_order(size_t, uint64_t epoch) const {
 
 std::vector<int64_t> BucketBatchSampler::rank_positions(size_t, uint64_t epoch) const {
   const std::shared_ptr<const detail::EpochPlan> p = plan(epoch);
-  const size_t formed = p->stats.batches;
+  const std::vector<std::vector<int64_t>> formed_list =
+      formed_batches(lengths_, bucket_bounds_, options_, epoch);
+  const size_t formed = formed_list.size();
   std::vector<int64_t> starts(formed + 1, 0);  // of each formed batch's positions
   for (size_t b = 0; b < formed; ++b) {
-    starts[b + 1] = starts[b] + static_cast<int64_t>(p->batches[b].indices.size());
+    starts[b + 1] = starts[b] + static_cast<int64_t>(formed_list[b].size());
   }
   const size_t skip = resume_ && resume_->epoch == epoch ? resume_->batches_consumed : 0;
   std::vector<int64_t> out;
