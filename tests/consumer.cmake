@@ -5,7 +5,10 @@
 set(modes package)
 # Under sanitizers only the installed package is tried: how add_subdirectory and FetchContent
 # wire the targets does not change with the flags, and the sanitized link is the same one.
-if(NOT MPLOADER_SANITIZE)
+# MPLOADER_TEST_SUBPROJECTS=OFF leaves them out too (scripts/test's compatibility build): each
+# compiles the library once more.
+option(MPLOADER_TEST_SUBPROJECTS "Test add_subdirectory and FetchContent consumers" ON)
+if(NOT MPLOADER_SANITIZE AND MPLOADER_TEST_SUBPROJECTS)
   list(APPEND modes subdir fetch)
 endif()
 foreach(mode ${modes})

@@ -11,7 +11,7 @@ export CCACHE_NOHASHDIR=true
 cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTorch_DIR="$torch_dir" \
   -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DMPLOADER_BUILD_TESTS=OFF \
   -DMPLOADER_BUILD_BENCH=OFF -DMPLOADER_BUILD_EXAMPLES=OFF -DMPLOADER_BUILD_TOOLS=OFF \
-  -DMPLOADER_INSTALL=OFF >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; exit 1; }
+  -DMPLOADER_INSTALL=OFF -DMPLOADER_PRECOMPILE_HEADERS=OFF >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; exit 1; }
 line=$(grep "mploader: CUDA pinning" "$work/configure.log" || true)
 echo "$line"
 case $line in
