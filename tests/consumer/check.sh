@@ -27,8 +27,11 @@ case $mode in
     rm -rf "$work/prefix"
     cmake --install "$outer" --prefix "$work/prefix" >"$work/install.log" ||
       { cat "$work/install.log"; exit 1; }
+    # mploader-report, when the build has the tools (MPLOADER_BUILD_TOOLS).
+    report=
+    [ -e "$outer/tools/mploader-report" ] && report=bin/mploader-report
     for f in include/mploader/mploader.h lib/cmake/mploader/mploaderConfig.cmake \
-             lib/cmake/mploader/mploaderConfigVersion.cmake bin/mploader-report; do
+             lib/cmake/mploader/mploaderConfigVersion.cmake $report; do
       [ -e "$work/prefix/$f" ] || { echo "not installed: $f"; exit 1; }
     done
     # The installed bench runs PyTorch's DataLoader through the script installed beside it.
