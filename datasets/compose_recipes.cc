@@ -85,6 +85,53 @@ std::shared_ptr<Dataset> rebuild_concat(const std::string& config) {
                                          text.at("source_field").get<std::string>());
 }
 
+const char* end_name(MixtureEnd end) {
+  switch (end) {
+    case MixtureEnd::kCycle: return "cycle";
+    case MixtureEnd::kFirstExhausted: return "first_exhausted";
+    case MixtureEnd::kAllExhausted: return "all_exhausted";
+  }
+  return "cycle";
+}
+
+MixtureEnd end_of(const std::string& name) {
+  if (name == "first_exhausted") return MixtureEnd::kFirstExhausted;
+  if (name == "all_exhausted") return MixtureEnd::kAllExhausted;
+  if (name == "cycle") return MixtureEnd::kCycle;
+  throw std::invalid_argument("mploader.stream_mixture: an unknown end '" + name + "'");
+}
+
+std::optional<std::string> stream_mixture_text(const StreamMixture& dataset) {
+  json sources = json::array();
+  for (const auto& source : dataset.sources()) {
+    const std::optional<DatasetRecipe> recipe = source->recipe();
+    if (!recipe) return std::nullopt;
+    sources.push_back(recipe_json(*recipe));
+  }
+  const StreamMixtureOptions& o = dataset.options();
+  return json{{"sources", sources}, {"weights", o.weights}, {"end", end_name(o.end)},
+              {"num_samples", o.num_samples}, {"source_field", o.source_field}}
+      .dump();
+}
+
+std::shared_ptr<Dataset> rebuild_stream_mixture(const std::string& config) {
+  const json text = json::parse(config);
+  std::vector<std::shared_ptr<StreamingDataset>> sources;
+  for (const json& source : text.at("sources")) {
+    const std::string where =
+        "source " + std::to_string(sources.size()) + " of a StreamMixture";
+    auto stream = std::dynamic_pointer_cast<StreamingDataset>(from_recipe(source, where));
+    if (!stream) throw std::invalid_argument(where + " is no longer a StreamingDataset");
+    sources.push_back(std::move(stream));
+  }
+  StreamMixtureOptions o;
+  o.weights = text.at("weights").get<std::vector<double>>();
+  o.end = end_of(text.at("end").get<std::string>());
+  o.num_samples = text.at("num_samples").get<int64_t>();
+  o.source_field = text.at("source_field").get<std::string>();
+  return std::make_shared<StreamMixture>(std::move(sources), std::move(o));
+}
+
 std::shared_ptr<Dataset> rebuild_subset(const std::string& config) {
   const json text = json::parse(config);
   return std::make_shared<Subset>(from_recipe(text.at("source"), "the source of a Subset"),
@@ -112,12 +159,23 @@ std::optional<DatasetRecipe> subset_recipe(const Subset& dataset) {
   return checked("mploader.subset", subset_text(dataset));
 }
 
+std::optional<DatasetRecipe> stream_mixture_recipe(const StreamMixture& dataset) {
+  return checked("mploader.stream_mixture", stream_mixture_text(dataset));
+}
+
 std::optional<std::string> composed_recipe_gap(const Dataset& dataset) {
   if (const auto* concat = dynamic_cast<const ConcatDataset*>(&dataset)) {
     for (size_t s = 0; s < concat->num_sources(); ++s) {
       const Dataset& source = *concat->sources()[s];
       if (!source.recipe()) {
         return missing("source " + std::to_string(s) + " of the ConcatDataset", source);
+      }
+    }
+  } else if (const auto* mix = dynamic_cast<const StreamMixture*>(&dataset)) {
+    for (size_t s = 0; s < mix->sources().size(); ++s) {
+      const Dataset& source = *mix->sources()[s];
+      if (!source.recipe()) {
+        return missing("source " + std::to_string(s) + " of the StreamMixture", source);
       }
     }
   } else if (const auto* subset = dynamic_cast<const Subset*>(&dataset)) {
@@ -131,3 +189,4 @@ std::optional<std::string> composed_recipe_gap(const Dataset& dataset) {
 // In the file that the composed datasets' recipe() calls, so a static library keeps it.
 MPLOADER_REGISTER_DATASET("mploader.concat", mploader::detail::rebuild_concat);
 MPLOADER_REGISTER_DATASET("mploader.subset", mploader::detail::rebuild_subset);
+MPLOADER_REGISTER_DATASET("mploader.stream_mixture", mploader::detail::rebuild_stream_mixture);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mploader/compose.h>
+#include <mploader/stream_mixture.h>
 
 #include <cstddef>
 #include <optional>
@@ -13,6 +14,7 @@ namespace mploader::detail {
 
 std::optional<DatasetRecipe> concat_recipe(const ConcatDataset& dataset);
 std::optional<DatasetRecipe> subset_recipe(const Subset& dataset);
+std::optional<DatasetRecipe> stream_mixture_recipe(const StreamMixture& dataset);
 
 // Why `dataset` has no recipe when it is a ConcatDataset or a Subset (naming the source that
 // has none); nullopt for any other dataset, or one that has a recipe.

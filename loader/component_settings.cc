@@ -104,6 +104,12 @@ uint64_t options_fingerprint(const LoaderOptions& o, const Dataset& dataset) {
   if (auto* stream = dynamic_cast<const StreamingDataset*>(&dataset)) {
     add(stream->corpus_fingerprint());
     add(static_cast<uint64_t>(stream_split(o)));  // the split per rank
+    if (const StreamMixSpec* mix = stream->stream_mix()) {  // other weights: another order
+      for (size_t n : mix->source_shards) add(n);
+      for (double p : mix->probabilities) h.add(std::to_string(p));
+      add(static_cast<uint64_t>(mix->end));
+      add(static_cast<uint64_t>(mix->num_samples));
+    }
   }
   return h.value();
 }

@@ -69,6 +69,12 @@ uint64_t ElasticEpochs::order() const {
     h.add(stream_->dataset().corpus_fingerprint());
     h.add(static_cast<uint64_t>(stream_->settings().shuffle));
     h.add(stream_->settings().seed);
+    if (const StreamMixSpec* mix = stream_->dataset().stream_mix()) {
+      for (size_t n : mix->source_shards) h.add(static_cast<uint64_t>(n));
+      for (double p : mix->probabilities) h.add(std::to_string(p));
+      h.add(static_cast<uint64_t>(mix->end));
+      h.add(static_cast<uint64_t>(mix->num_samples));
+    }
   } else {
     h.add(std::string("map"));
     h.add(static_cast<uint64_t>(dataset_.size()));
@@ -78,6 +84,12 @@ uint64_t ElasticEpochs::order() const {
 }
 
 void ElasticEpochs::check_job(const JobState& job, const RecordedSettings& now) const {
+  if (stream_ && !enabled()) {
+    refuse_job("this Loader's StreamMixture starts its sources again when they run out "
+               "(MixtureEnd::kCycle or kAllExhausted), so its epochs repeat samples, which a "
+               "job state cannot record. Resume such a mixture on the same world size, with "
+               "each rank's own state, or mix with MixtureEnd::kFirstExhausted");
+  }
   if (!enabled()) {
     refuse_job("this Loader cannot resume on another world size: give it a StreamingDataset, "
                "or a DistributedSampler or DistributedBucketSampler (an ElasticSampler)");
@@ -186,7 +198,7 @@ void ElasticEpochs::forget_job() {
 
 std::optional<ElasticProgress> ElasticEpochs::running(
     const std::vector<std::vector<int64_t>>& batches, const SequenceSet& delivered) const {
-  if (!stream_ && !positions_known_) return std::nullopt;
+  if (!enabled() || (!stream_ && !positions_known_)) return std::nullopt;
   ElasticProgress e = upcoming(nullptr);
   e.base = base_;
   if (base_delivered_) e.delivered = *base_delivered_;

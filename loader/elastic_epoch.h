@@ -28,7 +28,7 @@ class ElasticEpochs {
   // StreamingDataset; with neither, enabled() is false and states carry no elastic part.
   ElasticEpochs(const ElasticSampler* map, StreamSampler* stream, const Dataset& dataset);
 
-  bool enabled() const { return map_ != nullptr || stream_ != nullptr; }
+  bool enabled() const { return map_ != nullptr || (stream_ != nullptr && stream_->elastic()); }
   int64_t world_size() const;
   int64_t rank() const;
 

@@ -1,5 +1,6 @@
 // MixtureSampler: sources drawn in fixed proportions, each read in passes, per (seed, epoch).
 #include "sampler/epoch_limit.h"
+#include "sampler/mixture_check.h"
 #include "sampler/weights.h"
 #include "util/splitmix.h"
 
@@ -67,27 +68,28 @@ class SourcePicker {
   size_t last_ = 0;  // the last source with a positive probability
 };
 
-void check_sources(const std::vector<size_t>& sizes, const MixtureOptions& o) {
+void check_sources(const std::vector<size_t>& sizes, const MixtureOptions& o,
+                   const std::string& who) {
   if (sizes.empty()) {
-    throw OptionError("source_sizes", std::string("mploader: ") + kWho + " was given no "
+    throw OptionError("source_sizes", "mploader: " + who + " was given no "
                                       "sources; give the size of each (ConcatDataset::sizes())");
   }
   if (o.weights.size() != sizes.size()) {
-    throw OptionError("weights", std::string("mploader: ") + kWho + " has " +
+    throw OptionError("weights", "mploader: " + who + " has " +
                                      std::to_string(o.weights.size()) + " weights for " +
                                      std::to_string(sizes.size()) +
                                      " sources; give one weight per source, in source order");
   }
-  detail::check_weights(o.weights, "weights", kWho);
+  detail::check_weights(o.weights, "weights", who);
   for (size_t k = 0; k < sizes.size(); ++k) {
     if (sizes[k] > 0 || o.weights[k] == 0) continue;
-    throw OptionError("source_sizes", std::string("mploader: ") + kWho + ": source " +
+    throw OptionError("source_sizes", "mploader: " + who + ": source " +
                                           std::to_string(k) + " has weight " +
                                           detail::weight_text(o.weights[k]) +
                                           " but no samples; give it weight 0 or leave it out");
   }
   if (o.num_samples < 0) {
-    throw OptionError("num_samples", std::string("mploader: ") + kWho + ": num_samples is " +
+    throw OptionError("num_samples", "mploader: " + who + ": num_samples is " +
                                          std::to_string(o.num_samples) +
                                          "; give the draws per epoch (0: see MixtureOptions)");
   }
@@ -112,14 +114,14 @@ double expected_draws(const std::vector<size_t>& sizes, const std::vector<double
 // (or the sources' total size), or an epoch that waits for sources to run out (a small weight
 // on a large source) for longer than that, unless num_samples bounds it within the limit.
 void check_epoch(const std::vector<size_t>& sizes, const std::vector<double>& p,
-                 uint64_t total, const MixtureOptions& o) {
+                 uint64_t total, const MixtureOptions& o, const std::string& who) {
   const auto limit = std::to_string(detail::kMaxEpochIndices);
   const std::string fix = "set num_samples to at most " + limit + " draws per epoch, and run "
                           "more epochs";
   const std::string given = "num_samples = " + std::to_string(o.num_samples);
   if (o.end == MixtureEnd::kCycle) {
     detail::check_epoch_length(o.num_samples > 0 ? static_cast<uint64_t>(o.num_samples) : total,
-                               "num_samples", kWho,
+                               "num_samples", who,
                                o.num_samples > 0 ? given
                                                  : "num_samples = 0 (the sources' total size)",
                                fix);
@@ -128,13 +130,13 @@ void check_epoch(const std::vector<size_t>& sizes, const std::vector<double>& p,
   const double expected = expected_draws(sizes, p, o.end);
   if (expected <= static_cast<double>(detail::kMaxEpochIndices)) return;
   if (o.num_samples > 0) {
-    detail::check_epoch_length(static_cast<uint64_t>(o.num_samples), "num_samples", kWho,
+    detail::check_epoch_length(static_cast<uint64_t>(o.num_samples), "num_samples", who,
                                given + " (the bound on an epoch that ends when sources run out, "
                                "about " + std::to_string(static_cast<int64_t>(expected)) +
                                " draws with these weights)", fix);
     return;
   }
-  throw OptionError("num_samples", std::string("mploader: ") + kWho + ": an epoch that ends " +
+  throw OptionError("num_samples", "mploader: " + who + ": an epoch that ends " +
                                        "when sources run out would take about " +
                                        std::to_string(static_cast<int64_t>(expected)) +
                                        " draws with these weights (a small weight on a large "
@@ -147,7 +149,7 @@ void check_epoch(const std::vector<size_t>& sizes, const std::vector<double>& p,
 
 MixtureSampler::MixtureSampler(std::vector<size_t> source_sizes, MixtureOptions options)
     : sizes_(std::move(source_sizes)), options_(std::move(options)) {
-  check_sources(sizes_, options_);
+  check_sources(sizes_, options_, kWho);
   const std::vector<double> weights = detail::summable_weights(options_.weights, "weights", kWho);
   const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
   for (double w : weights) probabilities_.push_back(w / sum);
@@ -159,7 +161,7 @@ MixtureSampler::MixtureSampler(std::vector<size_t> source_sizes, MixtureOptions 
     }
     offsets_.push_back(offsets_.back() + static_cast<int64_t>(s));
   }
-  check_epoch(sizes_, probabilities_, static_cast<uint64_t>(offsets_.back()), options_);
+  check_epoch(sizes_, probabilities_, static_cast<uint64_t>(offsets_.back()), options_, kWho);
 }
 
 std::vector<int64_t> MixtureSampler::indices(size_t dataset_size, uint64_t epoch) {
@@ -211,4 +213,20 @@ size_t MixtureSampler::source_of(int64_t index) const {
                              offsets_.begin()) - 1;
 }
 
+namespace detail {
+
+std::vector<double> mixture_probabilities(const std::vector<size_t>& sizes,
+                                          const MixtureOptions& options, const std::string& who) {
+  check_sources(sizes, options, who);
+  const std::vector<double> weights = summable_weights(options.weights, "weights", who);
+  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  std::vector<double> p;
+  for (double w : weights) p.push_back(w / sum);
+  uint64_t total = 0;
+  for (size_t n : sizes) total += n;  // each under 2^63, and at most a few thousand sources
+  check_epoch(sizes, p, total, options, who);
+  return p;
+}
+
+}  // namespace detail
 }  // namespace mploader

@@ -31,20 +31,6 @@ int64_t total_of(const std::vector<SampleRange>& ranges) {
   return n;
 }
 
-// The samples at offsets [from, to) of the concatenation of `units`, as ranges.
-std::vector<SampleRange> slice(const std::vector<SampleRange>& units, int64_t from, int64_t to) {
-  std::vector<SampleRange> out;
-  int64_t before = 0;  // samples in the units before this one
-  for (const SampleRange& u : units) {
-    const int64_t b = std::max(from, before);
-    const int64_t e = std::min(to, before + u.size());
-    if (e > b) out.push_back({u.begin + (b - before), u.begin + (e - before)});
-    before += u.size();
-    if (before >= to) break;
-  }
-  return out;
-}
-
 // The epoch's nonempty shards as whole units, shuffled per (seed, epoch) when asked.
 std::vector<SampleRange> shard_units(const std::vector<int64_t>& sizes,
                                      const StreamPlanSettings& s, uint64_t epoch) {
@@ -61,11 +47,6 @@ std::vector<SampleRange> shard_units(const std::vector<int64_t>& sizes,
   return units;
 }
 
-size_t batches_in(int64_t samples, int64_t batch_size, bool drop_last) {
-  const int64_t full = samples / batch_size;
-  return static_cast<size_t>(full + (!drop_last && samples % batch_size != 0 ? 1 : 0));
-}
-
 // A rank's samples split into its streams in whole batches: every stream but the last holds a
 // multiple of batch_size, so the rank ends with one short batch at most, whatever its split.
 std::vector<std::vector<SampleRange>> streams_of_rank(const std::vector<SampleRange>& ranges,
@@ -76,7 +57,7 @@ std::vector<std::vector<SampleRange>> streams_of_rank(const std::vector<SampleRa
   for (int64_t k = 0; k < s.streams; ++k) {
     const int64_t from = std::min(n, cuts * k / s.streams * s.batch_size);
     const int64_t to = std::min(n, cuts * (k + 1) / s.streams * s.batch_size);
-    out.push_back(slice(ranges, from, to));
+    out.push_back(slice_ranges(ranges, from, to));
   }
   return out;
 }
@@ -90,56 +71,6 @@ std::vector<int64_t> indices_of(const std::vector<SampleRange>& ranges) {
   return out;
 }
 
-// Walks a stream's ranges forward: which one holds its n-th sample, for growing n.
-class UnitCursor {
- public:
-  explicit UnitCursor(const std::vector<SampleRange>& ranges) : ranges_(ranges) {}
-  int32_t unit_of(int64_t n) {
-    while (unit_ + 1 < ranges_.size() && n >= before_ + ranges_[unit_].size()) {
-      before_ += ranges_[unit_].size();
-      ++unit_;
-    }
-    return static_cast<int32_t>(unit_);
-  }
-
- private:
-  const std::vector<SampleRange>& ranges_;
-  size_t unit_ = 0;
-  int64_t before_ = 0;  // samples in the ranges before unit_
-};
-
-// Every stream's samples cut into batches, the streams' batches alternating.
-void cut_and_interleave(StreamEpoch& plan, const StreamPlanSettings& s, uint64_t epoch) {
-  std::vector<std::vector<std::vector<int64_t>>> per_stream(plan.streams.size());
-  std::vector<std::vector<int32_t>> read_units(plan.streams.size());
-  size_t longest = 0;
-  for (size_t k = 0; k < plan.streams.size(); ++k) {
-    const std::vector<int64_t> order =
-        buffer_shuffle(indices_of(plan.streams[k]), s.shuffle_buffer,
-                       stream_seed(s.seed, epoch, s.rank, static_cast<int64_t>(k)));
-    const size_t b = static_cast<size_t>(s.batch_size);
-    UnitCursor cursor(plan.streams[k]);
-    for (size_t at = 0; at < order.size(); at += b) {
-      const size_t end = std::min(order.size(), at + b);
-      if (end - at < b && s.drop_last) break;
-      per_stream[k].emplace_back(order.begin() + at, order.begin() + end);
-      // A full buffer lets out its n-th sample as it reads sample n + buffer.
-      const int64_t read =
-          static_cast<int64_t>(end) + (s.shuffle_buffer > 1 ? s.shuffle_buffer : 0);
-      read_units[k].push_back(cursor.unit_of(std::min<int64_t>(read, order.size()) - 1));
-    }
-    longest = std::max(longest, per_stream[k].size());
-  }
-  for (size_t round = 0; round < longest; ++round) {
-    for (size_t k = 0; k < per_stream.size(); ++k) {
-      if (round >= per_stream[k].size()) continue;
-      plan.batches.push_back(std::move(per_stream[k][round]));
-      plan.stream_of_batch.push_back(static_cast<int32_t>(k));
-      plan.read_unit_of_batch.push_back(read_units[k][round]);
-    }
-  }
-}
-
 [[noreturn]] void refuse_empty_rank(int64_t rank, const StreamPlanSettings& s, int64_t samples) {
   throw OptionError(
       "world_size",
@@ -148,6 +79,21 @@ void cut_and_interleave(StreamEpoch& plan, const StreamPlanSettings& s, uint64_t
           std::to_string(s.batch_size) + (s.drop_last ? ", drop_last" : "") +
           "), so the ranks cannot take equal steps. Give the job more data, fewer ranks, a "
           "smaller batch_size, or drop_last = false");
+}
+
+// Each stream's ranges read in order, each read naming the range it falls in.
+std::vector<StreamReads> sequential_reads(const std::vector<std::vector<SampleRange>>& streams) {
+  std::vector<StreamReads> out(streams.size());
+  for (size_t k = 0; k < streams.size(); ++k) {
+    out[k].order = indices_of(streams[k]);
+    out[k].unit_reached.reserve(out[k].order.size());
+    for (size_t u = 0; u < streams[k].size(); ++u) {
+      out[k].unit_reached.insert(out[k].unit_reached.end(),
+                                 static_cast<size_t>(streams[k][u].size()),
+                                 static_cast<int32_t>(u));
+    }
+  }
+  return out;
 }
 
 // This rank's share of `units` (in read order), in streams, cut into interleaved batches; the
@@ -164,10 +110,32 @@ StreamEpoch plan_units(const std::vector<SampleRange>& units, const StreamPlanSe
     plan.most_batches = std::max(plan.most_batches, n);
   }
   const auto [from, to] = even_share(total, s.world_size, s.rank);
-  plan.streams = streams_of_rank(slice(units, from, to), s);
-  cut_and_interleave(plan, s, epoch);
+  plan.streams = streams_of_rank(slice_ranges(units, from, to), s);
+  cut_and_interleave(plan, sequential_reads(plan.streams), s, epoch);
   plan.batches_before_evening = plan.batches.size();
   return plan;
+}
+
+}  // namespace
+
+// The samples at offsets [from, to) of the concatenation of `units`, as ranges.
+std::vector<SampleRange> slice_ranges(const std::vector<SampleRange>& units, int64_t from,
+                                      int64_t to) {
+  std::vector<SampleRange> out;
+  int64_t before = 0;  // samples in the units before this one
+  for (const SampleRange& u : units) {
+    const int64_t b = std::max(from, before);
+    const int64_t e = std::min(to, before + u.size());
+    if (e > b) out.push_back({u.begin + (b - before), u.begin + (e - before)});
+    before += u.size();
+    if (before >= to) break;
+  }
+  return out;
+}
+
+size_t batches_in(int64_t samples, int64_t batch_size, bool drop_last) {
+  const int64_t full = samples / batch_size;
+  return static_cast<size_t>(full + (!drop_last && samples % batch_size != 0 ? 1 : 0));
 }
 
 // Repeats batches from the epoch's start (kPad) or leaves the last out (kDrop) until `target`.
@@ -200,7 +168,36 @@ void split_to(StreamEpoch& plan, size_t target) {
   pad_or_drop(plan, target);
 }
 
-}  // namespace
+void cut_and_interleave(StreamEpoch& plan, std::vector<StreamReads> reads,
+                        const StreamPlanSettings& s, uint64_t epoch) {
+  std::vector<std::vector<std::vector<int64_t>>> per_stream(reads.size());
+  std::vector<std::vector<int32_t>> read_units(reads.size());
+  size_t longest = 0;
+  const size_t b = static_cast<size_t>(s.batch_size);
+  for (size_t k = 0; k < reads.size(); ++k) {
+    const std::vector<int32_t>& reached = reads[k].unit_reached;
+    const std::vector<int64_t> order =
+        buffer_shuffle(reads[k].order, s.shuffle_buffer,
+                       stream_seed(s.seed, epoch, s.rank, static_cast<int64_t>(k)));
+    for (size_t at = 0; at < order.size(); at += b) {
+      const size_t end = std::min(order.size(), at + b);
+      if (end - at < b && s.drop_last) break;
+      per_stream[k].emplace_back(order.begin() + at, order.begin() + end);
+      // A full buffer lets out its n-th sample as it reads sample n + buffer.
+      const size_t read = end + (s.shuffle_buffer > 1 ? static_cast<size_t>(s.shuffle_buffer) : 0);
+      read_units[k].push_back(reached[std::min(read, order.size()) - 1]);
+    }
+    longest = std::max(longest, per_stream[k].size());
+  }
+  for (size_t round = 0; round < longest; ++round) {
+    for (size_t k = 0; k < per_stream.size(); ++k) {
+      if (round >= per_stream[k].size()) continue;
+      plan.batches.push_back(std::move(per_stream[k][round]));
+      plan.stream_of_batch.push_back(static_cast<int32_t>(k));
+      plan.read_unit_of_batch.push_back(read_units[k][round]);
+    }
+  }
+}
 
 std::vector<int64_t> buffer_shuffle(const std::vector<int64_t>& in, int64_t buffer,
                                     uint64_t seed) {

@@ -55,6 +55,35 @@ struct StreamEpoch {
   std::vector<int32_t> read_unit_of_batch;
 };
 
+// One stream's reads before its shuffle buffer: global indices in read order, and for each
+// read the range of the stream's StreamEpoch::streams entry it falls in (or, when the stream
+// reads several ranges at once, the latest one it has begun).
+struct StreamReads {
+  std::vector<int64_t> order;
+  std::vector<int32_t> unit_reached;
+};
+
+// Each stream's reads let out through its shuffle buffer and cut into batches (drop_last: its
+// short batch left out), the streams' batches alternating, appended to `plan`.
+void cut_and_interleave(StreamEpoch& plan, std::vector<StreamReads> reads,
+                        const StreamPlanSettings& settings, uint64_t epoch);
+
+// The samples at offsets [from, to) of the concatenation of `units`, as ranges.
+std::vector<SampleRange> slice_ranges(const std::vector<SampleRange>& units, int64_t from,
+                                      int64_t to);
+
+// Batches of `samples` samples: the short one counts unless drop_last.
+size_t batches_in(int64_t samples, int64_t batch_size, bool drop_last);
+
+// Repeats batches from the epoch's start or leaves the last out until there are `target`
+// (padded_batches, dropped_batches).
+void pad_or_drop(StreamEpoch& plan, size_t target);
+
+// Splits the largest batches in two, each half in its stream's place, until there are
+// `target`: every sample still comes once (split_batches). A batch of one sample cannot
+// split; pad_or_drop() then repeats.
+void split_to(StreamEpoch& plan, size_t target);
+
 // Plans `epoch` for settings.rank. `shard_sizes` are the shards' sample counts in declared
 // order. The shards, in the epoch's order, are read as one sequence cut into equal shares per
 // rank (one sample apart at most), and a rank's share into streams of whole batches but the

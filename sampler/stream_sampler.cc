@@ -17,10 +17,16 @@ const StreamEpoch& StreamSampler::plan(uint64_t epoch, int64_t streams) {
       cached_resumed_ != resumed) {
     StreamPlanSettings s = settings_;
     s.streams = streams;
-    cached_ = resumed ? plan_resumed_stream_epoch(
-                            remaining_in_read_order(shard_sizes_, s, epoch, *resume_delivered_),
-                            s, epoch)
-                      : plan_stream_epoch(shard_sizes_, s, epoch);
+    if (const StreamMixSpec* mix = dataset_.stream_mix()) {
+      SourceRanges sources = mixture_sources(shard_sizes_, *mix, s, epoch);
+      if (resumed) sources = remaining_of_sources(sources, *resume_delivered_);
+      cached_ = plan_mixed_stream_epoch(sources, *mix, s, epoch, resumed);
+    } else {
+      cached_ = resumed ? plan_resumed_stream_epoch(
+                              remaining_in_read_order(shard_sizes_, s, epoch, *resume_delivered_),
+                              s, epoch)
+                        : plan_stream_epoch(shard_sizes_, s, epoch);
+    }
     cached_epoch_ = epoch;
     cached_streams_ = streams;
     cached_resumed_ = resumed;
@@ -35,5 +41,10 @@ void StreamSampler::resume(uint64_t epoch, std::shared_ptr<const SequenceSet> de
 }
 
 void StreamSampler::clear_resume() { resume_delivered_.reset(); }
+
+bool StreamSampler::elastic() const {
+  const StreamMixSpec* mix = dataset_.stream_mix();
+  return mix == nullptr || mix->end == MixtureEnd::kFirstExhausted;
+}
 
 }  // namespace mploader::detail

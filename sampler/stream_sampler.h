@@ -1,10 +1,11 @@
 // StreamSampler: the BatchSampler a Loader builds for a StreamingDataset. It plans each epoch
-// with plan_stream_epoch() and keeps the last plan, which the loader also needs for the stream
+// with plan_stream_epoch() (plan_mixed_stream_epoch() for a StreamMixture) and keeps the last plan, which the loader also needs for the stream
 // (worker) of each batch and for the per-shard progress of a saved state.
 //
 // Used by one thread (the Loader's).
 #pragma once
 
+#include "sampler/stream_mix_plan.h"
 #include "sampler/stream_plan.h"
 
 #include <mploader/sampler.h>
@@ -31,6 +32,8 @@ class StreamSampler : public BatchSampler {
   // `delivered` (global indices), shared out over this job's ranks (elastic resume).
   void resume(uint64_t epoch, std::shared_ptr<const SequenceSet> delivered);
   void clear_resume();
+  // Whether a job state can record its epochs: not those of a mixture that repeats samples.
+  bool elastic() const;
   const StreamPlanSettings& settings() const { return settings_; }
   const StreamingDataset& dataset() const { return dataset_; }
 

@@ -16,6 +16,7 @@
 #include <mploader/loading_context.h>
 #include <mploader/logging.h>
 #include <mploader/mixture.h>
+#include <mploader/stream_mixture.h>
 #include <mploader/npy.h>
 #include <mploader/options.h>
 #include <mploader/rank_agreement.h>

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <mploader/dataset.h>
+#include <mploader/mixture_end.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +68,19 @@ struct ShardInfo {
 struct ShardPosition {
   size_t shard = 0;     ///< Index into shards().
   int64_t sample = 0;   ///< 0 .. shards()[shard].num_samples - 1
+};
+
+/// How the epochs of a StreamingDataset that mixes several corpora are drawn
+/// (StreamMixture, stream_mixture.h): the Loader plans them with it.
+struct StreamMixSpec {
+  /// Shards per source: source k's shards follow source k - 1's in shards().
+  std::vector<size_t> source_shards;
+  /// Each source's chance of being drawn; the weights divided by their sum.
+  std::vector<double> probabilities;
+  MixtureEnd end = MixtureEnd::kFirstExhausted;  ///< When each worker's stream ends.
+  /// Draws per epoch over all ranks and workers: kCycle's length (0: the sources' total), an
+  /// upper bound for the others (0: none).
+  int64_t num_samples = 0;
 };
 
 /// A dataset of shards with known sample counts; see the file comment for how a Loader plans
@@ -107,6 +121,11 @@ class StreamingDataset : public Dataset {
   /// yet in the background, so that the next shard is there when the stream reaches it; it
   /// must return at once. The default does nothing.
   virtual void prefetch_shards(const std::vector<size_t>& shards) { (void)shards; }
+
+  /// Non-null for a dataset whose shards are several corpora to be mixed (StreamMixture): each
+  /// worker then reads shards of every source and interleaves their samples by weighted draws.
+  /// The default, null: one corpus.
+  virtual const StreamMixSpec* stream_mix() const { return nullptr; }
 
  protected:
   /// Sets the shards; call it once, in the constructor. Throws std::invalid_argument naming

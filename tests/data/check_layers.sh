@@ -12,11 +12,11 @@ rank() { i=0; for l in $layers; do [ "$l" = "$1" ] && { echo $i; return; }; i=$(
 public_layer() {
   case "$1" in
     errors.h|logging.h) echo util ;;
-    batch.h|collate.h|dataset.h|loading_context.h|registry.h|sample_writer.h|streaming.h|\
-    tensor_dict.h|stage_timer.h) echo core ;;
+    batch.h|collate.h|dataset.h|loading_context.h|mixture_end.h|registry.h|sample_writer.h|\
+    streaming.h|tensor_dict.h|stage_timer.h) echo core ;;
     bucket_sampler.h|distributed_sampler.h|elastic_sampler.h|launch_info.h|mixture.h|rank_agreement.h|\
     sampler.h) echo sampler ;;
-    compose.h|npy.h|token_stream.h) echo datasets ;;
+    compose.h|npy.h|stream_mixture.h|token_stream.h) echo datasets ;;
     worker_info.h) echo worker ;;
     start_method.h) echo process ;;
     stats.h) echo supervise ;;
