@@ -4,14 +4,12 @@
 #include <mploader/stream_mixture.h>
 
 #include "sampler/stream_mix_plan.h"
-#include "tests/error_text.h"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <map>
 #include <set>
-#include <unistd.h>
 
 using namespace mploader;
 using detail::SampleRange;
@@ -133,7 +131,6 @@ TEST_CASE("stream mixture: first_exhausted repeats nothing, ranks take equal ste
     const StreamEpoch plan = plan_of(*mix, settings(3, r, 2), 0);
     if (r == 0) steps = plan.batches.size();
     CHECK(plan.batches.size() == steps);
-    CHECK(plan.most_batches - plan.fewest_batches <= 6);
   }
 }
 
@@ -146,7 +143,8 @@ TEST_CASE("stream mixture: all_exhausted reads every sample at least once") {
 TEST_CASE("stream mixture: the rest after a job state comes once, on another world size") {
   const auto mix = three_corpora(MixtureEnd::kFirstExhausted, 0);
   // 4 ranks delivered their first 20 batches; the rest on 3 ranks.
-  SequenceSet delivered;
+  detail::SequenceSet delivered;
+  delivered.assign(mix->size());
   std::vector<int64_t> before;
   for (int64_t r = 0; r < 4; ++r) {
     const StreamEpoch plan = plan_of(*mix, settings(4, r, 2), 0);
