@@ -5,6 +5,7 @@
 //   mploader-bench --workload synthetic --workers 0,1,2 --loader mploader,libtorch,inprocess
 //   mploader-bench --workload fmnist --loader mploader,pytorch --json
 //   mploader-bench --workload tokens --sampler random,bucket   (see bench/tokens/run_tokens.h)
+//   mploader-bench --workload tar-mix --workers 2              (see bench/mix/mix_bench.h)
 //
 // Results go to stdout (a table, ratios, recommendations; or with --json one JSON object per
 // configuration per line), optionally --csv and --plot files; a progress bar (only on a
@@ -18,6 +19,7 @@
 #include "bench/recommend.h"
 #include "bench/report.h"
 #include "bench/run_config.h"
+#include "bench/mix/mix_bench.h"
 #include "bench/remote/remote_bench.h"
 #include "bench/tokens/run_tokens.h"
 #include "bench/workloads/jpeg_dataset.h"
@@ -314,6 +316,8 @@ int main(int argc, char** argv) {
     if (bench::wants_tokens(argc, argv)) return bench::tokens_main(argc, argv);
     // So has --workload remote (bench/remote/remote_bench.h).
     if (bench::wants_remote(argc, argv)) return bench::remote_main(argc, argv);
+    // So has --workload tar-mix (bench/mix/mix_bench.h).
+    if (bench::wants_tar_mix(argc, argv)) return bench::tar_mix_main(argc, argv);
     bench::Plan plan;
     if (!bench::parse_command_line(argc, argv, plan)) return 0;
     return bench::run(plan);

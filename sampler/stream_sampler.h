@@ -1,6 +1,7 @@
 // StreamSampler: the BatchSampler a Loader builds for a StreamingDataset. It plans each epoch
-// with plan_stream_epoch() (plan_mixed_stream_epoch() for a StreamMixture) and keeps the last plan, which the loader also needs for the stream
-// (worker) of each batch and for the per-shard progress of a saved state.
+// with plan_stream_epoch() (plan_mixed_stream_epoch() for a StreamMixture) and keeps the last
+// plan, which the loader also needs for the stream (worker) of each batch and for the
+// per-shard progress of a saved state.
 //
 // Used by one thread (the Loader's).
 #pragma once
