@@ -147,12 +147,48 @@ std::vector<StreamReads> rank_streams(const SourceRanges& sources, const StreamM
   return out;
 }
 
-size_t rank_batches(const std::vector<StreamReads>& streams, const StreamPlanSettings& s) {
+// kFirstExhausted ends the job's epoch when the first of its streams has read a run through,
+// as MixtureSampler's epoch ends when the first source runs out: every stream stops at the
+// shortest stream's length (streams that draw nothing set aside). The ranks then take equal
+// steps without a repeated sample, where streams stopping each at its own first run would leave
+// ranks several batches apart for pad to repeat. -1: no cut (the other ends).
+int64_t job_cut(const std::vector<std::vector<int64_t>>& lengths, const StreamMixSpec& mix) {
+  if (mix.end != MixtureEnd::kFirstExhausted) return -1;
+  int64_t cut = -1;
+  for (const std::vector<int64_t>& rank : lengths) {
+    for (int64_t n : rank) {
+      if (n > 0 && (cut < 0 || n < cut)) cut = n;
+    }
+  }
+  return cut;
+}
+
+size_t rank_batches(const std::vector<int64_t>& lengths, int64_t cut,
+                    const StreamPlanSettings& s) {
   size_t n = 0;
-  for (const StreamReads& stream : streams) {
-    n += batches_in(static_cast<int64_t>(stream.order.size()), s.batch_size, s.drop_last);
+  for (int64_t length : lengths) {
+    n += batches_in(cut < 0 ? length : std::min(length, cut), s.batch_size, s.drop_last);
   }
   return n;
+}
+
+// Cuts a stream's reads at `cut`, and its ranges to those the kept reads reach.
+void cut_stream(StreamReads& reads, std::vector<SampleRange>& ranges, int64_t cut) {
+  if (cut < 0 || static_cast<int64_t>(reads.order.size()) <= cut) return;
+  reads.order.resize(static_cast<size_t>(cut));
+  reads.unit_reached.resize(static_cast<size_t>(cut));
+  const size_t reached = cut == 0 ? 0 : static_cast<size_t>(reads.unit_reached.back()) + 1;
+  ranges.resize(std::min(ranges.size(), reached));
+}
+
+void refuse_empty_rank(int64_t rank, const StreamPlanSettings& s, uint64_t epoch) {
+  throw OptionError("world_size",
+                    "mploader: rank " + std::to_string(rank) + " of " +
+                        std::to_string(s.world_size) + " gets no batch of the mixture's epoch " +
+                        std::to_string(epoch) + " (batch_size " + std::to_string(s.batch_size) +
+                        (s.drop_last ? ", drop_last" : "") + "), so the ranks cannot take "
+                        "equal steps. Give the sources more data, use fewer ranks or workers, "
+                        "or a smaller batch_size");
 }
 
 }  // namespace
@@ -180,25 +216,25 @@ SourceRanges mixture_sources(const std::vector<int64_t>& shard_sizes, const Stre
 StreamEpoch plan_mixed_stream_epoch(const SourceRanges& sources, const StreamMixSpec& mix,
                                     const StreamPlanSettings& s, uint64_t epoch, bool resumed) {
   StreamEpoch plan;
-  plan.fewest_batches = SIZE_MAX;
   std::vector<StreamReads> own;
+  std::vector<std::vector<int64_t>> lengths(static_cast<size_t>(s.world_size));
   for (int64_t r = 0; r < s.world_size; ++r) {
     std::vector<StreamReads> streams =
         rank_streams(sources, mix, s, epoch, r, r == s.rank ? &plan.streams : nullptr);
-    const size_t n = rank_batches(streams, s);
-    if (n == 0 && !resumed) {
-      throw OptionError("world_size",
-                        "mploader: rank " + std::to_string(r) + " of " +
-                            std::to_string(s.world_size) + " gets no batch of the mixture's "
-                            "epoch " + std::to_string(epoch) + " (batch_size " +
-                            std::to_string(s.batch_size) + (s.drop_last ? ", drop_last" : "") +
-                            "), so the ranks cannot take equal steps. Give the sources more "
-                            "data, use fewer ranks or workers, or a smaller batch_size");
+    for (const StreamReads& stream : streams) {
+      lengths[r].push_back(static_cast<int64_t>(stream.order.size()));
     }
-    plan.fewest_batches = std::min(plan.fewest_batches, n);
-    plan.most_batches = std::max(plan.most_batches, n);
     if (r == s.rank) own = std::move(streams);
   }
+  const int64_t cut = job_cut(lengths, mix);
+  plan.fewest_batches = SIZE_MAX;
+  for (int64_t r = 0; r < s.world_size; ++r) {
+    const size_t n = rank_batches(lengths[r], cut, s);
+    if (n == 0 && !resumed) refuse_empty_rank(r, s, epoch);
+    plan.fewest_batches = std::min(plan.fewest_batches, n);
+    plan.most_batches = std::max(plan.most_batches, n);
+  }
+  for (size_t k = 0; k < own.size(); ++k) cut_stream(own[k], plan.streams[k], cut);
   cut_and_interleave(plan, std::move(own), s, epoch);
   plan.batches_before_evening = plan.batches.size();
   if (resumed) {

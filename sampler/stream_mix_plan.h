@@ -26,7 +26,7 @@ SourceRanges mixture_sources(const std::vector<int64_t>& shard_sizes, const Stre
 
 // Plans `epoch` for settings.rank from `sources` (mixture_sources(), or what remains of them):
 // one stream per worker, each drawing from its run of every source until mix.end says the
-// stream is over, then cut into batches and evened out across ranks as plan_stream_epoch
+// stream is over (kFirstExhausted: all streams stop at the shortest one), then cut into batches and evened out across ranks as plan_stream_epoch
 // does (settings.uneven). `resumed`: the rest of an epoch after a job state, where a rank one
 // step short splits a batch instead of repeating one. Throws OptionError when a rank would get
 // no batch.

@@ -175,6 +175,9 @@ TEST_CASE("stream mixture: first_exhausted repeats nothing, ranks take equal ste
     const StreamEpoch plan = plan_of(*mix, settings(3, r, 2), 0);
     if (r == 0) steps = plan.batches.size();
     CHECK(plan.batches.size() == steps);
+    // Every stream stops where the job's first run is read through: equal before evening.
+    CHECK(plan.fewest_batches == plan.most_batches);
+    CHECK(plan.batches_before_evening == steps);
   }
 }
 

@@ -18,7 +18,9 @@
 ///   3. each worker draws from its runs: a source with probability weight / sum of weights,
 ///      then that source's next sample, from a generator seeded per (seed, epoch, rank,
 ///      worker), until MixtureEnd says its stream is over (a source "runs out" when the worker
-///      has read its whole run);
+///      has read its whole run). kFirstExhausted ends the whole job's epoch at the first run
+///      read through: every worker stops after as many draws as the worker that got there
+///      first, so the ranks take equal steps and no sample comes twice;
 ///   4. each worker's stream goes through its shuffle buffer (LoaderOptions::shuffle_buffer)
 ///      and is cut into batches, as for one corpus, and the ranks are evened out
 ///      (LoaderOptions::uneven_ranks).
