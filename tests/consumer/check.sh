@@ -27,9 +27,10 @@ case $mode in
     rm -rf "$work/prefix"
     cmake --install "$outer" --prefix "$work/prefix" >"$work/install.log" ||
       { cat "$work/install.log"; exit 1; }
-    # mploader-report, when the build has the tools (MPLOADER_BUILD_TOOLS).
+    # mploader-report, when the build has the tools: the cache says, not a binary that an
+    # earlier configuration of the same folder may have left.
     report=
-    [ -e "$outer/tools/mploader-report" ] && report=bin/mploader-report
+    grep -q '^MPLOADER_BUILD_TOOLS:BOOL=ON$' "$outer/CMakeCache.txt" && report=bin/mploader-report
     for f in include/mploader/mploader.h lib/cmake/mploader/mploaderConfig.cmake \
              lib/cmake/mploader/mploaderConfigVersion.cmake $report; do
       [ -e "$work/prefix/$f" ] || { echo "not installed: $f"; exit 1; }
