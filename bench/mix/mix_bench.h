@@ -10,7 +10,7 @@
 //
 // The corpora are the tar workload's shards (tar_workload.h: the generated jpeg set packed into
 // 8 tars, decoded and transformed as in that workload) split 4 / 2 / 2. Each round runs the
-// three ways one after another; the report gives each way's median samples/s over the rounds,
+// three ways one after another, starting one way later than the round before; the report gives each way's median samples/s over the rounds,
 // the ratios to `one`, and each source's share of the mixed epochs against its weight, in
 // standard deviations of a binomial draw.
 #pragma once

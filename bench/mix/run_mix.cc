@@ -208,7 +208,9 @@ int run_tar_mix(const TarMixConfig& c) {
   const std::vector<Files> corpora = corpus_files(tar_dir);
   std::vector<WayResult> results;
   for (int64_t round = 0; round < c.rounds; ++round) {
-    for (const std::string& way : kWays) {
+    // Each round starts with the next way, so that no way always runs first or last.
+    for (size_t w = 0; w < kWays.size(); ++w) {
+      const std::string& way = kWays[(w + static_cast<size_t>(round)) % kWays.size()];
       try {
         results.push_back(run_way(way, corpora, c, round));
       } catch (const std::exception& e) {
