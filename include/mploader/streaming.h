@@ -77,7 +77,9 @@ struct StreamMixSpec {
   std::vector<size_t> source_shards;
   /// Each source's chance of being drawn; the weights divided by their sum.
   std::vector<double> probabilities;
-  MixtureEnd end = MixtureEnd::kFirstExhausted;  ///< When each worker's stream ends.
+  /// When the epoch ends: kFirstExhausted where the job's first run of a source is read
+  /// through; the others per worker (stream_mixture.h).
+  MixtureEnd end = MixtureEnd::kFirstExhausted;
   /// Draws per epoch over all ranks and workers: kCycle's length (0: the sources' total), an
   /// upper bound for the others (0: none).
   int64_t num_samples = 0;
