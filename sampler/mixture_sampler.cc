@@ -45,29 +45,6 @@ void start_pass(SourceCursor& c, size_t size, bool shuffle, uint64_t pass_seed) 
   ++c.passes;
 }
 
-// Picks a draw's source from u in [0, 1): cumulative probabilities, the last positive one
-// exactly 1, and the pick held to that last source too, so that no rounding in the
-// probabilities can send a draw past the end of the sources.
-class SourcePicker {
- public:
-  explicit SourcePicker(const std::vector<double>& p) : cdf_(p.size()) {
-    std::partial_sum(p.begin(), p.end(), cdf_.begin());
-    for (size_t k = 0; k < p.size(); ++k) {
-      if (p[k] > 0) last_ = k;
-    }
-    for (size_t k = last_; k < cdf_.size(); ++k) cdf_[k] = 1.0;
-  }
-  size_t pick(double u) const {
-    const auto k = static_cast<size_t>(std::upper_bound(cdf_.begin(), cdf_.end(), u) -
-                                       cdf_.begin());
-    return std::min(k, last_);
-  }
-
- private:
-  std::vector<double> cdf_;
-  size_t last_ = 0;  // the last source with a positive probability
-};
-
 void check_sources(const std::vector<size_t>& sizes, const MixtureOptions& o,
                    const std::string& who) {
   if (sizes.empty()) {
@@ -149,25 +126,15 @@ void check_epoch(const std::vector<size_t>& sizes, const std::vector<double>& p,
 
 MixtureSampler::MixtureSampler(std::vector<size_t> source_sizes, MixtureOptions options)
     : sizes_(std::move(source_sizes)), options_(std::move(options)) {
-  check_sources(sizes_, options_, kWho);
-  const std::vector<double> weights = detail::summable_weights(options_.weights, "weights", kWho);
-  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
-  for (double w : weights) probabilities_.push_back(w / sum);
-  offsets_.assign(1, 0);
-  for (size_t s : sizes_) {
-    if (s > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - offsets_.back())) {
-      throw OptionError("source_sizes", std::string("mploader: ") + kWho +
-                                            ": the sources' sizes add up past int64");
-    }
-    offsets_.push_back(offsets_.back() + static_cast<int64_t>(s));
-  }
-  check_epoch(sizes_, probabilities_, static_cast<uint64_t>(offsets_.back()), options_, kWho);
+  probabilities_ = detail::mixture_probabilities(sizes_, options_, kWho);
+  offsets_.assign(1, 0);  // mixture_probabilities checked the sum against int64
+  for (size_t s : sizes_) offsets_.push_back(offsets_.back() + static_cast<int64_t>(s));
 }
 
 std::vector<int64_t> MixtureSampler::indices(size_t dataset_size, uint64_t epoch) {
   check_fits(dataset_size);
   const uint64_t epoch_seed = mix_seed(epoch, options_.seed);
-  const SourcePicker picker(probabilities_);
+  const detail::SourcePicker picker(probabilities_);
   size_t limit = static_cast<size_t>(options_.num_samples);
   if (limit == 0) {
     limit = options_.end == MixtureEnd::kCycle ? static_cast<size_t>(offsets_.back())
@@ -223,7 +190,13 @@ std::vector<double> mixture_probabilities(const std::vector<size_t>& sizes,
   std::vector<double> p;
   for (double w : weights) p.push_back(w / sum);
   uint64_t total = 0;
-  for (size_t n : sizes) total += n;  // each under 2^63, and at most a few thousand sources
+  for (size_t n : sizes) {
+    if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - total) {
+      throw OptionError("source_sizes",
+                        "mploader: " + who + ": the sources' sizes add up past int64");
+    }
+    total += n;
+  }
   check_epoch(sizes, p, total, options, who);
   return p;
 }
