@@ -1,6 +1,8 @@
 #include "sampler/stream_mix_plan.h"
 
 #include "sampler/elastic_plan.h"
+#include "sampler/mixture_check.h"
+#include "util/fnv1a.h"
 #include "util/splitmix.h"
 
 #include <mploader/errors.h>
@@ -20,12 +22,6 @@ uint64_t source_order_seed(uint64_t seed, uint64_t epoch, size_t source) {
 uint64_t draw_seed(uint64_t seed, uint64_t epoch, int64_t rank, int64_t stream) {
   const uint64_t for_rank = mix_seed(static_cast<uint64_t>(rank), mix_seed(epoch, seed));
   return mix_seed(0x44524157, mix_seed(static_cast<uint64_t>(stream), for_rank));
-}
-
-int64_t total_of(const std::vector<SampleRange>& ranges) {
-  int64_t n = 0;
-  for (const SampleRange& r : ranges) n += r.size();
-  return n;
 }
 
 // One source's run in one stream, read front to back and started again when it runs out
@@ -53,22 +49,14 @@ struct RunCursor {
   }
 };
 
-// Picks a source from u in [0, 1) among those still drawn, in proportion to their
-// probabilities; the last one takes any rounding.
-size_t pick(const std::vector<double>& p, const std::vector<bool>& drawn, double u) {
+// The probabilities of the sources a stream draws from (`drawn`), the others 0, summing to 1.
+std::vector<double> drawn_probabilities(const std::vector<double>& p,
+                                        const std::vector<bool>& drawn) {
   double sum = 0;
-  size_t last = 0;
-  for (size_t k = 0; k < p.size(); ++k) {
-    if (drawn[k]) sum += p[k];
-  }
-  double acc = 0;
-  for (size_t k = 0; k < p.size(); ++k) {
-    if (!drawn[k]) continue;
-    last = k;
-    acc += p[k] / sum;
-    if (u < acc) return k;
-  }
-  return last;
+  for (size_t k = 0; k < p.size(); ++k) sum += drawn[k] ? p[k] : 0;
+  std::vector<double> out(p.size());
+  for (size_t k = 0; k < p.size(); ++k) out[k] = drawn[k] ? p[k] / sum : 0;
+  return out;
 }
 
 // How many draws a stream makes at most: its share of mix.num_samples over every stream of the
@@ -103,9 +91,10 @@ StreamReads draw_stream(std::vector<RunCursor> runs, const StreamMixSpec& mix, i
   int32_t units = 0;
   int32_t reached = 0;
   size_t left_to_run_out = sources;
+  const SourcePicker picker(drawn_probabilities(mix.probabilities, drawn));
   SplitMix64 rng(seed);
   while (cap < 0 || static_cast<int64_t>(out.order.size()) < cap) {
-    const size_t k = pick(mix.probabilities, drawn, rng.uniform());
+    const size_t k = picker.pick(rng.uniform());
     RunCursor& run = runs[k];
     int32_t& unit = unit_of[k][run.range];
     if (unit < 0) {
@@ -243,6 +232,15 @@ StreamEpoch plan_mixed_stream_epoch(const SourceRanges& sources, const StreamMix
     pad_or_drop(plan, s.uneven == UnevenRanks::kPad ? plan.most_batches : plan.fewest_batches);
   }
   return plan;
+}
+
+uint64_t stream_mix_fingerprint(const StreamMixSpec& mix) {
+  Fnv1a h;
+  for (size_t n : mix.source_shards) h.add(static_cast<uint64_t>(n));
+  for (double p : mix.probabilities) h.add(std::to_string(p));
+  h.add(static_cast<uint64_t>(mix.end));
+  h.add(static_cast<uint64_t>(mix.num_samples));
+  return h.value();
 }
 
 SourceRanges remaining_of_sources(const SourceRanges& sources, const SequenceSet& delivered) {

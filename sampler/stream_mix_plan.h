@@ -26,13 +26,17 @@ SourceRanges mixture_sources(const std::vector<int64_t>& shard_sizes, const Stre
 
 // Plans `epoch` for settings.rank from `sources` (mixture_sources(), or what remains of them):
 // one stream per worker, each drawing from its run of every source until mix.end says the
-// stream is over (kFirstExhausted: all streams stop at the shortest one), then cut into batches and evened out across ranks as plan_stream_epoch
-// does (settings.uneven). `resumed`: the rest of an epoch after a job state, where a rank one
-// step short splits a batch instead of repeating one. Throws OptionError when a rank would get
-// no batch.
+// stream is over (kFirstExhausted: all streams stop at the shortest one), then cut into
+// batches and evened out across ranks as plan_stream_epoch does (settings.uneven). `resumed`:
+// the rest of an epoch after a job state, where a rank one step short splits a batch instead
+// of repeating one. Throws OptionError when a rank would get no batch.
 StreamEpoch plan_mixed_stream_epoch(const SourceRanges& sources, const StreamMixSpec& mix,
                                     const StreamPlanSettings& settings, uint64_t epoch,
                                     bool resumed);
+
+// What of `mix` decides an epoch's order (shards per source, probabilities, end, num_samples),
+// hashed, for the fingerprints that tell a saved state of another mixture.
+uint64_t stream_mix_fingerprint(const StreamMixSpec& mix);
 
 // The samples of each source not in `delivered`, in the epoch's read order.
 SourceRanges remaining_of_sources(const SourceRanges& sources, const SequenceSet& delivered);

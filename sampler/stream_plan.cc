@@ -25,12 +25,6 @@ uint64_t stream_seed(uint64_t seed, uint64_t epoch, int64_t rank, int64_t stream
   return mix_seed(static_cast<uint64_t>(stream), for_rank);
 }
 
-int64_t total_of(const std::vector<SampleRange>& ranges) {
-  int64_t n = 0;
-  for (const SampleRange& r : ranges) n += r.size();
-  return n;
-}
-
 // The epoch's nonempty shards as whole units, shuffled per (seed, epoch) when asked.
 std::vector<SampleRange> shard_units(const std::vector<int64_t>& sizes,
                                      const StreamPlanSettings& s, uint64_t epoch) {
@@ -117,6 +111,12 @@ StreamEpoch plan_units(const std::vector<SampleRange>& units, const StreamPlanSe
 }
 
 }  // namespace
+
+int64_t total_of(const std::vector<SampleRange>& ranges) {
+  int64_t n = 0;
+  for (const SampleRange& r : ranges) n += r.size();
+  return n;
+}
 
 // The samples at offsets [from, to) of the concatenation of `units`, as ranges.
 std::vector<SampleRange> slice_ranges(const std::vector<SampleRange>& units, int64_t from,

@@ -68,6 +68,9 @@ struct StreamReads {
 void cut_and_interleave(StreamEpoch& plan, std::vector<StreamReads> reads,
                         const StreamPlanSettings& settings, uint64_t epoch);
 
+// The samples `ranges` hold together.
+int64_t total_of(const std::vector<SampleRange>& ranges);
+
 // The samples at offsets [from, to) of the concatenation of `units`, as ranges.
 std::vector<SampleRange> slice_ranges(const std::vector<SampleRange>& units, int64_t from,
                                       int64_t to);
