@@ -1,4 +1,5 @@
 #include "loader/component_settings.h"
+#include "sampler/stream_mix_plan.h"
 #include "util/cpu_budget.h"
 #include "util/fnv1a.h"
 
@@ -105,10 +106,7 @@ uint64_t options_fingerprint(const LoaderOptions& o, const Dataset& dataset) {
     add(stream->corpus_fingerprint());
     add(static_cast<uint64_t>(stream_split(o)));  // the split per rank
     if (const StreamMixSpec* mix = stream->stream_mix()) {  // other weights: another order
-      for (size_t n : mix->source_shards) add(n);
-      for (double p : mix->probabilities) h.add(std::to_string(p));
-      add(static_cast<uint64_t>(mix->end));
-      add(static_cast<uint64_t>(mix->num_samples));
+      add(stream_mix_fingerprint(*mix));
     }
   }
   return h.value();

@@ -1,6 +1,7 @@
 #include "loader/elastic_epoch.h"
 
 #include "sampler/elastic_plan.h"
+#include "sampler/stream_mix_plan.h"
 #include "util/fnv1a.h"
 #include "util/log.h"
 
@@ -70,10 +71,7 @@ uint64_t ElasticEpochs::order() const {
     h.add(static_cast<uint64_t>(stream_->settings().shuffle));
     h.add(stream_->settings().seed);
     if (const StreamMixSpec* mix = stream_->dataset().stream_mix()) {
-      for (size_t n : mix->source_shards) h.add(static_cast<uint64_t>(n));
-      for (double p : mix->probabilities) h.add(std::to_string(p));
-      h.add(static_cast<uint64_t>(mix->end));
-      h.add(static_cast<uint64_t>(mix->num_samples));
+      h.add(stream_mix_fingerprint(*mix));
     }
   } else {
     h.add(std::string("map"));
