@@ -37,6 +37,15 @@ if(TARGET mploader_shards)
 else()
   set(MPLOADER_SHARDS_LIBRARY_TYPE "")
 endif()
+if(TARGET mploader_hdf5)
+  install(TARGETS mploader_hdf5 EXPORT mploaderTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  get_target_property(MPLOADER_HDF5_LIBRARY_TYPE mploader_hdf5 TYPE)
+else()
+  set(MPLOADER_HDF5_LIBRARY_TYPE "")
+endif()
 install(DIRECTORY include/mploader DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
 install(EXPORT mploaderTargets NAMESPACE mploader:: DESTINATION ${MPLOADER_CMAKE_DIR})

@@ -1,0 +1,122 @@
+// Reading rows by hyperslab. libhdf5 converts each element to the memory type as it reads (byte
+// order, uint16 to int32), decompressing chunks through the per-field chunk cache.
+#include "hdf5/h5_reader.h"
+
+#include "hdf5/h5_meta.h"
+
+#include <mploader/errors.h>
+
+#include <c10/core/ScalarType.h>
+
+namespace mploader::hdf5::detail {
+namespace {
+
+std::string prefix(const std::string& file) { return "mploader: H5Dataset: " + file + ": "; }
+
+}  // namespace
+
+FileReader::FileReader(const std::string& file, const std::vector<H5FieldInfo>& info,
+                       const H5DatasetOptions& options, const H5Dataset::FileStamp& stamp)
+    : file_(file), info_(&info) {
+  const H5Dataset::FileStamp now = stamp_of(file);
+  if (!options.swmr_read && (now.size != stamp.size || now.mtime_ns != stamp.mtime_ns)) {
+    throw Error(prefix(file) + "changed after the dataset was built (" +
+                std::to_string(stamp.size) + " bytes then, " + std::to_string(now.size) +
+                " now; modified " + std::to_string((now.mtime_ns - stamp.mtime_ns) / 1000000) +
+                " ms later): its rows may no longer be those counted. Fix: build the dataset "
+                "again after the file is written, or set H5DatasetOptions::swmr_read for a "
+                "file that a SWMR writer appends to");
+  }
+  file_handle_ = open_file(file, options.swmr_read);
+  for (const H5FieldInfo& planned : info) {
+    OpenField f;
+    f.dataset = open_field(file_handle_.get(), file, planned.path, options.chunk_cache_bytes);
+    const H5FieldInfo found = describe_field(f.dataset.get(), file, {planned.name, planned.path});
+    const bool same_rows = options.swmr_read ? found.shape[0] >= planned.shape[0]
+                                             : found.shape[0] == planned.shape[0];
+    if (found.file_type != planned.file_type || found.row_shape() != planned.row_shape() ||
+        !same_rows) {
+      throw Error(prefix(file) + "field '" + planned.name + "' (" + planned.path + ") is now " +
+                  found.file_type + " with " + std::to_string(found.shape[0]) +
+                  " rows, not the " + planned.file_type + " with " +
+                  std::to_string(planned.shape[0]) + " rows the dataset was built with. Fix: "
+                  "build the dataset again from the file as it is now");
+    }
+    Handle type(H5Dget_type(f.dataset.get()), H5Tclose);
+    f.type = map_type(type.get());
+    f.file_space = Handle(H5Dget_space(f.dataset.get()), H5Sclose);
+    f.dims.assign(found.shape.begin(), found.shape.end());
+    size_t elements = 1;
+    for (size_t d = 1; d < f.dims.size(); ++d) elements *= f.dims[d];
+    f.row_bytes = f.type.text ? 0 : elements * c10::elementSize(f.type.dtype);
+    fields_.push_back(std::move(f));
+  }
+}
+
+void FileReader::fail(size_t k, const std::string& what, int64_t row) const {
+  const H5FieldInfo& f = (*info_)[k];
+  const std::string why = error_stack_text();
+  throw Error(prefix(file_) + "field '" + f.name + "' (" + f.path + "): " + what + " row " +
+              std::to_string(row) + " failed (" + (why.empty() ? "no reason given" : why) +
+              "). Fix: the file is damaged or cut short (a chunk that does not decompress?): "
+              "write or copy it again");
+}
+
+void FileReader::read_rows(size_t k, const int64_t* rows, size_t count, void* out) {
+  OpenField& f = fields_[k];
+  const size_t rank = f.dims.size();
+  std::vector<hsize_t> start(rank, 0), block(f.dims), ones(rank, 1);
+  hid_t space = f.file_space.get();
+  // One hyperslab per run of consecutive rows, OR-ed into one selection.
+  H5S_seloper_t op = H5S_SELECT_SET;
+  for (size_t i = 0; i < count;) {
+    size_t run = 1;
+    while (i + run < count && rows[i + run] == rows[i] + static_cast<int64_t>(run)) ++run;
+    start[0] = static_cast<hsize_t>(rows[i]);
+    block[0] = run;
+    if (H5Sselect_hyperslab(space, op, start.data(), nullptr, ones.data(), block.data()) < 0) {
+      fail(k, "selecting", rows[i]);
+    }
+    op = H5S_SELECT_OR;
+    i += run;
+  }
+  std::vector<hsize_t> memory_dims(f.dims);
+  memory_dims[0] = count;
+  Handle memory(H5Screate_simple(static_cast<int>(rank), memory_dims.data(), nullptr), H5Sclose);
+  if (H5Dread(f.dataset.get(), f.type.memory.get(), memory.get(), space, H5P_DEFAULT, out) < 0) {
+    fail(k, "reading", rows[0]);
+  }
+}
+
+std::string FileReader::read_text(size_t k, int64_t row) {
+  OpenField& f = fields_[k];
+  const hsize_t start = static_cast<hsize_t>(row), one = 1;
+  hid_t space = f.file_space.get();
+  if (H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &one, nullptr) < 0) {
+    fail(k, "selecting", row);
+  }
+  Handle memory(H5Screate_simple(1, &one, nullptr), H5Sclose);
+  if (f.type.variable_length) {
+    char* value = nullptr;
+    if (H5Dread(f.dataset.get(), f.type.memory.get(), memory.get(), space, H5P_DEFAULT,
+                &value) < 0) {
+      fail(k, "reading", row);
+    }
+    std::string text = value != nullptr ? std::string(value) : std::string();
+#if H5_VERSION_GE(1, 12, 0)
+    H5Treclaim(f.type.memory.get(), memory.get(), H5P_DEFAULT, &value);
+#else
+    H5Dvlen_reclaim(f.type.memory.get(), memory.get(), H5P_DEFAULT, &value);
+#endif
+    return text;
+  }
+  std::string text(f.type.fixed_size, '\0');
+  if (H5Dread(f.dataset.get(), f.type.memory.get(), memory.get(), space, H5P_DEFAULT,
+              text.data()) < 0) {
+    fail(k, "reading", row);
+  }
+  text.resize(unpadded_length(text.data(), text.size(), f.type.padding));
+  return text;
+}
+
+}  // namespace mploader::hdf5::detail

@@ -1,0 +1,74 @@
+// The HDF5 tests' files, written once per test process by h5py (tests/hdf5/write_h5.py), and
+// h5py's reads of them: the reference every value the loader reads is compared with.
+#pragma once
+
+#include <mploader/npy.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace h5_test {
+
+constexpr int64_t kRows = 60;
+
+// The folder holding the files, or "" when they could not be written (why() says why).
+inline std::string& why() {
+  static std::string text;
+  return text;
+}
+inline const std::string& folder() {
+  static const std::string dir = [] {
+    char name[] = "/tmp/mploader-h5-test-XXXXXX";
+    if (::mkdtemp(name) == nullptr) {
+      why() = "cannot make a folder in /tmp";
+      return std::string();
+    }
+    const std::string out(name);
+    const std::string command = std::string(MPLOADER_PYTHON) + " " + MPLOADER_H5_WRITER + " " +
+                                out + " " + std::to_string(kRows) + " > " + out + "/log 2>&1";
+    if (std::system(command.c_str()) != 0) {
+      std::ifstream log(out + "/log");
+      why() = std::string(MPLOADER_PYTHON) + " could not write the HDF5 files with h5py "
+              "(scripts/install-deps installs it): " +
+              std::string(std::istreambuf_iterator<char>(log), {});
+      return std::string();
+    }
+    static const pid_t owner = ::getpid();
+    static const std::string remove = "rm -rf " + out;
+    std::atexit([] {
+      if (::getpid() == owner) (void)std::system(remove.c_str());
+    });
+    return out;
+  }();
+  return dir;
+}
+
+inline std::string path(const std::string& name) { return folder() + "/" + name; }
+
+// h5py's read of `field` of `file` ("numeric", "group/nested").
+inline at::Tensor reference(const std::string& file, std::string field) {
+  for (char& c : field) c = c == '/' ? '_' : c;
+  return mploader::NpyArray(path(file + "." + field + ".npy")).tensor();
+}
+inline std::vector<std::string> reference_texts(const std::string& file, const std::string& field) {
+  std::ifstream in(path(file + "." + field + ".json"));
+  return nlohmann::json::parse(in).get<std::vector<std::string>>();
+}
+
+}  // namespace h5_test
+
+// Returns from the test, as skipped, when h5py could not write the files.
+#define H5_TEST_NEEDS_FILES()                        \
+  do {                                               \
+    if (h5_test::folder().empty()) {                 \
+      WARN("skipped: " << h5_test::why());           \
+      return;                                        \
+    }                                                \
+  } while (0)

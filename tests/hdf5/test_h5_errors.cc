@@ -1,0 +1,104 @@
+// What H5Dataset says about input a user can get wrong: each is an Error that names the file,
+// the field and what to do; none crashes the training process or reads wrong data.
+#include <catch2/catch.hpp>
+
+#include "tests/hdf5/h5_files.h"
+
+#include <mploader/errors.h>
+#include <mploader/hdf5/h5_dataset.h>
+#include <mploader/loader.h>
+
+#include <filesystem>
+#include <fstream>
+
+using Catch::Matchers::Contains;
+using mploader::Loader;
+using mploader::LoaderOptions;
+using mploader::hdf5::H5Dataset;
+using mploader::hdf5::H5DatasetOptions;
+using mploader::hdf5::H5Field;
+
+namespace {
+
+// The message H5Dataset's construction throws, or "" when it does not.
+std::string error_of(const std::string& file, std::vector<H5Field> fields,
+                     H5DatasetOptions options = {}) {
+  try {
+    H5Dataset data(h5_test::path(file), std::move(fields), options);
+  } catch (const mploader::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("hdf5: a missing dataset path names the file and the datasets it holds", "[hdf5]") {
+  H5_TEST_NEEDS_FILES();
+  const std::string e = error_of("numeric.h5", {{"x", "/nope"}});
+  CHECK_THAT(e, Contains("numeric.h5: no dataset at '/nope'. The file holds 12 datasets: "));
+  CHECK_THAT(e, Contains("/group/nested"));
+  CHECK_THAT(e, Contains("/index"));
+  CHECK_THAT(e, Contains("Fix: name one of those paths"));
+}
+
+TEST_CASE("hdf5: fields of different first dimensions are named with their rows", "[hdf5]") {
+  H5_TEST_NEEDS_FILES();
+  CHECK_THAT(error_of("bad.h5", {{"a", "/a"}, {"b", "/b"}}),
+             Contains("bad.h5: field 'b' (/b) has 11 rows but 'a' (/a) has 10: every field "
+                      "needs one row per sample"));
+}
+
+TEST_CASE("hdf5: types and shapes it cannot read are refused, naming the field", "[hdf5]") {
+  H5_TEST_NEEDS_FILES();
+  CHECK_THAT(error_of("bad.h5", {{"s", "/scalar"}}), Contains("field 's' (/scalar, int64 []) "
+                                                              "is a scalar"));
+  CHECK_THAT(error_of("bad.h5", {{"u", "/u64"}}),
+             Contains("field 'u' (/u64, uint64 [10]): uint64 has no torch type"));
+  CHECK_THAT(error_of("bad.h5", {{"p", "/pairs"}}),
+             Contains("field 'p' (/pairs, compound [10]): compound elements have no tensor type"));
+  CHECK_THAT(error_of("bad.h5", {{"t", "/strings2d"}}),
+             Contains("a string dataset must be one-dimensional"));
+  CHECK_THAT(error_of("bad.h5", {{"z", "/lzf"}}),
+             Contains("field 'z' (/lzf) is compressed with lzf"));
+}
+
+TEST_CASE("hdf5: a missing, truncated or foreign file is a clear error, never a crash",
+          "[hdf5]") {
+  H5_TEST_NEEDS_FILES();
+  CHECK_THAT(error_of("absent.h5", {{"x", "/x"}}),
+             Contains("absent.h5: No such file or directory. Fix: check the path"));
+  CHECK_THAT(error_of("not_hdf5.h5", {{"x", "/x"}}), Contains("not_hdf5.h5: not an HDF5 file"));
+  const std::string cut = error_of("truncated.h5", {{"index", "/index"}});
+  CHECK_THAT(cut, Contains("truncated.h5: libhdf5 cannot open it (truncated file"));
+  CHECK_THAT(cut, Contains("Fix: the file is damaged or cut short"));
+  CHECK_THAT(error_of("numeric.h5", {}), Contains("no fields"));
+  CHECK_THAT(error_of("numeric.h5", {{"a", "/index"}, {"a", "/f64"}}),
+             Contains("field name 'a' (/f64) is given twice"));
+  H5DatasetOptions bad;
+  bad.chunk_cache_bytes = -1;
+  CHECK_THAT(error_of("numeric.h5", {{"a", "/index"}}, bad), Contains("chunk_cache_bytes is -1"));
+}
+
+TEST_CASE("hdf5: a file changed after the dataset was built fails the batch, naming it",
+          "[hdf5]") {
+  H5_TEST_NEEDS_FILES();
+  const std::string copy = h5_test::path("changed.h5");
+  std::filesystem::copy_file(h5_test::path("numeric.h5"), copy,
+                             std::filesystem::copy_options::overwrite_existing);
+  auto data = std::make_shared<H5Dataset>(copy, std::vector<H5Field>{{"index", "/index"}});
+  std::ofstream(copy, std::ios::app) << "appended";
+  for (int64_t workers : {0, 1}) {
+    LoaderOptions o;
+    o.num_workers = workers;
+    o.batch_size = 4;
+    try {
+      Loader loader(data, o);
+      for (auto& batch : loader) (void)batch;
+      FAIL("the changed file was read");
+    } catch (const mploader::Error& e) {
+      CHECK_THAT(e.what(), Contains("changed.h5: changed after the dataset was built"));
+      CHECK_THAT(e.what(), Contains("Fix: build the dataset again"));
+    }
+  }
+}
