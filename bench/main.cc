@@ -6,6 +6,7 @@
 //   mploader-bench --workload fmnist --loader mploader,pytorch --json
 //   mploader-bench --workload tokens --sampler random,bucket   (see bench/tokens/run_tokens.h)
 //   mploader-bench --workload tar-mix --workers 2              (see bench/mix/mix_bench.h)
+//   mploader-bench --workload hdf5 --workers 2                 (see bench/h5/h5_bench.h)
 //
 // Results go to stdout (a table, ratios, recommendations; or with --json one JSON object per
 // configuration per line), optionally --csv and --plot files; a progress bar (only on a
@@ -19,6 +20,7 @@
 #include "bench/recommend.h"
 #include "bench/report.h"
 #include "bench/run_config.h"
+#include "bench/h5/h5_bench.h"
 #include "bench/mix/mix_bench.h"
 #include "bench/remote/remote_bench.h"
 #include "bench/tokens/run_tokens.h"
@@ -318,6 +320,10 @@ int main(int argc, char** argv) {
     if (bench::wants_remote(argc, argv)) return bench::remote_main(argc, argv);
     // So has --workload tar-mix (bench/mix/mix_bench.h).
     if (bench::wants_tar_mix(argc, argv)) return bench::tar_mix_main(argc, argv);
+#ifdef MPLOADER_BENCH_HDF5
+    // So has --workload hdf5 (bench/h5/h5_bench.h).
+    if (bench::wants_h5_bench(argc, argv)) return bench::h5_bench_main(argc, argv);
+#endif
     bench::Plan plan;
     if (!bench::parse_command_line(argc, argv, plan)) return 0;
     return bench::run(plan);

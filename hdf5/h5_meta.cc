@@ -111,7 +111,8 @@ Handle open_file(const std::string& file, bool swmr) {
   if (!handle.valid()) {
     const std::string why = error_stack_text();
     throw Error(prefix(file) + "libhdf5 cannot open it (" +
-                (why.empty() ? "no reason given" : why) + "; " + std::to_string(st.st_size) + " bytes). " +
+                (why.empty() ? "no reason given" : why) + "; " + std::to_string(st.st_size) +
+                " bytes). " +
                 (swmr ? "Fix: SWMR reading needs a file written with libver='latest' (h5py) "
                         "or a v110 format; or turn swmr_read off"
                       : "Fix: the file is damaged or cut short (a copy that did not finish?): "
@@ -222,6 +223,24 @@ H5Dataset::FileStamp stamp_of(const std::string& file) {
           int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
 }
 
+int64_t json_integer(const nlohmann::json& j, const char* what) {
+  if (!j.is_number_integer()) {
+    throw Error(std::string("mploader: H5Dataset metadata: ") + what + " is " + j.dump() +
+                ", not an integer. Fix: pass the text H5Dataset::recipe() returned, unchanged");
+  }
+  return j.get<int64_t>();
+}
+
+namespace {
+
+std::vector<int64_t> json_integers(const nlohmann::json& j, const char* what) {
+  std::vector<int64_t> out;
+  for (const auto& item : j) out.push_back(json_integer(item, what));
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json info_to_json(const std::vector<H5FieldInfo>& info) {
   nlohmann::json out = nlohmann::json::array();
   for (const H5FieldInfo& f : info) {
@@ -250,8 +269,8 @@ std::vector<H5FieldInfo> info_from_json(const nlohmann::json& j) {
     }
     if (!known) throw Error("mploader: H5Dataset metadata names an unknown dtype '" + dtype + "'");
     f.text = item.at("text").get<bool>();
-    f.shape = item.at("shape").get<std::vector<int64_t>>();
-    f.chunk = item.at("chunk").get<std::vector<int64_t>>();
+    f.shape = json_integers(item.at("shape"), "a field's shape");
+    f.chunk = json_integers(item.at("chunk"), "a field's chunk shape");
     f.filters = item.at("filters").get<std::vector<std::string>>();
     info.push_back(std::move(f));
   }

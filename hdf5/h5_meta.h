@@ -40,6 +40,10 @@ int64_t common_rows(const std::string& file, const std::vector<H5FieldInfo>& inf
 // The file's size and modification time, or an Error naming it (missing, unreadable).
 H5Dataset::FileStamp stamp_of(const std::string& file);
 
+// An integer of recipe text: Error naming `what` unless `j` is one (a float such as 1e30 would
+// not convert to int64).
+int64_t json_integer(const nlohmann::json& j, const char* what);
+
 nlohmann::json info_to_json(const std::vector<H5FieldInfo>& info);
 // Throws nlohmann::json::exception (or Error for a dtype it does not know) on malformed text.
 std::vector<H5FieldInfo> info_from_json(const nlohmann::json& j);

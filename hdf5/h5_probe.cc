@@ -30,7 +30,7 @@ namespace {
   } catch (const std::exception& e) {
     reply = nlohmann::json{{"error", e.what()}}.dump();
   } catch (...) {
-    reply = R"({"error":"mploader: H5Dataset: the metadata probe failed (unknown exception)"})";
+    reply = R"j({"error":"mploader: H5Dataset: the metadata probe failed (unknown exception)"})j";
   }
   const char* p = reply.data();
   size_t left = reply.size();

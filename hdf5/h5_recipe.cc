@@ -42,10 +42,12 @@ std::shared_ptr<H5Dataset> H5Dataset::from_recipe(const std::string& config) {
       fields.push_back({f.at(0).get<std::string>(), f.at(1).get<std::string>()});
     }
     H5DatasetOptions options;
-    options.chunk_cache_bytes = j.at("chunk_cache_bytes").get<int64_t>();
+    options.chunk_cache_bytes =
+        detail::json_integer(j.at("chunk_cache_bytes"), "chunk_cache_bytes");
     options.swmr_read = j.at("swmr_read").get<bool>();
     options.probe_timeout_s = j.at("probe_timeout_s").get<double>();
-    FileStamp stamp{j.at("stamp").at(0).get<uint64_t>(), j.at("stamp").at(1).get<int64_t>()};
+    const FileStamp stamp{static_cast<uint64_t>(detail::json_integer(j.at("stamp").at(0), "stamp")),
+                          detail::json_integer(j.at("stamp").at(1), "stamp")};
     return std::shared_ptr<H5Dataset>(new H5Dataset(j.at("file").get<std::string>(),
                                                     std::move(fields), options,
                                                     detail::info_from_json(j.at("info")), stamp));

@@ -99,3 +99,24 @@ if(TARGET tar_shards_mlp AND TARGET mploader-manifest AND MPLOADER_PYTHON)
     PASS_REGULAR_EXPRESSION "epoch 1/1: train loss [0-9.]+, test accuracy [0-9.]+ %, every sample once: yes.*exit status 0"
     SKIP_REGULAR_EXPRESSION "skipped: " TIMEOUT 300)
 endif()
+
+# The MLP from an HDF5 file that h5py writes from Fashion-MNIST (gzip-compressed chunks):
+# 80 % test accuracy in one epoch with forked workers, and spawned workers train too.
+if(TARGET h5_mlp AND MPLOADER_PYTHON)
+  set(h5_file ${CMAKE_CURRENT_BINARY_DIR}/example-fmnist.h5)
+  foreach(case "fork|reaches 80 % test accuracy in one epoch|0.80"
+               "spawn|trains with spawned workers|0")
+    string(REPLACE "|" ";" parts "${case}")
+    list(GET parts 0 start)
+    list(GET parts 1 what)
+    list(GET parts 2 accuracy)
+    set(name "example: an MLP from an HDF5 file h5py wrote ${what}")
+    add_test(NAME "${name}"
+      COMMAND sh -c "\"$0\" \"${CMAKE_SOURCE_DIR}/examples/fashion_mnist_to_h5.py\" --data-dir \"$1\" \"$2\" >/dev/null 2>&1 || { echo \"skipped: $0 could not write the HDF5 file with h5py (scripts/install-deps)\"; exit 0; }; \"$3\" --file \"$2\" --workers 2 --start $4 --min-accuracy $5 2>&1; echo \"exit status $?\""
+              ${MPLOADER_PYTHON} ${fmnist_dir} ${h5_file}-${start} $<TARGET_FILE:h5_mlp> ${start}
+              ${accuracy})
+    set_tests_properties("${name}" PROPERTIES
+      PASS_REGULAR_EXPRESSION "epoch 1/1: train loss [0-9.]+, test accuracy [0-9.]+ %, every sample once: yes.*exit status 0"
+      SKIP_REGULAR_EXPRESSION "skipped: " TIMEOUT 300)
+  endforeach()
+endif()
