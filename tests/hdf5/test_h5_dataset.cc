@@ -227,8 +227,8 @@ TEST_CASE("hdf5: a file written in SWMR mode reads right, opened for SWMR readin
   }
 }
 
-TEST_CASE("hdf5: the recipe rebuilds the dataset without probing; a damaged recipe is an error",
-          "[hdf5]") {
+TEST_CASE("hdf5: the recipe rebuilds the dataset without probing, and a damaged recipe is an "
+          "error", "[hdf5]") {
   H5_TEST_NEEDS_FILES();
   auto data = numeric_dataset();
   const auto recipe = data->recipe();
