@@ -110,6 +110,14 @@ void check_index(const std::string& file, int64_t index, int64_t rows) {
   }
 }
 
+// write() and write_batch() fill a declared layout, which a dataset with text fields has not.
+void check_no_text(const std::string& file, bool has_text) {
+  if (has_text) {
+    throw std::logic_error("mploader: H5Dataset: " + file + ": it has text fields, so it has no "
+                           "sample layout to write into; read its samples with get()");
+  }
+}
+
 }  // namespace
 
 Sample H5Dataset::get(int64_t index) {
@@ -137,12 +145,14 @@ std::optional<SampleLayout> H5Dataset::sample_layout() const {
 }
 
 void H5Dataset::write(int64_t index, SampleWriter& out) {
+  check_no_text(file_, has_text_);
   check_index(file_, index, rows_);
   detail::FileReader& reader = open().reader;
   for (size_t k = 0; k < info_.size(); ++k) reader.read_rows(k, &index, 1, out.bytes(k));
 }
 
 void H5Dataset::write_batch(const int64_t* indices, size_t count, BatchWriter& out) {
+  check_no_text(file_, has_text_);
   if (count == 0) return;
   for (size_t r = 0; r < count; ++r) check_index(file_, indices[r], rows_);
   if (std::is_sorted(indices, indices + count, std::less_equal<int64_t>())) {

@@ -180,6 +180,10 @@ TEST_CASE("hdf5: variable- and fixed-length strings are text fields, with 0 and 
   REQUIRE_FALSE(data->sample_layout().has_value());  // text: samples come from get()
   CHECK(data->fields()[0].file_type == "vlen string (utf-8)");
   CHECK(data->fields()[1].file_type == "string[12]");
+  const int64_t first = 0;
+  const mploader::SampleLayout no_layout;
+  mploader::BatchWriter none(no_layout, nullptr, nullptr, 1);
+  REQUIRE_THROWS_AS(data->write_batch(&first, 1, none), std::logic_error);
   const auto text = h5_test::reference_texts("strings", "text");
   const auto ascii = h5_test::reference_texts("strings", "ascii");
   const at::Tensor vec = h5_test::reference("strings", "vec");
