@@ -139,7 +139,8 @@ void print_report(const H5BenchConfig& c, const std::vector<RunResult>& results)
     const double p = median(results, l.name, "pytorch");
     const double b = median(results, l.name, "pytorch-batched");
     summary["samples_per_s"][l.name] = {{"mploader", m}, {"pytorch", p}, {"pytorch-batched", b}};
-    summary["ratio"][l.name] = {{"pytorch", p > 0 ? m / p : 0}, {"pytorch-batched", b > 0 ? m / b : 0}};
+    summary["ratio"][l.name] = {{"pytorch", p > 0 ? m / p : 0},
+                                {"pytorch-batched", b > 0 ? m / b : 0}};
     if (!c.json) {
       std::printf("%-12s %12.0f %12.0f %16.0f %10.2f %10.2f\n", l.name.c_str(), m, p, b,
                   p > 0 ? m / p : 0, b > 0 ? m / b : 0);
