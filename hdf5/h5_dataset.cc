@@ -18,6 +18,8 @@
 
 namespace mploader::hdf5 {
 
+using detail::error_prefix;
+
 // The reader of the process that opened the file: a copy made by fork must not use it.
 struct H5Dataset::ProcessFile {
   pid_t pid;
@@ -44,7 +46,7 @@ H5Dataset::H5Dataset(std::string file, std::vector<H5Field> fields, H5DatasetOpt
       info_(std::move(info)), stamp_(stamp) {
   check_fields();
   if (info_.size() != fields_.size()) {
-    throw Error("mploader: H5Dataset: " + file_ + ": the recipe describes " +
+    throw Error(error_prefix(file_) + "the recipe describes " +
                 std::to_string(info_.size()) + " fields for " + std::to_string(fields_.size()) +
                 " names. Fix: pass the text recipe() returned, unchanged");
   }
@@ -53,7 +55,7 @@ H5Dataset::H5Dataset(std::string file, std::vector<H5Field> fields, H5DatasetOpt
     const bool bad_shape = f.shape.empty() || std::any_of(f.shape.begin(), f.shape.end(),
                                                           [](int64_t d) { return d < 0; });
     if (f.name != fields_[k].name || f.path != fields_[k].path || bad_shape) {
-      throw Error("mploader: H5Dataset: " + file_ + ": the recipe's metadata of field '" +
+      throw Error(error_prefix(file_) + "the recipe's metadata of field '" +
                   fields_[k].name + "' does not match it. Fix: pass the text recipe() "
                   "returned, unchanged");
     }
@@ -70,19 +72,19 @@ H5Dataset::~H5Dataset() = default;
 
 void H5Dataset::check_fields() {
   if (fields_.empty()) {
-    throw Error("mploader: H5Dataset: " + file_ + ": no fields. Fix: name at least one "
+    throw Error(error_prefix(file_) + "no fields. Fix: name at least one "
                 "{field name, dataset path}, e.g. {\"image\", \"/images\"}");
   }
   std::set<std::string> names;
   for (const H5Field& f : fields_) {
     if (f.name.empty() || !names.insert(f.name).second) {
-      throw Error("mploader: H5Dataset: " + file_ + ": field name '" + f.name + "' (" + f.path +
+      throw Error(error_prefix(file_) + "field name '" + f.name + "' (" + f.path +
                   ") is " + (f.name.empty() ? "empty" : "given twice") +
                   ". Fix: give every field a name of its own");
     }
   }
   if (options_.chunk_cache_bytes < 0 || !(options_.probe_timeout_s > 0)) {
-    throw Error("mploader: H5Dataset: " + file_ + ": chunk_cache_bytes is " +
+    throw Error(error_prefix(file_) + "chunk_cache_bytes is " +
                 std::to_string(options_.chunk_cache_bytes) + " and probe_timeout_s " +
                 std::to_string(options_.probe_timeout_s) +
                 ". Fix: chunk_cache_bytes >= 0 (0: no cache), probe_timeout_s > 0");
@@ -105,7 +107,7 @@ bool H5Dataset::is_open_here() const { return open_ != nullptr && open_->pid == 
 namespace {
 void check_index(const std::string& file, int64_t index, int64_t rows) {
   if (index < 0 || index >= rows) {
-    throw std::out_of_range("mploader: H5Dataset: " + file + ": index " + std::to_string(index) +
+    throw std::out_of_range(error_prefix(file) + "index " + std::to_string(index) +
                             " is outside its " + std::to_string(rows) + " rows");
   }
 }
@@ -113,7 +115,7 @@ void check_index(const std::string& file, int64_t index, int64_t rows) {
 // write() and write_batch() fill a declared layout, which a dataset with text fields has not.
 void check_no_text(const std::string& file, bool has_text) {
   if (has_text) {
-    throw std::logic_error("mploader: H5Dataset: " + file + ": it has text fields, so it has no "
+    throw std::logic_error(error_prefix(file) + "it has text fields, so it has no "
                            "sample layout to write into; read its samples with get()");
   }
 }

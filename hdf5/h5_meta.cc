@@ -17,8 +17,6 @@
 namespace mploader::hdf5::detail {
 namespace {
 
-std::string prefix(const std::string& file) { return "mploader: H5Dataset: " + file + ": "; }
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -72,7 +70,7 @@ void describe_layout(hid_t dataset, const std::string& file_name, H5FieldInfo& i
                                            nullptr, sizeof name, name, &config);
     const std::string label = name[0] != '\0' ? std::string(name) : "filter " + std::to_string(id);
     if (id >= 0 && H5Zfilter_avail(id) <= 0) {
-      throw Error(prefix(file_name) + "field '" + info.name + "' (" + info.path +
+      throw Error(error_prefix(file_name) + "field '" + info.name + "' (" + info.path +
                   ") is compressed with " + label + " (filter id " + std::to_string(id) +
                   "), which this libhdf5 does not have (h5py's lzf and plugin filters such as "
                   "blosc are not built in). Fix: write the dataset with compression=\"gzip\" "
@@ -95,24 +93,24 @@ const std::vector<std::pair<at::ScalarType, const char*>>& dtype_names() {
 
 }  // namespace
 
+std::string error_prefix(const std::string& file) {
+  return "mploader: H5Dataset: " + file + ": ";
+}
+
 Handle open_file(const std::string& file, bool swmr) {
   quiet_hdf5_errors();
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) {
-    throw Error(prefix(file) + std::strerror(errno) + ". Fix: check the path");
-  }
+  const std::string bytes = std::to_string(stamp_of(file).size) + " bytes";
   if (H5Fis_hdf5(file.c_str()) <= 0) {
     const std::string why = error_stack_text();
-    throw Error(prefix(file) + "not an HDF5 file (" + std::to_string(st.st_size) + " bytes" +
+    throw Error(error_prefix(file) + "not an HDF5 file (" + bytes +
                 (why.empty() ? "" : ": " + why) + "). Fix: pass a file written by h5py or libhdf5");
   }
   const unsigned flags = H5F_ACC_RDONLY | (swmr ? H5F_ACC_SWMR_READ : 0u);
   Handle handle(H5Fopen(file.c_str(), flags, H5P_DEFAULT), H5Fclose);
   if (!handle.valid()) {
     const std::string why = error_stack_text();
-    throw Error(prefix(file) + "libhdf5 cannot open it (" +
-                (why.empty() ? "no reason given" : why) + "; " + std::to_string(st.st_size) +
-                " bytes). " +
+    throw Error(error_prefix(file) + "libhdf5 cannot open it (" +
+                (why.empty() ? "no reason given" : why) + "; " + bytes + "). " +
                 (swmr ? "Fix: SWMR reading needs a file written with libver='latest' (h5py) "
                         "or a v110 format; or turn swmr_read off"
                       : "Fix: the file is damaged or cut short (a copy that did not finish?): "
@@ -136,7 +134,7 @@ Handle open_field(hid_t file, const std::string& file_name, const std::string& p
     error_stack_text();  // "not found" and the like: our message says it better
     size_t total = 0;
     const std::vector<std::string> paths = dataset_paths(file, 20, &total);
-    throw Error(prefix(file_name) + "no dataset at '" + path + "'. The file holds " +
+    throw Error(error_prefix(file_name) + "no dataset at '" + path + "'. The file holds " +
                 std::to_string(total) + " dataset" + (total == 1 ? "" : "s") +
                 (paths.empty() ? "" : ": " + join(paths)) +
                 (total > paths.size() ? ", ..." : "") + ". Fix: name one of those paths");
@@ -144,7 +142,8 @@ Handle open_field(hid_t file, const std::string& file_name, const std::string& p
   return dataset;
 }
 
-H5FieldInfo describe_field(hid_t dataset, const std::string& file_name, const H5Field& field) {
+H5FieldInfo describe_field(hid_t dataset, const std::string& file_name, const H5Field& field,
+                           TypeMapping* mapping_out) {
   H5FieldInfo info;
   info.name = field.name;
   info.path = field.path;
@@ -152,7 +151,7 @@ H5FieldInfo describe_field(hid_t dataset, const std::string& file_name, const H5
   Handle space(H5Dget_space(dataset), H5Sclose);
   const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (!type.valid() || rank < 0) {
-    throw Error(prefix(file_name) + "field '" + field.name + "' (" + field.path +
+    throw Error(error_prefix(file_name) + "field '" + field.name + "' (" + field.path +
                 "): its metadata cannot be read (" + error_stack_text() +
                 "). Fix: the file is damaged: write it again");
   }
@@ -164,8 +163,8 @@ H5FieldInfo describe_field(hid_t dataset, const std::string& file_name, const H5
   info.dtype = mapping.dtype;
   info.text = mapping.text;
   const std::string where =
-      prefix(file_name) + "field '" + field.name + "' (" + field.path + ", " + info.file_type +
-      " " + shape_text(info.shape) + ")";
+      error_prefix(file_name) + "field '" + field.name + "' (" + field.path + ", " +
+      info.file_type + " " + shape_text(info.shape) + ")";
   if (!mapping.refused.empty()) throw Error(where + ": " + mapping.refused);
   if (rank == 0) {
     throw Error(where + " is a scalar: a field needs one row per sample along its first "
@@ -176,6 +175,7 @@ H5FieldInfo describe_field(hid_t dataset, const std::string& file_name, const H5
                 "Fix: store it with shape [rows]");
   }
   describe_layout(dataset, file_name, info);
+  if (mapping_out != nullptr) *mapping_out = std::move(mapping);
   return info;
 }
 
@@ -204,7 +204,7 @@ int64_t common_rows(const std::string& file, const std::vector<H5FieldInfo>& inf
   const int64_t rows = info.front().shape.front();
   for (const H5FieldInfo& f : info) {
     if (f.shape.front() != rows) {
-      throw Error(prefix(file) + "field '" + f.name + "' (" + f.path + ") has " +
+      throw Error(error_prefix(file) + "field '" + f.name + "' (" + f.path + ") has " +
                   std::to_string(f.shape.front()) + " rows but '" + info.front().name + "' (" +
                   info.front().path + ") has " + std::to_string(rows) +
                   ": every field needs one row per sample. Fix: name datasets of equal first "
@@ -217,7 +217,7 @@ int64_t common_rows(const std::string& file, const std::vector<H5FieldInfo>& inf
 H5Dataset::FileStamp stamp_of(const std::string& file) {
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0) {
-    throw Error(prefix(file) + std::strerror(errno) + ". Fix: check the path");
+    throw Error(error_prefix(file) + std::strerror(errno) + ". Fix: check the path");
   }
   return {static_cast<uint64_t>(st.st_size),
           int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "hdf5/h5_handle.h"
+#include "hdf5/h5_types.h"
 
 #include <mploader/hdf5/h5_dataset.h>
 
@@ -13,6 +14,9 @@
 
 namespace mploader::hdf5::detail {
 
+// "mploader: H5Dataset: <file>: ", the start of every message about `file`.
+std::string error_prefix(const std::string& file);
+
 // Opens `file` read-only (for SWMR reading when `swmr`), with `fapl` (H5P_DEFAULT or a file
 // access property list). Throws Error naming the file and libhdf5's reason.
 Handle open_file(const std::string& file, bool swmr);
@@ -22,9 +26,11 @@ Handle open_file(const std::string& file, bool swmr);
 Handle open_field(hid_t file, const std::string& file_name, const std::string& path,
                   int64_t cache_bytes);
 
-// The metadata of field `field`, whose dataset `dataset` is open. Throws Error naming the file
-// and the field for a type it cannot read or a scalar dataset.
-H5FieldInfo describe_field(hid_t dataset, const std::string& file_name, const H5Field& field);
+// The metadata of field `field`, whose dataset `dataset` is open; its type mapping (the memory
+// type rows are read as) goes to `mapping_out` when given. Throws Error naming the file and the
+// field for a type it cannot read or a scalar dataset.
+H5FieldInfo describe_field(hid_t dataset, const std::string& file_name, const H5Field& field,
+                           TypeMapping* mapping_out = nullptr);
 
 // The paths of the file's datasets, in name order, at most `limit` of them; `total` gets their
 // number.

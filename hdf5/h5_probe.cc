@@ -76,7 +76,7 @@ std::vector<H5FieldInfo> probe_metadata(const std::string& file, const std::vect
                                         bool swmr, double timeout_s) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    throw Error("mploader: H5Dataset: " + file + ": cannot make the metadata probe's pipe (" +
+    throw Error(error_prefix(file) + "cannot make the metadata probe's pipe (" +
                 std::strerror(errno) + "). Fix: raise the open-file limit (ulimit -n)");
   }
   const pid_t pid = ::fork();
@@ -84,7 +84,7 @@ std::vector<H5FieldInfo> probe_metadata(const std::string& file, const std::vect
     const int err = errno;
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
-    throw Error("mploader: H5Dataset: " + file + ": cannot fork the metadata probe (" +
+    throw Error(error_prefix(file) + "cannot fork the metadata probe (" +
                 std::strerror(err) + "). Fix: free memory or raise the process limit");
   }
   if (pid == 0) {
@@ -102,14 +102,14 @@ std::vector<H5FieldInfo> probe_metadata(const std::string& file, const std::vect
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!finished) {
-    throw Error("mploader: H5Dataset: " + file + ": reading its metadata took over " +
+    throw Error(error_prefix(file) + "reading its metadata took over " +
                 std::to_string(timeout_s) + " s; the probe process was killed. Fix: check the "
                 "file system (a stalled network mount?), or raise H5DatasetOptions::"
                 "probe_timeout_s");
   }
   nlohmann::json j = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || (!j.contains("fields") && !j.contains("error"))) {
-    throw Error("mploader: H5Dataset: " + file + ": the metadata probe process " +
+    throw Error(error_prefix(file) + "the metadata probe process " +
                 how_it_ended(status) + " while reading it: libhdf5 could not read the file. "
                 "Fix: the file is damaged or cut short: write or copy it again");
   }

@@ -9,18 +9,12 @@
 #include <c10/core/ScalarType.h>
 
 namespace mploader::hdf5::detail {
-namespace {
-
-std::string prefix(const std::string& file) { return "mploader: H5Dataset: " + file + ": "; }
-
-}  // namespace
-
 FileReader::FileReader(const std::string& file, const std::vector<H5FieldInfo>& info,
                        const H5DatasetOptions& options, const H5Dataset::FileStamp& stamp)
     : file_(file), info_(&info) {
   const H5Dataset::FileStamp now = stamp_of(file);
   if (!options.swmr_read && (now.size != stamp.size || now.mtime_ns != stamp.mtime_ns)) {
-    throw Error(prefix(file) + "changed after the dataset was built (" +
+    throw Error(error_prefix(file) + "changed after the dataset was built (" +
                 std::to_string(stamp.size) + " bytes then, " + std::to_string(now.size) +
                 " now; modified " + std::to_string((now.mtime_ns - stamp.mtime_ns) / 1000000) +
                 " ms later): its rows may no longer be those counted. Fix: build the dataset "
@@ -31,19 +25,18 @@ FileReader::FileReader(const std::string& file, const std::vector<H5FieldInfo>& 
   for (const H5FieldInfo& planned : info) {
     OpenField f;
     f.dataset = open_field(file_handle_.get(), file, planned.path, options.chunk_cache_bytes);
-    const H5FieldInfo found = describe_field(f.dataset.get(), file, {planned.name, planned.path});
+    const H5FieldInfo found =
+        describe_field(f.dataset.get(), file, {planned.name, planned.path}, &f.type);
     const bool same_rows = options.swmr_read ? found.shape[0] >= planned.shape[0]
                                              : found.shape[0] == planned.shape[0];
     if (found.file_type != planned.file_type || found.row_shape() != planned.row_shape() ||
         !same_rows) {
-      throw Error(prefix(file) + "field '" + planned.name + "' (" + planned.path + ") is now " +
-                  found.file_type + " with " + std::to_string(found.shape[0]) +
+      throw Error(error_prefix(file) + "field '" + planned.name + "' (" + planned.path +
+                  ") is now " + found.file_type + " with " + std::to_string(found.shape[0]) +
                   " rows, not the " + planned.file_type + " with " +
                   std::to_string(planned.shape[0]) + " rows the dataset was built with. Fix: "
                   "build the dataset again from the file as it is now");
     }
-    Handle type(H5Dget_type(f.dataset.get()), H5Tclose);
-    f.type = map_type(type.get());
     f.file_space = Handle(H5Dget_space(f.dataset.get()), H5Sclose);
     f.dims.assign(found.shape.begin(), found.shape.end());
     size_t elements = 1;
@@ -56,7 +49,7 @@ FileReader::FileReader(const std::string& file, const std::vector<H5FieldInfo>& 
 void FileReader::fail(size_t k, const std::string& what, int64_t row) const {
   const H5FieldInfo& f = (*info_)[k];
   const std::string why = error_stack_text();
-  throw Error(prefix(file_) + "field '" + f.name + "' (" + f.path + "): " + what + " row " +
+  throw Error(error_prefix(file_) + "field '" + f.name + "' (" + f.path + "): " + what + " row " +
               std::to_string(row) + " failed (" + (why.empty() ? "no reason given" : why) +
               "). Fix: the file is damaged or cut short (a chunk that does not decompress?): "
               "write or copy it again");
