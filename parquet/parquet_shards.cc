@@ -1,0 +1,236 @@
+// ParquetShards: footers read once into shards (one per row group), then rows read from the
+// row groups each process decodes.
+#include <mploader/parquet/parquet_shards.h>
+
+#include "parquet/pq_columns.h"
+#include "parquet/pq_file.h"
+#include "parquet/pq_reading.h"
+#include "parquet/pq_rows.h"
+
+#include <mploader/errors.h>
+#include <arrow/type.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+namespace mploader::parquet {
+namespace {
+
+void check_options(const std::vector<std::string>& paths, const ParquetShardsOptions& o) {
+  if (paths.empty()) {
+    throw OptionError("paths", "mploader: ParquetShards: no file given. Fix: pass at least one "
+                               "Parquet file, or use ParquetShards::from_directory");
+  }
+  std::set<std::string> seen;
+  for (const std::string& p : paths) {
+    std::error_code error;
+    const std::string key = std::filesystem::weakly_canonical(p, error).string();
+    if (!seen.insert(error ? p : key).second) {
+      throw OptionError("paths", detail::error_prefix(p) + "listed twice. Fix: list each file "
+                                 "once: each row group is read once an epoch");
+    }
+  }
+  std::set<std::string> columns;
+  for (const std::string& c : o.columns) {
+    if (c.empty() || !columns.insert(c).second) {
+      throw OptionError("columns", "mploader: ParquetShards: columns lists '" + c + "' " +
+                                   (c.empty() ? "(an empty name)" : "twice") +
+                                   ". Fix: list each column once, by its top-level name");
+    }
+  }
+  if (o.cache_row_groups < 1 || o.cache_bytes < 0 || o.max_pixels < 1) {
+    throw OptionError("cache_row_groups", "mploader: ParquetShards: cache_row_groups is " +
+                      std::to_string(o.cache_row_groups) + ", cache_bytes " +
+                      std::to_string(o.cache_bytes) + ", max_pixels " +
+                      std::to_string(o.max_pixels) + ". Fix: cache_row_groups and max_pixels "
+                      "must be at least 1, cache_bytes at least 0");
+  }
+}
+
+// The columns of the first file that the options select, in the options' order.
+std::vector<std::shared_ptr<arrow::Field>> selected(const detail::FooterScan& scan,
+                                                    const ParquetShardsOptions& o) {
+  if (o.columns.empty()) return scan.schema->fields();
+  std::vector<std::shared_ptr<arrow::Field>> out;
+  for (const std::string& name : o.columns) {
+    std::shared_ptr<arrow::Field> f = scan.schema->GetFieldByName(name);
+    if (f == nullptr) {
+      throw OptionError("columns", detail::error_prefix(scan.info.path) + "has no column '" +
+                        name + "'; its columns are " + detail::column_names(*scan.schema) +
+                        ". Fix: name one of them in ParquetShardsOptions::columns");
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+void check_named_columns(const ParquetShardsOptions& o,
+                         const std::vector<ParquetColumnInfo>& columns) {
+  auto known = [&](const std::string& name) {
+    return std::any_of(columns.begin(), columns.end(),
+                       [&](const ParquetColumnInfo& c) { return c.name == name; });
+  };
+  for (const auto& [name, compose] : o.image_columns) {
+    if (!known(name)) {
+      throw OptionError("image_columns", "mploader: ParquetShards: image column '" + name +
+                        "' is not among the columns read. Fix: name a column of the files (and "
+                        "list it in ParquetShardsOptions::columns when that is not empty)");
+    }
+  }
+  for (const auto& [name, policy] : o.column_nulls) {
+    if (!known(name)) {
+      throw OptionError("column_nulls", "mploader: ParquetShards: column_nulls names '" + name +
+                        "', which is not among the columns read. Fix: name a column read");
+    }
+  }
+}
+
+// Every later file must have the first file's columns, of the same types.
+void check_same_columns(const detail::FooterScan& scan, const std::string& first,
+                        const std::vector<ParquetColumnInfo>& columns) {
+  for (const ParquetColumnInfo& c : columns) {
+    const std::shared_ptr<arrow::Field> f = scan.schema->GetFieldByName(c.name);
+    if (f == nullptr) {
+      throw OptionError("paths", detail::error_prefix(scan.info.path) + "has no column '" +
+                        c.name + "', which " + first + " has; its columns are " +
+                        detail::column_names(*scan.schema) + ". Fix: give files of one "
+                        "schema, or read only the columns they share (columns)");
+    }
+    if (f->type()->ToString() != c.arrow_type) {
+      throw OptionError("paths", detail::error_prefix(scan.info.path) + "column '" + c.name +
+                        "' has Arrow type " + f->type()->ToString() + " but " + first +
+                        " has " + c.arrow_type + ". Fix: write every file with one schema");
+    }
+  }
+}
+
+}  // namespace
+
+ParquetShards::ParquetShards(std::vector<std::string> paths, ParquetShardsOptions options)
+    : options_(std::move(options)) {
+  check_options(paths, options_);
+  for (const std::string& path : paths) {
+    detail::FooterScan scan = detail::scan_footer(path);
+    if (files_.empty()) {
+      for (const auto& field : selected(scan, options_)) {
+        columns_.push_back(detail::plan_column(*field, options_, path));
+      }
+      check_named_columns(options_, columns_);
+    } else {
+      check_same_columns(scan, files_.front().path, columns_);
+    }
+    files_.push_back(std::move(scan.info));
+  }
+  if (columns_.empty()) {
+    throw OptionError("paths", detail::error_prefix(files_.front().path) + "has no column. Fix: "
+                      "give files that hold columns");
+  }
+  int64_t rows = 0;
+  for (const ParquetFileInfo& f : files_) {
+    for (int64_t n : f.row_group_rows) rows += n;
+  }
+  if (rows == 0) {
+    throw OptionError("paths", detail::error_prefix(files_.front().path) + "the " +
+                      std::to_string(files_.size()) + " file(s) hold no row. Fix: give files "
+                      "that hold rows");
+  }
+  finish_construction();
+}
+
+ParquetShards::ParquetShards(std::vector<ParquetFileInfo> files,
+                             std::vector<ParquetColumnInfo> columns, ParquetShardsOptions options)
+    : files_(std::move(files)), columns_(std::move(columns)), options_(std::move(options)) {
+  finish_construction();
+}
+
+ParquetShards::ParquetShards(const ParquetShards& other)
+    : StreamingDataset(other), files_(other.files_), columns_(other.columns_),
+      options_(other.options_), shard_file_(other.shard_file_), shard_group_(other.shard_group_),
+      has_layout_(other.has_layout_) {}
+
+ParquetShards::~ParquetShards() = default;
+
+void ParquetShards::finish_construction() {
+  std::vector<ShardInfo> shards;
+  for (size_t f = 0; f < files_.size(); ++f) {
+    const auto& groups = files_[f].row_group_rows;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      shards.push_back({files_[f].path + "#row_group=" + std::to_string(g), groups[g]});
+      shard_file_.push_back(f);
+      shard_group_.push_back(static_cast<int>(g));
+    }
+  }
+  declare_shards(std::move(shards));
+  has_layout_ = std::all_of(columns_.begin(), columns_.end(), [](const ParquetColumnInfo& c) {
+    return c.kind == ColumnKind::kTensor || c.kind == ColumnKind::kImage;
+  });
+}
+
+std::shared_ptr<ParquetShards> ParquetShards::from_directory(const std::string& dir,
+                                                             ParquetShardsOptions options) {
+  std::vector<std::string> paths;
+  std::error_code error;
+  std::filesystem::directory_iterator it(dir, error);
+  if (error) {
+    throw OptionError("dir", "mploader: ParquetShards: cannot list '" + dir + "': " +
+                             error.message() + ". Fix: give a readable folder of .parquet files");
+  }
+  for (const auto& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.size() > 8 &&
+        name.compare(name.size() - 8, 8, ".parquet") == 0) {
+      paths.push_back(entry.path().string());
+    }
+  }
+  if (paths.empty()) {
+    throw OptionError("dir", "mploader: ParquetShards: '" + dir + "' holds no file ending in "
+                             ".parquet (subfolders are not searched). Fix: give the folder of "
+                             "the files, or list them");
+  }
+  std::sort(paths.begin(), paths.end());
+  return std::make_shared<ParquetShards>(std::move(paths), std::move(options));
+}
+
+ParquetShards::Reading& ParquetShards::reading() {
+  // A reader copied into a child by fork belongs to the parent: the child opens its own.
+  if (reading_ == nullptr || reading_->pid != ::getpid()) {
+    reading_ = std::make_unique<Reading>(files_, columns_, options_);
+  }
+  return *reading_;
+}
+
+int64_t ParquetShards::row_groups_decoded() const {
+  return reading_ && reading_->pid == ::getpid() ? reading_->groups_decoded : 0;
+}
+
+int64_t ParquetShards::files_opened() const {
+  return reading_ && reading_->pid == ::getpid() ? reading_->files_opened : 0;
+}
+
+std::string ParquetShards::shuffle_buffer_warning(int64_t shuffle_buffer) const {
+  // A typical row group (the median): a file's short last one should not raise the alarm.
+  std::vector<int64_t> rows;
+  for (const ParquetFileInfo& f : files_) {
+    for (int64_t n : f.row_group_rows) {
+      if (n > 0) rows.push_back(n);
+    }
+  }
+  if (rows.empty()) return {};
+  std::nth_element(rows.begin(), rows.begin() + rows.size() / 2, rows.end());
+  const int64_t typical = rows[rows.size() / 2];
+  const int64_t kept = (options_.cache_row_groups - 1) * typical;
+  if (shuffle_buffer <= kept) return {};
+  return "ParquetShards: LoaderOptions::shuffle_buffer is " + std::to_string(shuffle_buffer) +
+         " rows, but ParquetShardsOptions::cache_row_groups (" +
+         std::to_string(options_.cache_row_groups) + ") keeps about " + std::to_string(kept) +
+         " rows behind the row group being read (a typical row group holds " +
+         std::to_string(typical) + "): rows the buffer asks for after later ones then decode "
+         "their row group again. Set cache_row_groups to at least " +
+         std::to_string(1 + (shuffle_buffer + typical - 1) / typical) + ", or write larger "
+         "row groups";
+}
+
+}  // namespace mploader::parquet

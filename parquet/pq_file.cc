@@ -1,0 +1,151 @@
+// Footers and readers. Arrow reports errors as Status values and Parquet as exceptions: both
+// become one message naming the file. Readers use the system allocator and no thread pool, so
+// that nothing of Arrow's runs in a process when it forks.
+#include "parquet/pq_file.h"
+
+#include "parquet/pq_columns.h"
+
+#include <mploader/errors.h>
+
+#include <arrow/io/file.h>
+#include <arrow/memory_pool.h>
+#include <arrow/type.h>
+#include <parquet/exception.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace mploader::parquet::detail {
+namespace {
+
+struct Stamp {
+  int64_t size = 0;
+  int64_t mtime_ns = 0;
+};
+
+Stamp stamp_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw OptionError("paths", error_prefix(path) + std::strerror(errno) +
+                      ". Fix: check the path");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw OptionError("paths", error_prefix(path) + "not a regular file. Fix: name Parquet "
+                      "files, or a folder of them with ParquetShards::from_directory");
+  }
+  return {static_cast<int64_t>(st.st_size),
+          int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+::parquet::ArrowReaderProperties arrow_properties() {
+  ::parquet::ArrowReaderProperties p;
+  p.set_use_threads(false);
+  p.set_pre_buffer(false);
+  return p;
+}
+
+// The reader of `path`, or the message of what stops it, without the file's name.
+std::unique_ptr<::parquet::arrow::FileReader> open_at(const std::string& path,
+                                                      std::string& why) {
+  try {
+    auto file = arrow::io::ReadableFile::Open(path, arrow::system_memory_pool());
+    if (!file.ok()) {
+      why = file.status().message();
+      return nullptr;
+    }
+    ::parquet::arrow::FileReaderBuilder builder;
+    ::parquet::ReaderProperties properties(arrow::system_memory_pool());
+    arrow::Status opened = builder.Open(*file, properties);
+    if (!opened.ok()) {
+      why = opened.message();
+      return nullptr;
+    }
+    auto reader = builder.memory_pool(arrow::system_memory_pool())
+                      ->properties(arrow_properties())
+                      ->Build();
+    if (!reader.ok()) {
+      why = reader.status().message();
+      return nullptr;
+    }
+    return std::move(*reader);
+  } catch (const std::exception& e) {  // Parquet throws ParquetException for a bad footer
+    why = e.what();
+    return nullptr;
+  }
+}
+
+std::string changed(const ParquetFileInfo& file, const std::string& what) {
+  return error_prefix(file.path) + "the file changed after the dataset was built (" + what +
+         "). Fix: build the dataset again after a file is rewritten, or write new files "
+         "instead of changing these while a job reads them";
+}
+
+}  // namespace
+
+FooterScan scan_footer(const std::string& path) {
+  const Stamp stamp = stamp_of(path);
+  std::string why;
+  std::unique_ptr<::parquet::arrow::FileReader> reader = open_at(path, why);
+  if (!reader) {
+    throw OptionError("paths", error_prefix(path) + "not a Parquet file, or its footer is "
+                      "damaged or cut short (" + std::to_string(stamp.size) + " bytes: " + why +
+                      "). Fix: write or copy the file again");
+  }
+  FooterScan scan;
+  scan.info.path = path;
+  scan.info.size = stamp.size;
+  scan.info.mtime_ns = stamp.mtime_ns;
+  const std::shared_ptr<::parquet::FileMetaData> meta = reader->parquet_reader()->metadata();
+  for (int g = 0; g < meta->num_row_groups(); ++g) {
+    scan.info.row_group_rows.push_back(meta->RowGroup(g)->num_rows());
+  }
+  const arrow::Status status = reader->GetSchema(&scan.schema);
+  if (!status.ok()) {
+    throw OptionError("paths", error_prefix(path) + "its schema has no Arrow equivalent (" +
+                      status.message() + "). Fix: write the file with pyarrow or another "
+                      "Arrow-based writer");
+  }
+  return scan;
+}
+
+void check_unchanged(const ParquetFileInfo& file) {
+  Stamp now;
+  try {
+    now = stamp_of(file.path);
+  } catch (const OptionError& e) {
+    throw std::runtime_error(changed(file, std::string("it cannot be opened now: ") + e.what()));
+  }
+  if (now.size != file.size) {
+    throw std::runtime_error(changed(file, std::to_string(file.size) + " bytes then, " +
+                                               std::to_string(now.size) + " now"));
+  }
+  if (now.mtime_ns != file.mtime_ns) {
+    throw std::runtime_error(changed(file, "its modification time moved by " +
+                                               std::to_string((now.mtime_ns - file.mtime_ns) /
+                                                              1000000) + " ms"));
+  }
+}
+
+std::unique_ptr<::parquet::arrow::FileReader> open_reader(const ParquetFileInfo& file) {
+  check_unchanged(file);
+  std::string why;
+  std::unique_ptr<::parquet::arrow::FileReader> reader = open_at(file.path, why);
+  if (!reader) throw std::runtime_error(changed(file, "its footer no longer reads: " + why));
+  const std::shared_ptr<::parquet::FileMetaData> meta = reader->parquet_reader()->metadata();
+  bool same = meta->num_row_groups() == static_cast<int>(file.row_group_rows.size());
+  for (int g = 0; same && g < meta->num_row_groups(); ++g) {
+    same = meta->RowGroup(g)->num_rows() == file.row_group_rows[static_cast<size_t>(g)];
+  }
+  if (!same) {
+    throw std::runtime_error(changed(file, std::to_string(meta->num_row_groups()) +
+                                               " row groups of other counts now"));
+  }
+  return reader;
+}
+
+}  // namespace mploader::parquet::detail

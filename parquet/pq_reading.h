@@ -1,0 +1,63 @@
+// What one process holds to read a ParquetShards: its open files and its last decoded row
+// groups. Made on the first read in the process that reads (a worker), never inherited across
+// a fork: ParquetShards makes a new one when the process id changed.
+#pragma once
+
+#include "parquet/pq_values.h"
+
+#include <mploader/parquet/parquet_shards.h>
+#include <mploader/vision/decode.h>
+
+#include <parquet/arrow/reader.h>
+
+#include <sys/types.h>
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+namespace mploader::parquet {
+
+/// Readers are kept for this many files at most (the last ones read): a shuffle buffer's window
+/// may span a few files, a job of many files must not hold a descriptor each.
+inline constexpr size_t kOpenFilesKept = 4;
+
+/// A row group decoded: each column of ParquetShards::columns(), in that order.
+struct DecodedGroup {
+  size_t shard = 0;
+  std::vector<detail::ColumnData> columns;
+  int64_t bytes = 0;
+};
+
+struct ParquetShards::Reading {
+  Reading(const std::vector<ParquetFileInfo>& files,
+          const std::vector<ParquetColumnInfo>& columns, const ParquetShardsOptions& options);
+
+  /// Row group `group` of file `file` (shard `shard`), decoded now or kept from before.
+  /// Throws std::runtime_error naming the file, the row group and what failed.
+  const DecodedGroup& decoded(size_t shard, size_t file, int group);
+
+  pid_t pid;                   ///< The process that made it.
+  int64_t groups_decoded = 0;  ///< Row groups decoded by this process.
+  int64_t files_opened = 0;    ///< Files opened by this process.
+  vision::ImageDecoder decoder;  ///< For image columns, reused row to row.
+  vision::RgbImage image;
+  vision::RenderScratch scratch;
+
+ private:
+  struct OpenFile {
+    size_t file = 0;
+    std::unique_ptr<::parquet::arrow::FileReader> reader;
+    std::vector<int> leaves;  // the Parquet leaf columns of the columns read
+  };
+  OpenFile& open(size_t file);
+  DecodedGroup decode(size_t shard, OpenFile& file, int group);
+
+  const std::vector<ParquetFileInfo>& files_;
+  const std::vector<ParquetColumnInfo>& columns_;
+  const ParquetShardsOptions& options_;
+  std::deque<OpenFile> open_;        // most recently used first
+  std::deque<DecodedGroup> groups_;  // most recently used first
+};
+
+}  // namespace mploader::parquet
