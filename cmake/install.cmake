@@ -46,6 +46,15 @@ if(TARGET mploader_hdf5)
 else()
   set(MPLOADER_HDF5_LIBRARY_TYPE "")
 endif()
+if(TARGET mploader_parquet)
+  install(TARGETS mploader_parquet EXPORT mploaderTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  get_target_property(MPLOADER_PARQUET_LIBRARY_TYPE mploader_parquet TYPE)
+else()
+  set(MPLOADER_PARQUET_LIBRARY_TYPE "")
+endif()
 install(DIRECTORY include/mploader DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
 install(EXPORT mploaderTargets NAMESPACE mploader:: DESTINATION ${MPLOADER_CMAKE_DIR})

@@ -1,5 +1,6 @@
-// How each Arrow column type becomes a field of the sample: the type checks made once, from
-// the footer's schema, when the dataset is built.
+// parquet/: Parquet files as StreamingDatasets (mploader::parquet, on Arrow C++ and Parquet
+// C++). Here: how each Arrow column type becomes a field of the sample, checked once, from the
+// footer's schema, when the dataset is built.
 #pragma once
 
 #include <mploader/parquet/parquet_shards.h>

@@ -21,10 +21,26 @@ void widen(const uint8_t* src, int64_t count, uint8_t* dst) {
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<To>(in[i]);
 }
 
+// Bytes of one element in the tensor: uint16 and uint32 are widened, bits become bytes.
+size_t output_width(Type::type id, const arrow::DataType& type) {
+  switch (id) {
+    case Type::BOOL: return 1;
+    case Type::UINT16: return 4;
+    case Type::UINT32: return 8;
+    default: return static_cast<size_t>(
+        static_cast<const arrow::FixedWidthType&>(type).bit_width() / 8);
+  }
+}
+
 // The dense copy, nulls aside: what the element's buffer holds, in the tensor's type.
 void copy_dense(const arrow::Array& leaf, int64_t start, int64_t count, uint8_t* dst) {
   const arrow::ArrayData& data = *leaf.data();
   const int64_t first = data.offset + start;
+  if (count <= 0) return;
+  if (data.buffers.size() < 2 || data.buffers[1] == nullptr) {  // no values at all: zeros
+    std::memset(dst, 0, static_cast<size_t>(count) * output_width(leaf.type_id(), *leaf.type()));
+    return;
+  }
   if (leaf.type_id() == Type::BOOL) {
     const uint8_t* bits = data.buffers[1]->data();
     for (int64_t i = 0; i < count; ++i) dst[i] = arrow::bit_util::GetBit(bits, first + i);

@@ -6,7 +6,7 @@
 # below, so no upward link hides behind one. Prints each include that breaks the order; "layers
 # hold" when none does. Usage: check_layers.sh <source root>
 cd "$1" || exit 2
-layers="util ipc core sampler datasets worker process supervise loader device vision remote shards hdf5"
+layers="util ipc core sampler datasets worker process supervise loader device vision remote shards hdf5 parquet"
 rank() { i=0; for l in $layers; do [ "$l" = "$1" ] && { echo $i; return; }; i=$((i+1)); done; echo -1; }
 # The layer of each public header (its path under include/mploader/); empty: not mapped yet.
 public_layer() {
@@ -26,6 +26,7 @@ public_layer() {
     remote/*) echo remote ;;
     shards/*) echo shards ;;
     hdf5/*) echo hdf5 ;;
+    parquet/*) echo parquet ;;
   esac
 }
 bad=0
