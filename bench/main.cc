@@ -7,6 +7,7 @@
 //   mploader-bench --workload tokens --sampler random,bucket   (see bench/tokens/run_tokens.h)
 //   mploader-bench --workload tar-mix --workers 2              (see bench/mix/mix_bench.h)
 //   mploader-bench --workload hdf5 --workers 2                 (see bench/h5/h5_bench.h)
+//   mploader-bench --workload parquet --workers 2              (see bench/pq/pq_bench.h)
 //
 // Results go to stdout (a table, ratios, recommendations; or with --json one JSON object per
 // configuration per line), optionally --csv and --plot files; a progress bar (only on a
@@ -21,6 +22,7 @@
 #include "bench/report.h"
 #include "bench/run_config.h"
 #include "bench/h5/h5_bench.h"
+#include "bench/pq/pq_bench.h"
 #include "bench/mix/mix_bench.h"
 #include "bench/remote/remote_bench.h"
 #include "bench/tokens/run_tokens.h"
@@ -323,6 +325,10 @@ int main(int argc, char** argv) {
 #ifdef MPLOADER_BENCH_HDF5
     // So has --workload hdf5 (bench/h5/h5_bench.h).
     if (bench::wants_h5_bench(argc, argv)) return bench::h5_bench_main(argc, argv);
+#endif
+#ifdef MPLOADER_BENCH_PARQUET
+    // So has --workload parquet (bench/pq/pq_bench.h).
+    if (bench::wants_pq_bench(argc, argv)) return bench::pq_bench_main(argc, argv);
 #endif
     bench::Plan plan;
     if (!bench::parse_command_line(argc, argv, plan)) return 0;

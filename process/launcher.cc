@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstring>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 namespace mploader::detail {
@@ -74,11 +77,28 @@ ipc::Result<WorkerProcess> fork_from_launcher(const std::function<int()>& body) 
   return mine->fork(body);
 }
 
+namespace {
+
+// jemalloc's background thread (libarrow starts one when it loads) only purges its own
+// allocator's memory, and jemalloc takes and releases its locks around fork with handlers of
+// its own: forking beside it is safe.
+bool is_jemalloc_purger(const char* tid) {
+  const std::string path = std::string("/proc/self/task/") + tid + "/comm";
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return false;
+  char name[32] = {};
+  const bool read = std::fgets(name, sizeof name, f) != nullptr;
+  std::fclose(f);
+  return read && std::strncmp(name, "jemalloc_bg_thd", 15) == 0;
+}
+
+}  // namespace
+
 int foreign_thread_count() {
   DIR* d = opendir("/proc/self/task");
   if (d == nullptr) return -1;
   int threads = 0;
-  while (dirent* e = readdir(d)) threads += e->d_name[0] != '.';
+  while (dirent* e = readdir(d)) threads += e->d_name[0] != '.' && !is_jemalloc_purger(e->d_name);
   closedir(d);
   // The calling thread is the one about to fork; it is not a risk.
   return threads - 1 - g_own_threads.load();

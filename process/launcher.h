@@ -17,8 +17,8 @@ namespace mploader::detail {
 // fork_worker(body) run on the launcher thread; blocks the caller until the fork is done.
 ipc::Result<WorkerProcess> fork_from_launcher(const std::function<int()>& body);
 
-// Threads of this process that are not mploader's own (the launcher and supervisors): those
-// that may hold a lock across fork. -1 if unknown.
+// Threads of this process that are not mploader's own (the launcher and supervisors) nor
+// jemalloc's purger: those that may hold a lock across fork. -1 if unknown.
 int foreign_thread_count();
 // Supervisors report themselves so that they are not counted as foreign.
 void note_own_thread(int delta);

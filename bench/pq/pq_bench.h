@@ -1,0 +1,43 @@
+// mploader-bench --workload parquet: Parquet files read by mploader's ParquetShards and by two
+// PyTorch loaders, at one worker count, one shuffled epoch each:
+//   numeric  `features`, fixed_size_list<float32>[256], and `label` int64;
+//   text     `text`, strings of 40 to 400 words, and `label`.
+// Each layout is 4 files of 1000-row row groups. Loaders:
+//   mploader  ParquetShards (a row group decoded once per worker, rows copied into the slot;
+//             text through get()), a shuffle buffer of 1024 rows;
+//   pyarrow   a DataLoader over an IterableDataset that reads the row groups with
+//             pyarrow.parquet, dealt round-robin to the workers, a shuffle buffer of 1024 rows;
+//   hf        Hugging Face datasets: load_dataset("parquet") on the files (offline, its cache in
+//             the data folder; not timed), with_format("torch"), a shuffling DataLoader.
+//
+//   mploader-bench --workload parquet --workers 2 --rows 20000 --rounds 3
+//
+// The files are written once by pyarrow (bench/parquet_peers.py) into the bench cache. Every
+// run sums every value it read (features times 4 as int64, labels, the texts' UTF-8 bytes): all
+// loaders of a layout must agree, or the run fails. Each round runs every loader of every
+// layout, starting one loader later than the round before; the report gives medians and the
+// ratio of mploader to each peer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace bench {
+
+struct PqBenchConfig {
+  int64_t rows = 20000;
+  int64_t workers = 2;
+  int64_t batch_size = 64;
+  int64_t rounds = 3;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+// Whether the command line asks for --workload parquet (then pq_bench_main handles it all).
+bool wants_pq_bench(int argc, char** argv);
+// Parses the command line, runs, prints; returns the exit status (main's convention).
+int pq_bench_main(int argc, char** argv);
+// Runs `config` and prints its report; 0, or 1 when a run failed or the loaders disagreed.
+int run_pq_bench(const PqBenchConfig& config);
+
+}  // namespace bench
