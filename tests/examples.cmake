@@ -120,3 +120,19 @@ if(TARGET h5_mlp AND MPLOADER_PYTHON)
       SKIP_REGULAR_EXPRESSION "skipped: " TIMEOUT 300)
   endforeach()
 endif()
+
+# The MLP from Parquet shards of PNG images that pyarrow writes from Fashion-MNIST in Hugging
+# Face's image layout: 80 % test accuracy in one epoch with forked workers (spawned workers
+# read these files in the parquet tests).
+if(TARGET parquet_mlp AND MPLOADER_PYTHON)
+  set(name "example: an MLP from Parquet shards of PNG images reaches 80 % test accuracy in one "
+           "epoch")
+  string(REPLACE ";" "" name "${name}")
+  add_test(NAME "${name}"
+    COMMAND sh -c "\"$0\" \"${CMAKE_SOURCE_DIR}/examples/fashion_mnist_to_parquet.py\" --data-dir \"$1\" \"$2\" >/dev/null 2>&1 || { echo \"skipped: $0 could not write the Parquet files with pyarrow and Pillow (scripts/install-deps)\"; exit 0; }; \"$3\" --dir \"$2\" --workers 2 --min-accuracy 0.80 2>&1; echo \"exit status $?\""
+            ${MPLOADER_PYTHON} ${fmnist_dir} ${CMAKE_CURRENT_BINARY_DIR}/example-fmnist-parquet
+            $<TARGET_FILE:parquet_mlp>)
+  set_tests_properties("${name}" PROPERTIES
+    PASS_REGULAR_EXPRESSION "epoch 1/1: train loss [0-9.]+, test accuracy [0-9.]+ %, every sample once: yes.*exit status 0"
+    SKIP_REGULAR_EXPRESSION "skipped: " TIMEOUT 300)
+endif()
