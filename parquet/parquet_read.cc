@@ -44,8 +44,8 @@ std::optional<SampleLayout> ParquetShards::sample_layout() const {
 Sample ParquetShards::get(int64_t index) {
   const ShardPosition pos = locate(index);
   Reading& r = reading();
-  const DecodedGroup& group = r.decoded(pos.shard, shard_file_[pos.shard],
-                                        shard_group_[pos.shard]);
+  DecodedGroup& group = r.decoded(pos.shard, shard_file_[pos.shard], shard_group_[pos.shard]);
+  r.served(group, pos.sample, 1);
   const detail::RowPlace at{&files_[shard_file_[pos.shard]], shard_group_[pos.shard], pos.sample,
                             index};
   Sample out;
@@ -112,8 +112,8 @@ void ParquetShards::write_rows(const int64_t* indices, size_t count, FieldWriter
     const int64_t left = shards()[pos.shard].num_samples - pos.sample;
     int64_t run = 1;
     while (i + run < count && run < left && indices[i + run] == indices[i] + run) ++run;
-    const DecodedGroup& group = r.decoded(pos.shard, shard_file_[pos.shard],
-                                          shard_group_[pos.shard]);
+    DecodedGroup& group = r.decoded(pos.shard, shard_file_[pos.shard], shard_group_[pos.shard]);
+    r.served(group, pos.sample, run);
     const detail::RowPlace at{&files_[shard_file_[pos.shard]], shard_group_[pos.shard],
                               pos.sample, indices[i]};
     for (size_t k = 0; k < columns_.size(); ++k) {

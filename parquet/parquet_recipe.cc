@@ -51,7 +51,7 @@ json options_json(const ParquetShardsOptions& o) {
   for (const auto& [name, policy] : o.column_nulls) nulls[name] = detail::policy_name(policy);
   return {{"columns", o.columns}, {"image_columns", images},
           {"nulls", detail::policy_name(o.nulls)}, {"column_nulls", nulls},
-          {"null_fill", o.null_fill}, {"cache_row_groups", o.cache_row_groups},
+          {"null_fill", o.null_fill}, {"read_ahead", o.read_ahead},
           {"cache_bytes", o.cache_bytes}, {"max_pixels", o.max_pixels}};
 }
 
@@ -66,11 +66,11 @@ ParquetShardsOptions options_from(const json& j) {
     o.column_nulls[name] = policy_from(policy);
   }
   o.null_fill = j.at("null_fill").get<double>();
-  o.cache_row_groups = integer(j.at("cache_row_groups"), "cache_row_groups");
+  o.read_ahead = integer(j.at("read_ahead"), "read_ahead");
   o.cache_bytes = integer(j.at("cache_bytes"), "cache_bytes");
   o.max_pixels = integer(j.at("max_pixels"), "max_pixels");
-  if (o.cache_row_groups < 1 || o.cache_bytes < 0 || o.max_pixels < 1) {
-    bad_recipe("cache_row_groups, cache_bytes or max_pixels is out of range");
+  if (o.read_ahead < 0 || o.cache_bytes < 0 || o.max_pixels < 1) {
+    bad_recipe("read_ahead, cache_bytes or max_pixels is out of range");
   }
   return o;
 }

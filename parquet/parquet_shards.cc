@@ -41,12 +41,12 @@ void check_options(const std::vector<std::string>& paths, const ParquetShardsOpt
                                    ". Fix: list each column once, by its top-level name");
     }
   }
-  if (o.cache_row_groups < 1 || o.cache_bytes < 0 || o.max_pixels < 1) {
-    throw OptionError("cache_row_groups", "mploader: ParquetShards: cache_row_groups is " +
-                      std::to_string(o.cache_row_groups) + ", cache_bytes " +
+  if (o.read_ahead < 0 || o.cache_bytes < 0 || o.max_pixels < 1) {
+    throw OptionError("read_ahead", "mploader: ParquetShards: read_ahead is " +
+                      std::to_string(o.read_ahead) + ", cache_bytes " +
                       std::to_string(o.cache_bytes) + ", max_pixels " +
-                      std::to_string(o.max_pixels) + ". Fix: cache_row_groups and max_pixels "
-                      "must be at least 1, cache_bytes at least 0");
+                      std::to_string(o.max_pixels) + ". Fix: max_pixels must be at least 1, "
+                      "read_ahead and cache_bytes at least 0");
   }
 }
 
@@ -211,26 +211,13 @@ int64_t ParquetShards::files_opened() const {
 }
 
 std::string ParquetShards::shuffle_buffer_warning(int64_t shuffle_buffer) const {
-  // A typical row group (the median): a file's short last one should not raise the alarm.
-  std::vector<int64_t> rows;
-  for (const ParquetFileInfo& f : files_) {
-    for (int64_t n : f.row_group_rows) {
-      if (n > 0) rows.push_back(n);
-    }
-  }
-  if (rows.empty()) return {};
-  std::nth_element(rows.begin(), rows.begin() + rows.size() / 2, rows.end());
-  const int64_t typical = rows[rows.size() / 2];
-  const int64_t kept = (options_.cache_row_groups - 1) * typical;
-  if (shuffle_buffer <= kept) return {};
+  if (shuffle_buffer <= options_.read_ahead) return {};
   return "ParquetShards: LoaderOptions::shuffle_buffer is " + std::to_string(shuffle_buffer) +
-         " rows, but ParquetShardsOptions::cache_row_groups (" +
-         std::to_string(options_.cache_row_groups) + ") keeps about " + std::to_string(kept) +
-         " rows behind the row group being read (a typical row group holds " +
-         std::to_string(typical) + "): rows the buffer asks for after later ones then decode "
-         "their row group again. Set cache_row_groups to at least " +
-         std::to_string(1 + (shuffle_buffer + typical - 1) / typical) + ", or write larger "
-         "row groups";
+         " rows, but ParquetShardsOptions::read_ahead keeps only " +
+         std::to_string(options_.read_ahead) + " rows not yet asked for behind the row group "
+         "being read: a row the buffer hands out after its row group was let go decodes that "
+         "whole row group again, which can make an epoch many times slower. Set read_ahead to "
+         "at least " + std::to_string(shuffle_buffer);
 }
 
 }  // namespace mploader::parquet

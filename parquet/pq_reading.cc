@@ -5,6 +5,7 @@
 #include "parquet/pq_columns.h"
 #include "parquet/pq_file.h"
 
+#include <mploader/loading_context.h>
 #include <mploader/stage_timer.h>
 
 #include <arrow/array.h>
@@ -118,28 +119,68 @@ DecodedGroup ParquetShards::Reading::decode(size_t shard, OpenFile& file, int gr
   return out;
 }
 
-const DecodedGroup& ParquetShards::Reading::decoded(size_t shard, size_t file, int group) {
-  auto it = std::find_if(groups_.begin(), groups_.end(), [&](const DecodedGroup& g) {
-    return g.shard == shard;
-  });
-  if (it == groups_.begin() && it != groups_.end()) return groups_.front();
-  if (it != groups_.end()) {
-    DecodedGroup moved = std::move(*it);
-    groups_.erase(it);
-    groups_.push_front(std::move(moved));
-    return groups_.front();
+std::vector<bool>& ParquetShards::Reading::served_rows(size_t shard, int64_t rows_in_group) {
+  // A new epoch hands every row out again.
+  const std::optional<LoadingContext> context = loading_context();
+  const uint64_t epoch = context ? context->epoch : 0;
+  if (epoch != epoch_) {
+    served_.clear();
+    for (DecodedGroup& g : groups_) g.unserved = static_cast<int64_t>(g.columns[0].array->length());
+    epoch_ = epoch;
   }
-  groups_.push_front(decode(shard, open(file), group));
-  int64_t bytes = 0;
-  size_t keep = 0;
-  while (keep < groups_.size() && (keep == 0 || (static_cast<int64_t>(keep) <
-                                                     options_.cache_row_groups &&
-                                                 bytes + groups_[keep].bytes <=
-                                                     options_.cache_bytes))) {
-    bytes += groups_[keep].bytes;
-    ++keep;
+  std::vector<bool>& rows = served_[shard];
+  if (rows.empty()) rows.resize(static_cast<size_t>(rows_in_group), false);
+  return rows;
+}
+
+void ParquetShards::Reading::served(DecodedGroup& group, int64_t row, int64_t rows) {
+  std::vector<bool>& bits = served_rows(group.shard, group.columns[0].array->length());
+  for (int64_t r = row; r < row + rows; ++r) {
+    if (!bits[static_cast<size_t>(r)]) {
+      bits[static_cast<size_t>(r)] = true;
+      --group.unserved;
+    }
   }
-  groups_.resize(keep);
+}
+
+// After a decode: the row groups behind the newest two go when every row of theirs was handed
+// out, and the oldest of them go while they hold more rows not yet handed out than read_ahead,
+// or the groups more bytes than cache_bytes. The newest two stay: the one being read, and the
+// one it may have just left for a row the shuffle buffer held back.
+void ParquetShards::Reading::let_go() {
+  for (size_t k = 2; k < groups_.size();) {
+    if (groups_[k].unserved <= 0) {
+      groups_.erase(groups_.begin() + static_cast<std::ptrdiff_t>(k));
+    } else {
+      ++k;
+    }
+  }
+  auto waiting = [&] {
+    int64_t rows = 0;
+    for (size_t k = 2; k < groups_.size(); ++k) rows += groups_[k].unserved;
+    return rows;
+  };
+  auto bytes = [&] {
+    int64_t total = 0;
+    for (const DecodedGroup& g : groups_) total += g.bytes;
+    return total;
+  };
+  while (groups_.size() > 2 && (waiting() > options_.read_ahead || bytes() > options_.cache_bytes)) {
+    groups_.pop_back();
+  }
+  if (groups_.size() == 2 && bytes() > options_.cache_bytes) groups_.pop_back();
+}
+
+DecodedGroup& ParquetShards::Reading::decoded(size_t shard, size_t file, int group) {
+  for (DecodedGroup& g : groups_) {
+    if (g.shard == shard) return g;
+  }
+  DecodedGroup fresh = decode(shard, open(file), group);
+  const std::vector<bool>& bits =
+      served_rows(shard, files_[file].row_group_rows[static_cast<size_t>(group)]);
+  fresh.unserved = static_cast<int64_t>(std::count(bits.begin(), bits.end(), false));
+  groups_.push_front(std::move(fresh));
+  let_go();
   return groups_.front();
 }
 

@@ -1,6 +1,7 @@
-// What one process holds to read a ParquetShards: its open files and its last decoded row
-// groups. Made on the first read in the process that reads (a worker), never inherited across
-// a fork: ParquetShards makes a new one when the process id changed.
+// What one process holds to read a ParquetShards: its open files, its decoded row groups, and
+// which rows of them it has handed out this epoch. Made on the first read in the process that
+// reads (a worker), never inherited across a fork: ParquetShards makes a new one when the
+// process id changed.
 #pragma once
 
 #include "parquet/pq_values.h"
@@ -14,6 +15,7 @@
 
 #include <deque>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 namespace mploader::parquet {
@@ -27,6 +29,7 @@ struct DecodedGroup {
   size_t shard = 0;
   std::vector<detail::ColumnData> columns;
   int64_t bytes = 0;
+  int64_t unserved = 0;  ///< Its rows not yet handed out this epoch.
 };
 
 struct ParquetShards::Reading {
@@ -35,7 +38,9 @@ struct ParquetShards::Reading {
 
   /// Row group `group` of file `file` (shard `shard`), decoded now or kept from before.
   /// Throws std::runtime_error naming the file, the row group and what failed.
-  const DecodedGroup& decoded(size_t shard, size_t file, int group);
+  DecodedGroup& decoded(size_t shard, size_t file, int group);
+  /// Rows [row, row + rows) of `group` are being handed out.
+  void served(DecodedGroup& group, int64_t row, int64_t rows);
 
   pid_t pid;                   ///< The process that made it.
   int64_t groups_decoded = 0;  ///< Row groups decoded by this process.
@@ -52,12 +57,18 @@ struct ParquetShards::Reading {
   };
   OpenFile& open(size_t file);
   DecodedGroup decode(size_t shard, OpenFile& file, int group);
+  void let_go();
+  std::vector<bool>& served_rows(size_t shard, int64_t rows_in_group);
 
   const std::vector<ParquetFileInfo>& files_;
   const std::vector<ParquetColumnInfo>& columns_;
   const ParquetShardsOptions& options_;
   std::deque<OpenFile> open_;        // most recently used first
-  std::deque<DecodedGroup> groups_;  // most recently used first
+  std::deque<DecodedGroup> groups_;  // most recently decoded first
+  // Per shard read this epoch, its rows handed out: whether a kept row group still holds rows
+  // the shuffle buffer will ask for. Bits for the rows this process reads, about one an epoch.
+  std::unordered_map<size_t, std::vector<bool>> served_;
+  uint64_t epoch_ = 0;
 };
 
 }  // namespace mploader::parquet

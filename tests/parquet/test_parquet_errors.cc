@@ -140,8 +140,8 @@ TEST_CASE("parquet: bad options name the option and the fix", "[parquet]") {
   o.columns = {"i8", "i8"};
   CHECK_THAT(construction_error({file}, o), Catch::Contains("columns lists 'i8' twice"));
   o = {};
-  o.cache_row_groups = 0;
-  CHECK_THAT(construction_error({file}, o), Catch::Contains("cache_row_groups is 0"));
+  o.read_ahead = -1;
+  CHECK_THAT(construction_error({file}, o), Catch::Contains("read_ahead is -1"));
   o = {};
   o.column_nulls["nope"] = NullPolicy::kFill;
   CHECK_THAT(construction_error({file}, o), Catch::Contains("column_nulls names 'nope'"));

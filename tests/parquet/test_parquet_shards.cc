@@ -330,21 +330,41 @@ TEST_CASE("parquet: the recipe rebuilds the dataset without reading a footer, an
     REQUIRE_THROWS_AS(ParquetShards::from_recipe(bad), mploader::Error);
   }
   std::string other = recipe->config;
-  other.replace(other.find("\"cache_row_groups\":4"), 20, "\"cache_row_groups\":0.5");
+  other.replace(other.find("\"read_ahead\":8192"), 17, "\"read_ahead\":0.5");
   REQUIRE_THROWS_WITH(ParquetShards::from_recipe(other),
-                      Catch::Contains("cache_row_groups is 0.5, not an integer"));
+                      Catch::Contains("read_ahead is 0.5, not an integer"));
 }
 
-TEST_CASE("parquet: a row group is decoded once while the shuffle buffer fits the cache, and "
-          "the Loader is told when it does not", "[parquet]") {
+TEST_CASE("parquet: through a shuffle buffer each row group is decoded once, and the Loader "
+          "is told when read_ahead is shorter than the buffer", "[parquet]") {
   PQ_TEST_NEEDS_FILES();
   auto data = numeric_dataset();
   for (int64_t i = 0; i < pq_test::kRows + kRows2; ++i) (void)data->get(i);
   REQUIRE(data->row_groups_decoded() == 8);
   REQUIRE(data->files_opened() == 2);
-  // The median row group holds 12 rows (of 16, 16, 16, 12, 10, 10, 10, 7): 3 kept behind.
-  CHECK(data->shuffle_buffer_warning(36).empty());
-  const std::string warning = data->shuffle_buffer_warning(100);
-  CHECK(warning.find("cache_row_groups") != std::string::npos);
-  CHECK(warning.find("at least 10") != std::string::npos);
+  // A buffer of 40 rows holds rows back for long after their row group (10 to 16 rows) was
+  // left: those row groups are kept for them, over two epochs.
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.shuffle = true;
+  o.shuffle_buffer = 40;
+  for (int64_t read_ahead : {int64_t{8192}, int64_t{0}}) {
+    ParquetShardsOptions p;
+    p.read_ahead = read_ahead;
+    auto shuffled = numeric_dataset(p);
+    Loader loader(shuffled, o);
+    for (uint64_t epoch : {0, 1}) {
+      loader.set_epoch(epoch);
+      check_epoch(loader, numeric_reference(), pq_test::kRows + kRows2);
+    }
+    INFO("read_ahead " << read_ahead);
+    if (read_ahead > 0) {
+      CHECK(shuffled->row_groups_decoded() <= 16);  // at most once an epoch
+      CHECK(shuffled->shuffle_buffer_warning(40).empty());
+    } else {
+      CHECK(shuffled->row_groups_decoded() > 16);  // rows held back decode their group again
+      CHECK_THAT(shuffled->shuffle_buffer_warning(40),
+                 Catch::Contains("Set read_ahead to at least 40"));
+    }
+  }
 }

@@ -68,11 +68,13 @@ struct ParquetShardsOptions {
   std::map<std::string, NullPolicy> column_nulls;
   /// The value a null number becomes under kFill and kMask (converted to the column's dtype).
   double null_fill = 0;
-  /// Decoded row groups each reading process keeps, the one it reads included (at least 1). A
-  /// Loader's shuffle buffer asks for rows out of order within its size: with a buffer longer
-  /// than (cache_row_groups - 1) row groups, some row groups are decoded more than once (the
-  /// Loader warns).
-  int64_t cache_row_groups = 4;
+  /// Most rows a reading process keeps decoded but not yet asked for, in the row groups behind
+  /// the one it reads. A Loader's shuffle buffer hands rows out in random order, and holds
+  /// some for long after the stream has moved on: a row group is kept while it has rows not
+  /// yet asked for among these, so that it is decoded once an epoch. Set it to at least
+  /// LoaderOptions::shuffle_buffer (the Loader warns otherwise); 0 keeps only the row group
+  /// being read, and a row asked for after its row group was left decodes it again.
+  int64_t read_ahead = 8192;
   /// Most bytes of decoded row groups kept; the oldest go first, the one being read stays.
   int64_t cache_bytes = int64_t{1} << 30;
   /// Images with more pixels are refused from their header (vision::ImageDecoder).
@@ -144,7 +146,7 @@ class ParquetShards : public StreamingDataset {
   void write(int64_t index, SampleWriter& out) override;
   /// Copies the batch's rows; runs of consecutive rows of one row group in one copy a column.
   void write_batch(const int64_t* indices, size_t count, BatchWriter& out) override;
-  /// Non-empty when `shuffle_buffer` spans more row groups than the cache keeps.
+  /// Non-empty when `shuffle_buffer` is larger than ParquetShardsOptions::read_ahead.
   std::string shuffle_buffer_warning(int64_t shuffle_buffer) const override;
   /// The files, the options, the footers' counts and the columns: a spawned worker reads no
   /// footer before its first row group.
