@@ -57,6 +57,8 @@ def main():
             libs.append("mploader::shards")
         if "mploader/hdf5/" in code:
             libs.append("mploader::hdf5")
+        if "mploader/parquet/" in code:
+            libs.append("mploader::parquet")
         cmake.append(f"add_executable({name} {name}.cc)  # {page.relative_to(root)}:{line}\n"
                      f"target_link_libraries({name} PRIVATE {' '.join(libs)})\n")
         print(f"program {name}: {page.relative_to(root)}:{line}")
