@@ -23,7 +23,9 @@ constexpr const char* kFactory = "mploader.parquet.ParquetShards";
 }
 
 int64_t integer(const json& j, const char* what) {
-  if (!j.is_number_integer()) bad_recipe(std::string(what) + " is " + j.dump() + ", not an integer");
+  if (!j.is_number_integer()) {
+    bad_recipe(std::string(what) + " is " + j.dump() + ", not an integer");
+  }
   return j.get<int64_t>();
 }
 

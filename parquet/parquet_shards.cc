@@ -6,6 +6,7 @@
 #include "parquet/pq_file.h"
 #include "parquet/pq_reading.h"
 #include "parquet/pq_rows.h"
+#include "util/folder_files.h"
 
 #include <mploader/errors.h>
 #include <arrow/type.h>
@@ -171,26 +172,17 @@ void ParquetShards::finish_construction() {
 
 std::shared_ptr<ParquetShards> ParquetShards::from_directory(const std::string& dir,
                                                              ParquetShardsOptions options) {
-  std::vector<std::string> paths;
-  std::error_code error;
-  std::filesystem::directory_iterator it(dir, error);
-  if (error) {
-    throw OptionError("dir", "mploader: ParquetShards: cannot list '" + dir + "': " +
-                             error.message() + ". Fix: give a readable folder of .parquet files");
-  }
-  for (const auto& entry : it) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && name.size() > 8 &&
-        name.compare(name.size() - 8, 8, ".parquet") == 0) {
-      paths.push_back(entry.path().string());
-    }
+  std::string error;
+  std::vector<std::string> paths = mploader::detail::files_ending_in(dir, ".parquet", error);
+  if (!error.empty()) {
+    throw OptionError("dir", "mploader: ParquetShards: cannot list '" + dir + "': " + error +
+                             ". Fix: give a readable folder of .parquet files");
   }
   if (paths.empty()) {
     throw OptionError("dir", "mploader: ParquetShards: '" + dir + "' holds no file ending in "
                              ".parquet (subfolders are not searched). Fix: give the folder of "
                              "the files, or list them");
   }
-  std::sort(paths.begin(), paths.end());
   return std::make_shared<ParquetShards>(std::move(paths), std::move(options));
 }
 

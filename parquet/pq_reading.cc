@@ -145,8 +145,9 @@ void ParquetShards::Reading::served(DecodedGroup& group, int64_t row, int64_t ro
 
 // After a decode: the row groups behind the newest two go when every row of theirs was handed
 // out, and the oldest of them go while they hold more rows not yet handed out than read_ahead,
-// or the groups more bytes than cache_bytes. The newest two stay: the one being read, and the
-// one it may have just left for a row the shuffle buffer held back.
+// or the groups more bytes than cache_bytes. The newest two always stay, whatever their bytes:
+// the one being read, and the one it just left, most of whose last rows the shuffle buffer
+// still holds (letting it go would decode it again for each of them).
 void ParquetShards::Reading::let_go() {
   for (size_t k = 2; k < groups_.size();) {
     if (groups_[k].unserved <= 0) {
@@ -165,10 +166,10 @@ void ParquetShards::Reading::let_go() {
     for (const DecodedGroup& g : groups_) total += g.bytes;
     return total;
   };
-  while (groups_.size() > 2 && (waiting() > options_.read_ahead || bytes() > options_.cache_bytes)) {
+  while (groups_.size() > 2 &&
+         (waiting() > options_.read_ahead || bytes() > options_.cache_bytes)) {
     groups_.pop_back();
   }
-  if (groups_.size() == 2 && bytes() > options_.cache_bytes) groups_.pop_back();
 }
 
 DecodedGroup& ParquetShards::Reading::decoded(size_t shard, size_t file, int group) {

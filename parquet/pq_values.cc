@@ -68,12 +68,16 @@ ColumnData column_data(std::shared_ptr<arrow::Array> array) {
   // Nulls may sit in the rows, the dictionary, or the elements of a list: look at all.
   c.has_nulls = c.array->null_count() > 0 || c.values->null_count() > 0;
   const arrow::Array* a = c.values;
-  while (!c.has_nulls && (a->type_id() == Type::FIXED_SIZE_LIST || a->type_id() == Type::LIST ||
-                          a->type_id() == Type::LARGE_LIST)) {
-    a = a->type_id() == Type::FIXED_SIZE_LIST
-            ? static_cast<const arrow::FixedSizeListArray&>(*a).values().get()
-            : a->type_id() == Type::LIST ? static_cast<const arrow::ListArray&>(*a).values().get()
-                                         : static_cast<const arrow::LargeListArray&>(*a).values().get();
+  while (!c.has_nulls) {
+    if (a->type_id() == Type::FIXED_SIZE_LIST) {
+      a = static_cast<const arrow::FixedSizeListArray&>(*a).values().get();
+    } else if (a->type_id() == Type::LIST) {
+      a = static_cast<const arrow::ListArray&>(*a).values().get();
+    } else if (a->type_id() == Type::LARGE_LIST) {
+      a = static_cast<const arrow::LargeListArray&>(*a).values().get();
+    } else {
+      break;
+    }
     c.has_nulls = a->null_count() > 0;
   }
   return c;

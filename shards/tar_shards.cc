@@ -11,6 +11,7 @@
 #include "shards/sample_source.h"
 #include "shards/tar_reader.h"
 #include "util/file_stat.h"
+#include "util/folder_files.h"
 
 #include <sys/stat.h>
 
@@ -169,25 +170,16 @@ TarShards::~TarShards() = default;
 
 std::shared_ptr<TarShards> TarShards::from_directory(const std::string& dir,
                                                      TarShardsOptions options) {
-  std::vector<std::string> paths;
-  std::error_code error;
-  std::filesystem::directory_iterator it(dir, error);
-  if (error) {
-    throw OptionError("dir", "TarShards: cannot list " + in_quotes(dir) + ": " + error.message() +
+  std::string error;
+  std::vector<std::string> paths = mploader::detail::files_ending_in(dir, ".tar", error);
+  if (!error.empty()) {
+    throw OptionError("dir", "TarShards: cannot list " + in_quotes(dir) + ": " + error +
                                  ": give a readable folder of .tar files");
-  }
-  for (const auto& entry : it) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && name.size() > 4 &&
-        name.compare(name.size() - 4, 4, ".tar") == 0) {
-      paths.push_back(entry.path().string());
-    }
   }
   if (paths.empty()) {
     throw OptionError("dir", "TarShards: " + in_quotes(dir) + " holds no file ending in .tar "
                              "(subfolders are not searched): give the folder of the shards");
   }
-  std::sort(paths.begin(), paths.end());
   return std::make_shared<TarShards>(std::move(paths), std::move(options));
 }
 

@@ -1,5 +1,6 @@
 // mploader-bench --workload hdf5 (h5_bench.h): the files, each loader's epoch, and the report.
 #include "bench/h5/h5_bench.h"
+#include "bench/peer_runs.h"
 #include "bench/runners/python_child.h"
 #include "bench/workloads/jpeg_dataset.h"
 
@@ -14,7 +15,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <stdexcept>
 
 namespace bench {
@@ -40,12 +40,6 @@ const std::vector<Layout>& layouts() {
 }
 const std::vector<std::string> kLoaders{"mploader", "pytorch", "pytorch-batched"};
 
-struct RunResult {
-  std::string layout, loader;
-  int64_t round = 0, samples = 0, checksum = 0;
-  double samples_per_s = 0;
-};
-
 // The folder of the files for `rows`, written by h5py when missing.
 std::string ensure_files(const H5BenchConfig& c) {
   const std::string dir = bench_cache_dir() + "/hdf5-" + std::to_string(c.rows);
@@ -62,7 +56,7 @@ std::string ensure_files(const H5BenchConfig& c) {
   return dir;
 }
 
-RunResult run_mploader(const Layout& l, const std::string& dir, const H5BenchConfig& c,
+PeerRun run_mploader(const Layout& l, const std::string& dir, const H5BenchConfig& c,
                        int64_t round) {
   mploader::hdf5::H5DatasetOptions h5;
   h5.chunk_cache_bytes = c.chunk_cache_mb << 20;
@@ -72,7 +66,7 @@ RunResult run_mploader(const Layout& l, const std::string& dir, const H5BenchCon
   o.num_workers = c.workers;
   o.shuffle = true;
   o.seed = c.seed;
-  RunResult r{l.name, "mploader", round};
+  PeerRun r{l.name, "mploader", round};
   const Clock::time_point start = Clock::now();
   mploader::Loader loader(data, o);
   loader.set_epoch(static_cast<uint64_t>(round));
@@ -91,7 +85,7 @@ RunResult run_mploader(const Layout& l, const std::string& dir, const H5BenchCon
   return r;
 }
 
-RunResult run_pytorch(const Layout& l, const std::string& dir, const H5BenchConfig& c,
+PeerRun run_pytorch(const Layout& l, const std::string& dir, const H5BenchConfig& c,
                       int64_t round, bool batched) {
   std::vector<std::string> args = {python(), script_path("h5_peers.py"), "run", dir + "/" + l.file,
                                    l.fields, std::to_string(c.workers),
@@ -104,24 +98,14 @@ RunResult run_pytorch(const Layout& l, const std::string& dir, const H5BenchConf
     throw std::runtime_error("hdf5: the PyTorch peer failed (exit status " +
                              std::to_string(status) + "). Fix: " + python_fix());
   }
-  RunResult r{l.name, batched ? "pytorch-batched" : "pytorch", round};
+  PeerRun r{l.name, batched ? "pytorch-batched" : "pytorch", round};
   r.samples = j.at("samples").get<int64_t>();
   r.checksum = j.at("checksum").get<int64_t>();
   r.samples_per_s = r.samples / j.at("seconds").get<double>();
   return r;
 }
 
-double median(const std::vector<RunResult>& results, const std::string& layout,
-              const std::string& loader) {
-  std::vector<double> rates;
-  for (const RunResult& r : results) {
-    if (r.layout == layout && r.loader == loader) rates.push_back(r.samples_per_s);
-  }
-  std::sort(rates.begin(), rates.end());
-  return rates.empty() ? 0 : rates[rates.size() / 2];
-}
-
-void print_report(const H5BenchConfig& c, const std::vector<RunResult>& results) {
+void print_report(const H5BenchConfig& c, const std::vector<PeerRun>& results) {
   nlohmann::json summary{{"workload", "hdf5"}, {"summary", true}, {"rows", c.rows},
                          {"workers", c.workers}, {"batch_size", c.batch_size},
                          {"rounds", c.rounds}, {"chunk_cache_mb", c.chunk_cache_mb}};
@@ -135,9 +119,9 @@ void print_report(const H5BenchConfig& c, const std::vector<RunResult>& results)
                 "pytorch-batched", "x pytorch", "x batched");
   }
   for (const Layout& l : layouts()) {
-    const double m = median(results, l.name, "mploader");
-    const double p = median(results, l.name, "pytorch");
-    const double b = median(results, l.name, "pytorch-batched");
+    const double m = median_rate(results, l.name, "mploader");
+    const double p = median_rate(results, l.name, "pytorch");
+    const double b = median_rate(results, l.name, "pytorch-batched");
     summary["samples_per_s"][l.name] = {{"mploader", m}, {"pytorch", p}, {"pytorch-batched", b}};
     summary["ratio"][l.name] = {{"pytorch", p > 0 ? m / p : 0},
                                 {"pytorch-batched", b > 0 ? m / b : 0}};
@@ -149,26 +133,10 @@ void print_report(const H5BenchConfig& c, const std::vector<RunResult>& results)
   if (c.json) std::cout << summary.dump() << '\n';
 }
 
-// Every loader of a layout must have read the same values: the checksums agree.
-bool checksums_agree(const std::vector<RunResult>& results) {
-  std::map<std::string, int64_t> first;
-  bool agree = true;
-  for (const RunResult& r : results) {
-    const auto [it, fresh] = first.emplace(r.layout, r.checksum);
-    if (!fresh && it->second != r.checksum) {
-      std::cerr << "mploader-bench: hdf5 " << r.layout << ": " << r.loader << " round "
-                << r.round << " read checksum " << r.checksum << ", not " << it->second
-                << " as the first run did: the loaders did not read the same values\n";
-      agree = false;
-    }
-  }
-  return agree;
-}
-
 }  // namespace
 
 int run_h5_bench(const H5BenchConfig& c) {
-  std::vector<RunResult> results;
+  std::vector<PeerRun> results;
   try {
     const std::string dir = ensure_files(c);
     for (int64_t round = 0; round < c.rounds; ++round) {
@@ -179,7 +147,7 @@ int run_h5_bench(const H5BenchConfig& c) {
           results.push_back(loader == "mploader" ? run_mploader(l, dir, c, round)
                                                  : run_pytorch(l, dir, c, round,
                                                                loader == "pytorch-batched"));
-          const RunResult& r = results.back();
+          const PeerRun& r = results.back();
           if (c.json) {
             std::cout << nlohmann::json{{"workload", "hdf5"}, {"layout", r.layout},
                                         {"loader", r.loader}, {"round", r.round},
@@ -193,7 +161,7 @@ int run_h5_bench(const H5BenchConfig& c) {
     std::cerr << "mploader-bench: " << e.what() << '\n';
     return 1;
   }
-  if (!checksums_agree(results)) return 1;
+  if (!checksums_agree(results, "hdf5")) return 1;
   print_report(c, results);
   return 0;
 }

@@ -53,8 +53,8 @@ PqBenchConfig validate(const RawPqBench& r) {
 bool wants_pq_bench(int argc, char** argv) { return wants_workload(argc, argv, "parquet"); }
 
 int pq_bench_main(int argc, char** argv) {
-  CLI::App app("mploader-bench --workload parquet: Parquet files through ParquetShards against PyTorch "
-               "over pyarrow and Hugging Face datasets", "mploader-bench");
+  CLI::App app("mploader-bench --workload parquet: Parquet files through ParquetShards against "
+               "PyTorch over pyarrow and Hugging Face datasets", "mploader-bench");
   RawPqBench raw;
   add_options(app, raw);
   if (!parse_workload_command_line(app, argc, argv, "mploader-bench --workload parquet --help")) {

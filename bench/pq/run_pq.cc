@@ -1,5 +1,6 @@
 // mploader-bench --workload parquet (pq_bench.h): the files, each loader's epoch, the report.
 #include "bench/pq/pq_bench.h"
+#include "bench/peer_runs.h"
 #include "bench/runners/python_child.h"
 #include "bench/workloads/jpeg_dataset.h"
 
@@ -14,7 +15,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <stdexcept>
 
 namespace bench {
@@ -26,12 +26,6 @@ using Clock = std::chrono::steady_clock;
 const std::vector<std::string> kLayouts{"numeric", "text"};
 const std::vector<std::string> kLoaders{"mploader", "pyarrow", "hf"};
 constexpr int kFiles = 4;  // parquet_peers.py writes each layout as 4 files
-
-struct RunResult {
-  std::string layout, loader;
-  int64_t round = 0, samples = 0, checksum = 0;
-  double samples_per_s = 0;
-};
 
 std::vector<std::string> layout_files(const std::string& dir, const std::string& layout) {
   std::vector<std::string> files;
@@ -51,7 +45,9 @@ std::string ensure_files(const PqBenchConfig& c) {
     for (const std::string& f : layout_files(dir, l)) complete = complete && fs::exists(f);
   }
   if (complete) return dir;
-  if (!c.json) std::cerr << "mploader-bench: writing the Parquet files in " << dir << " (pyarrow)\n";
+  if (!c.json) {
+    std::cerr << "mploader-bench: writing the Parquet files in " << dir << " (pyarrow)\n";
+  }
   const int status = run_child({python(), script_path("parquet_peers.py"), "write", dir,
                                 std::to_string(c.rows)}, nullptr);
   if (status != 0) {
@@ -72,7 +68,7 @@ int64_t batch_checksum(const mploader::Batch& batch) {
   return sum;
 }
 
-RunResult run_mploader(const std::string& layout, const std::string& dir,
+PeerRun run_mploader(const std::string& layout, const std::string& dir,
                        const PqBenchConfig& c, int64_t round) {
   auto data = std::make_shared<mploader::parquet::ParquetShards>(layout_files(dir, layout));
   mploader::LoaderOptions o;
@@ -81,7 +77,7 @@ RunResult run_mploader(const std::string& layout, const std::string& dir,
   o.shuffle = true;
   o.shuffle_buffer = 1024;  // as the pyarrow peer's
   o.seed = c.seed;
-  RunResult r{layout, "mploader", round};
+  PeerRun r{layout, "mploader", round};
   const Clock::time_point start = Clock::now();
   mploader::Loader loader(data, o);
   loader.set_epoch(static_cast<uint64_t>(round));
@@ -93,7 +89,7 @@ RunResult run_mploader(const std::string& layout, const std::string& dir,
   return r;
 }
 
-RunResult run_peer(const std::string& peer, const std::string& layout, const std::string& dir,
+PeerRun run_peer(const std::string& peer, const std::string& layout, const std::string& dir,
                    const PqBenchConfig& c, int64_t round) {
   std::string out;
   const int status = run_child({python(), script_path("parquet_peers.py"), "run", peer, dir,
@@ -106,24 +102,14 @@ RunResult run_peer(const std::string& peer, const std::string& layout, const std
                              std::to_string(status) + "). Fix: " + python_fix() +
                              " (pyarrow, datasets)");
   }
-  RunResult r{layout, peer, round};
+  PeerRun r{layout, peer, round};
   r.samples = j.at("samples").get<int64_t>();
   r.checksum = j.at("checksum").get<int64_t>();
   r.samples_per_s = r.samples / j.at("seconds").get<double>();
   return r;
 }
 
-double median(const std::vector<RunResult>& results, const std::string& layout,
-              const std::string& loader) {
-  std::vector<double> rates;
-  for (const RunResult& r : results) {
-    if (r.layout == layout && r.loader == loader) rates.push_back(r.samples_per_s);
-  }
-  std::sort(rates.begin(), rates.end());
-  return rates.empty() ? 0 : rates[rates.size() / 2];
-}
-
-void print_report(const PqBenchConfig& c, const std::vector<RunResult>& results) {
+void print_report(const PqBenchConfig& c, const std::vector<PeerRun>& results) {
   nlohmann::json summary{{"workload", "parquet"}, {"summary", true}, {"rows", c.rows},
                          {"workers", c.workers}, {"batch_size", c.batch_size},
                          {"rounds", c.rounds}};
@@ -136,9 +122,9 @@ void print_report(const PqBenchConfig& c, const std::vector<RunResult>& results)
                 "x pyarrow", "x hf");
   }
   for (const std::string& l : kLayouts) {
-    const double m = median(results, l, "mploader");
-    const double p = median(results, l, "pyarrow");
-    const double h = median(results, l, "hf");
+    const double m = median_rate(results, l, "mploader");
+    const double p = median_rate(results, l, "pyarrow");
+    const double h = median_rate(results, l, "hf");
     summary["samples_per_s"][l] = {{"mploader", m}, {"pyarrow", p}, {"hf", h}};
     summary["ratio"][l] = {{"pyarrow", p > 0 ? m / p : 0}, {"hf", h > 0 ? m / h : 0}};
     if (!c.json) {
@@ -149,26 +135,10 @@ void print_report(const PqBenchConfig& c, const std::vector<RunResult>& results)
   if (c.json) std::cout << summary.dump() << '\n';
 }
 
-// Every loader of a layout must have read the same values: the checksums agree.
-bool checksums_agree(const std::vector<RunResult>& results) {
-  std::map<std::string, int64_t> first;
-  bool agree = true;
-  for (const RunResult& r : results) {
-    const auto [it, fresh] = first.emplace(r.layout, r.checksum);
-    if (!fresh && it->second != r.checksum) {
-      std::cerr << "mploader-bench: parquet " << r.layout << ": " << r.loader << " round "
-                << r.round << " read checksum " << r.checksum << ", not " << it->second
-                << " as the first run did: the loaders did not read the same values\n";
-      agree = false;
-    }
-  }
-  return agree;
-}
-
 }  // namespace
 
 int run_pq_bench(const PqBenchConfig& c) {
-  std::vector<RunResult> results;
+  std::vector<PeerRun> results;
   try {
     const std::string dir = ensure_files(c);
     for (int64_t round = 0; round < c.rounds; ++round) {
@@ -178,7 +148,7 @@ int run_pq_bench(const PqBenchConfig& c) {
           const std::string& loader = kLoaders[(k + static_cast<size_t>(round)) % kLoaders.size()];
           results.push_back(loader == "mploader" ? run_mploader(l, dir, c, round)
                                                  : run_peer(loader, l, dir, c, round));
-          const RunResult& r = results.back();
+          const PeerRun& r = results.back();
           if (c.json) {
             std::cout << nlohmann::json{{"workload", "parquet"}, {"layout", r.layout},
                                         {"loader", r.loader}, {"round", r.round},
@@ -192,7 +162,7 @@ int run_pq_bench(const PqBenchConfig& c) {
     std::cerr << "mploader-bench: " << e.what() << '\n';
     return 1;
   }
-  if (!checksums_agree(results)) return 1;
+  if (!checksums_agree(results, "parquet")) return 1;
   print_report(c, results);
   return 0;
 }

@@ -11,7 +11,6 @@
 
 #include <ATen/ATen.h>
 
-#include <dirent.h>
 #include <unistd.h>
 
 #include <map>
@@ -55,22 +54,6 @@ void check_epoch(Loader& loader, const std::string& file, const std::vector<std:
   REQUIRE(std::count(seen.begin(), seen.end(), 1) == h5_test::kRows);
 }
 
-// Whether this process holds a descriptor of `file`.
-bool holds_descriptor(const std::string& file) {
-  char resolved[PATH_MAX];
-  if (::realpath(file.c_str(), resolved) == nullptr) return false;
-  DIR* dir = ::opendir("/proc/self/fd");
-  bool found = false;
-  for (dirent* e = ::readdir(dir); e != nullptr && !found; e = ::readdir(dir)) {
-    char target[PATH_MAX] = {};
-    const std::string link = std::string("/proc/self/fd/") + e->d_name;
-    if (::readlink(link.c_str(), target, sizeof target - 1) > 0) {
-      found = resolved == std::string(target);
-    }
-  }
-  ::closedir(dir);
-  return found;
-}
 
 }  // namespace
 
@@ -121,7 +104,7 @@ TEST_CASE("hdf5: three workers of one file read every sample right with fork, sp
     Loader loader(data, o);
     check_epoch(loader, "numeric", kNumericFields);
     REQUIRE_FALSE(data->is_open_here());
-    REQUIRE_FALSE(holds_descriptor(h5_test::path("numeric.h5")));
+    REQUIRE_FALSE(test_files::holds_descriptor(h5_test::path("numeric.h5")));
   }
 }
 

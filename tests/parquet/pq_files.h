@@ -2,14 +2,13 @@
 // pyarrow's reads of them: the reference every value the loader reads is compared with.
 #pragma once
 
+#include "tests/python_written_files.h"
+
 #include <mploader/npy.h>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -24,29 +23,9 @@ inline std::string& why() {
   return text;
 }
 inline const std::string& folder() {
-  static const std::string dir = [] {
-    char name[] = "/tmp/mploader-pq-test-XXXXXX";
-    if (::mkdtemp(name) == nullptr) {
-      why() = "cannot make a folder in /tmp";
-      return std::string();
-    }
-    const std::string out(name);
-    const std::string command = std::string(MPLOADER_PYTHON) + " " + MPLOADER_PQ_WRITER + " " +
-                                out + " " + std::to_string(kRows) + " > " + out + "/log 2>&1";
-    if (std::system(command.c_str()) != 0) {
-      std::ifstream log(out + "/log");
-      why() = std::string(MPLOADER_PYTHON) + " could not write the Parquet files with pyarrow "
-              "(scripts/install-deps installs it): " +
-              std::string(std::istreambuf_iterator<char>(log), {});
-      return std::string();
-    }
-    static const pid_t owner = ::getpid();
-    static const std::string remove = "rm -rf " + out;
-    std::atexit([] {
-      if (::getpid() == owner) (void)std::system(remove.c_str());
-    });
-    return out;
-  }();
+  static const std::string dir = test_files::write_with_python(
+      "mploader-pq-test", MPLOADER_PYTHON, MPLOADER_PQ_WRITER,
+      kRows, "the Parquet files with pyarrow", why());
   return dir;
 }
 

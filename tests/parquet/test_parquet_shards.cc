@@ -11,7 +11,6 @@
 
 #include <ATen/ATen.h>
 
-#include <dirent.h>
 #include <unistd.h>
 
 #include <map>
@@ -67,21 +66,6 @@ void check_epoch(Loader& loader, const std::map<std::string, at::Tensor>& expect
   REQUIRE(std::count(seen.begin(), seen.end(), 1) == rows);
 }
 
-bool holds_descriptor(const std::string& file) {
-  char resolved[PATH_MAX];
-  if (::realpath(file.c_str(), resolved) == nullptr) return false;
-  DIR* dir = ::opendir("/proc/self/fd");
-  bool found = false;
-  for (dirent* e = ::readdir(dir); e != nullptr && !found; e = ::readdir(dir)) {
-    char target[PATH_MAX] = {};
-    const std::string link = std::string("/proc/self/fd/") + e->d_name;
-    if (::readlink(link.c_str(), target, sizeof target - 1) > 0) {
-      found = resolved == std::string(target);
-    }
-  }
-  ::closedir(dir);
-  return found;
-}
 
 }  // namespace
 
@@ -131,7 +115,7 @@ TEST_CASE("parquet: two workers read every row right with fork, spawn and forkse
     Loader loader(data, o);
     check_epoch(loader, expected, pq_test::kRows + kRows2);
     CHECK(data->files_opened() == 0);
-    CHECK_FALSE(holds_descriptor(pq_test::path("numeric.parquet")));
+    CHECK_FALSE(test_files::holds_descriptor(pq_test::path("numeric.parquet")));
   }
   // Read here first, then forked: the workers open the files again.
   CHECK(data->get(3)["i32"].item<int32_t>() == expected.at("i32")[3].item<int32_t>());
@@ -168,10 +152,13 @@ TEST_CASE("parquet: strings, binary, fixed-size binary, dictionary strings and l
       REQUIRE(s["seq"][static_cast<int64_t>(k)].item<int32_t>() == want[k]);
     }
   }
-  for (StartMethod method : {StartMethod::kFork, StartMethod::kSpawn}) {
+  for (const auto& [method, workers] : {std::pair{StartMethod::kFork, 1},
+                                        std::pair{StartMethod::kFork, 2},
+                                        std::pair{StartMethod::kSpawn, 2}}) {
+    INFO(workers << " workers, start method " << static_cast<int>(method));
     LoaderOptions o;
     o.batch_size = 6;
-    o.num_workers = 2;
+    o.num_workers = workers;
     o.shuffle = true;
     o.start_method = method;
     o.collate = mploader::pad_collate(-1);

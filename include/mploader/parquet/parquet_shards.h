@@ -75,7 +75,8 @@ struct ParquetShardsOptions {
   /// LoaderOptions::shuffle_buffer (the Loader warns otherwise); 0 keeps only the row group
   /// being read, and a row asked for after its row group was left decodes it again.
   int64_t read_ahead = 8192;
-  /// Most bytes of decoded row groups kept; the oldest go first, the one being read stays.
+  /// Most bytes of decoded row groups kept; the oldest go first. The row group being read and
+  /// the one before it always stay.
   int64_t cache_bytes = int64_t{1} << 30;
   /// Images with more pixels are refused from their header (vision::ImageDecoder).
   int64_t max_pixels = vision::kDefaultMaxPixels;
