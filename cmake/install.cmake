@@ -78,6 +78,7 @@ if(TARGET mploader-bench)
   # The bench runs its Python peers through these scripts; the installed bench looks for them
   # here, relative to its own location (bench/runners/run_pytorch.cc).
   install(FILES bench/pytorch_dataloader.py bench/remote_peers.py bench/h5_peers.py
+                bench/parquet_peers.py
           DESTINATION ${CMAKE_INSTALL_DATADIR}/mploader)
 endif()
 if(TARGET mploader-soak)
