@@ -17,6 +17,11 @@ void set_process_skip_sink(SkipSink* sink) { g_process_sink = sink; }
 void set_process_loading_context(const LoadingContext& context) { g_process_context = context; }
 SkipSink* current_skip_sink() { return t_sink ? t_sink : g_process_sink; }
 
+uint64_t context_sample_seed(int64_t index) {
+  const std::optional<LoadingContext> context = t_context ? t_context : g_process_context;
+  return context ? sample_seed(context->seed, context->epoch, index) : sample_seed(0, 0, index);
+}
+
 ScopedLoadingScope::ScopedLoadingScope(SkipSink* sink, const LoadingContext& context)
     : previous_sink_(t_sink), previous_context_(t_context) {
   t_sink = sink;

@@ -25,6 +25,9 @@ void set_process_loading_context(const LoadingContext& context);
 // Where report_skipped_sample() sends a record now (the thread's, else the process's; nullptr
 // outside a Loader), so that a dataset made of others can translate its sources' indices.
 SkipSink* current_skip_sink();
+// sample_seed() of sample `index` under the calling code's loading context, or of seed 0 and
+// epoch 0 outside a Loader: what a dataset seeds a sample's random transforms with.
+uint64_t context_sample_seed(int64_t index);
 
 // The calling thread's sink and context while alive; they take precedence over the process's.
 class ScopedLoadingScope {

@@ -2,12 +2,11 @@
 // write_batch() copy tensor columns into the batch and decode image columns there.
 #include <mploader/parquet/parquet_shards.h>
 
+#include "core/loading_scope.h"
 #include "parquet/pq_reading.h"
 #include "parquet/pq_rows.h"
 
-#include <mploader/loading_context.h>
 #include <mploader/sample_writer.h>
-#include <mploader/worker_info.h>
 
 #include <ATen/ATen.h>
 
@@ -15,11 +14,6 @@
 
 namespace mploader::parquet {
 namespace {
-
-uint64_t seed_of(int64_t index) {
-  const std::optional<LoadingContext> context = loading_context();
-  return context ? sample_seed(context->seed, context->epoch, index) : sample_seed(0, 0, index);
-}
 
 void refuse_without_layout(const std::string& file) {
   throw std::logic_error("mploader: ParquetShards: " + file + ": it has list or text columns, "
@@ -65,7 +59,8 @@ Sample ParquetShards::get(int64_t index) {
       }
       case ColumnKind::kImage: {
         at::Tensor t = at::empty(c.shape, c.dtype);
-        detail::write_image_row(data, c, options_.image_columns.at(c.name), at, seed_of(index),
+        detail::write_image_row(data, c, options_.image_columns.at(c.name), at,
+                                mploader::detail::context_sample_seed(index),
                                 {r.decoder, r.image, r.scratch},
                                 static_cast<uint8_t*>(t.data_ptr()));
         out.set(c.name, std::move(t));
@@ -129,7 +124,8 @@ void ParquetShards::write_rows(const int64_t* indices, size_t count, FieldWriter
         row.row += j;
         row.global += j;
         detail::write_image_row(group.columns[k], c, options_.image_columns.at(c.name), row,
-                                seed_of(row.global), {r.decoder, r.image, r.scratch},
+                                mploader::detail::context_sample_seed(row.global),
+                                {r.decoder, r.image, r.scratch},
                                 dst + j * row_bytes[k]);
       }
     }

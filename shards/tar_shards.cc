@@ -4,6 +4,7 @@
 #include <mploader/loading_context.h>
 #include <mploader/shards/tar_shards.h>
 
+#include "core/loading_scope.h"
 #include "remote/manifest.h"
 #include "remote/shard_cache.h"
 #include "shards/sample_decode.h"
@@ -136,11 +137,6 @@ void refuse_empty(const std::vector<std::string>& paths, const std::vector<Shard
                                      "give tars that hold samples");
 }
 
-uint64_t seed_of(int64_t index) {
-  const std::optional<LoadingContext> context = loading_context();
-  return context ? sample_seed(context->seed, context->epoch, index) : sample_seed(0, 0, index);
-}
-
 }  // namespace
 
 TarShards::TarShards(std::vector<std::string> tar_paths, TarShardsOptions options)
@@ -194,7 +190,7 @@ std::string TarShards::shuffle_buffer_warning(int64_t shuffle_buffer) const {
 
 Sample TarShards::get(int64_t index) {
   const ShardPosition at = locate(index);
-  const uint64_t seed = seed_of(index);
+  const uint64_t seed = mploader::detail::context_sample_seed(index);
   const std::string& path = paths_[at.shard];
   const int64_t count = shards()[at.shard].num_samples;
   auto where = [&](int64_t sample) {
