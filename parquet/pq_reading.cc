@@ -46,6 +46,7 @@ ParquetShards::Reading::OpenFile& ParquetShards::Reading::open(size_t file) {
     return f.file == file;
   });
   if (it != open_.end()) {
+    detail::check_unchanged(files_[file]);  // open_reader() checks a file it opens
     if (it != open_.begin()) {
       OpenFile moved = std::move(*it);
       open_.erase(it);
@@ -75,7 +76,6 @@ ParquetShards::Reading::OpenFile& ParquetShards::Reading::open(size_t file) {
 
 DecodedGroup ParquetShards::Reading::decode(size_t shard, OpenFile& file, int group) {
   const ParquetFileInfo& info = files_[file.file];
-  detail::check_unchanged(info);
   arrow::Result<std::shared_ptr<arrow::Table>> table;
   try {
     ScopedStageTimer stage(DatasetStage::kDecode);

@@ -55,6 +55,8 @@ struct ParquetShards::Reading {
     std::unique_ptr<::parquet::arrow::FileReader> reader;
     std::vector<int> leaves;  // the Parquet leaf columns of the columns read
   };
+  // The reader of `file`, opened now or kept from before, the file checked unchanged since the
+  // footer was read either way: called once per row group decoded.
   OpenFile& open(size_t file);
   DecodedGroup decode(size_t shard, OpenFile& file, int group);
   void let_go();
