@@ -139,24 +139,13 @@ int run_h5_bench(const H5BenchConfig& c) {
   std::vector<PeerRun> results;
   try {
     const std::string dir = ensure_files(c);
-    for (int64_t round = 0; round < c.rounds; ++round) {
-      for (const Layout& l : layouts()) {
-        // Each round starts with the next loader, so that none always runs first.
-        for (size_t k = 0; k < kLoaders.size(); ++k) {
-          const std::string& loader = kLoaders[(k + static_cast<size_t>(round)) % kLoaders.size()];
-          results.push_back(loader == "mploader" ? run_mploader(l, dir, c, round)
-                                                 : run_pytorch(l, dir, c, round,
-                                                               loader == "pytorch-batched"));
-          const PeerRun& r = results.back();
-          if (c.json) {
-            std::cout << nlohmann::json{{"workload", "hdf5"}, {"layout", r.layout},
-                                        {"loader", r.loader}, {"round", r.round},
-                                        {"samples", r.samples}, {"checksum", r.checksum},
-                                        {"samples_per_s", r.samples_per_s}}.dump() << '\n';
-          }
-        }
-      }
-    }
+    results = run_rounds("hdf5", layouts().size(), kLoaders, c.rounds, c.json,
+                         [&](size_t l, const std::string& loader, int64_t round) {
+                           return loader == "mploader"
+                                      ? run_mploader(layouts()[l], dir, c, round)
+                                      : run_pytorch(layouts()[l], dir, c, round,
+                                                    loader == "pytorch-batched");
+                         });
   } catch (const std::exception& e) {
     std::cerr << "mploader-bench: " << e.what() << '\n';
     return 1;

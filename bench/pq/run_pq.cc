@@ -141,23 +141,12 @@ int run_pq_bench(const PqBenchConfig& c) {
   std::vector<PeerRun> results;
   try {
     const std::string dir = ensure_files(c);
-    for (int64_t round = 0; round < c.rounds; ++round) {
-      for (const std::string& l : kLayouts) {
-        // Each round starts with the next loader, so that none always runs first.
-        for (size_t k = 0; k < kLoaders.size(); ++k) {
-          const std::string& loader = kLoaders[(k + static_cast<size_t>(round)) % kLoaders.size()];
-          results.push_back(loader == "mploader" ? run_mploader(l, dir, c, round)
-                                                 : run_peer(loader, l, dir, c, round));
-          const PeerRun& r = results.back();
-          if (c.json) {
-            std::cout << nlohmann::json{{"workload", "parquet"}, {"layout", r.layout},
-                                        {"loader", r.loader}, {"round", r.round},
-                                        {"samples", r.samples}, {"checksum", r.checksum},
-                                        {"samples_per_s", r.samples_per_s}}.dump() << '\n';
-          }
-        }
-      }
-    }
+    results = run_rounds("parquet", kLayouts.size(), kLoaders, c.rounds, c.json,
+                         [&](size_t l, const std::string& loader, int64_t round) {
+                           return loader == "mploader"
+                                      ? run_mploader(kLayouts[l], dir, c, round)
+                                      : run_peer(loader, kLayouts[l], dir, c, round);
+                         });
   } catch (const std::exception& e) {
     std::cerr << "mploader-bench: " << e.what() << '\n';
     return 1;
