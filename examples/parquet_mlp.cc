@@ -9,6 +9,8 @@
 // Prints the loss and test accuracy per epoch, and whether every training sample arrived once;
 // exits 1 when the accuracy is under --min-accuracy or a sample did not arrive exactly once,
 // 2 on a bad flag.
+#include "mlp_training.h"
+
 #include <mploader/mploader.h>
 #include <mploader/parquet/parquet_shards.h>
 
@@ -56,16 +58,6 @@ at::Tensor images_of(const mploader::Batch& b) {  // one channel of the three gr
   return b["image"].select(1, 0).flatten(1).sub(0.2860).div_(0.3530);
 }
 
-double accuracy(torch::nn::Sequential& model, mploader::Loader& test) {
-  torch::NoGradGuard no_grad;
-  int64_t right = 0, total = 0;
-  for (mploader::Batch& b : test) {
-    right += model->forward(images_of(b)).argmax(1).eq(b["label"]).sum().item<int64_t>();
-    total += static_cast<int64_t>(b.size());
-  }
-  return total > 0 ? static_cast<double>(right) / static_cast<double>(total) : 0;
-}
-
 int train(const Flags& f) {
   torch::manual_seed(1);
   auto train_set = split(f.dir, "train");
@@ -80,38 +72,11 @@ int train(const Flags& f) {
   t.shuffle = false;
   t.shuffle_buffer = 0;
   mploader::Loader test(split(f.dir, "test"), t);
-  torch::nn::Sequential model(torch::nn::Linear(784, 256), torch::nn::ReLU(),
-                              torch::nn::Linear(256, 10));
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
   std::printf("%zu training samples in %zu row groups of %zu files in %s; image: %s\n",
               train_set->size(), train_set->shards().size(), train_set->files().size(),
               f.dir.c_str(), train_set->columns()[0].read_path.c_str());
-  double acc = 0;
-  bool once = true;
-  for (int epoch = 0; epoch < f.epochs; ++epoch) {
-    loader.set_epoch(epoch);
-    std::vector<int> seen(train_set->size(), 0);
-    double loss_sum = 0;
-    int64_t batches = 0;
-    for (mploader::Batch& b : loader) {
-      for (int64_t i : b.indices()) ++seen[static_cast<size_t>(i)];
-      optimizer.zero_grad();
-      at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(images_of(b)),
-                                                             b["label"]);
-      loss.backward();
-      optimizer.step();
-      loss_sum += loss.item<double>();
-      ++batches;
-    }
-    const bool each_once = std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; });
-    once = once && each_once;
-    acc = accuracy(model, test);
-    std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f %%, every sample once: %s\n",
-                epoch + 1, f.epochs, loss_sum / std::max<int64_t>(batches, 1), 100 * acc,
-                each_once ? "yes" : "no");
-    std::fflush(stdout);
-  }
-  return acc >= f.min_accuracy && once ? 0 : 1;
+  return examples::train_mlp(loader, train_set->size(), test, {images_of, "label"}, f.epochs,
+                             f.min_accuracy);
 }
 
 }  // namespace

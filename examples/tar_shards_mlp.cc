@@ -11,13 +11,14 @@
 // Prints the loss and test accuracy per epoch, and whether every training sample arrived once;
 // exits 1 when the accuracy is under --min-accuracy or a sample did not arrive exactly once,
 // 2 on a bad flag.
+#include "mlp_training.h"
+
 #include <mploader/mploader.h>
 #include <mploader/shards/tar_shards.h>
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <cstdio>
 
 namespace {
@@ -46,16 +47,6 @@ at::Tensor images_of(const mploader::Batch& b) {
   return b["img"].to(at::kFloat).div_(255.0).sub_(0.2860).div_(0.3530);
 }
 
-double accuracy(torch::nn::Sequential& model, mploader::Loader& test) {
-  torch::NoGradGuard no_grad;
-  int64_t right = 0, total = 0;
-  for (mploader::Batch& b : test) {
-    right += model->forward(images_of(b)).argmax(1).eq(b["cls"]).sum().item<int64_t>();
-    total += static_cast<int64_t>(b.size());
-  }
-  return total > 0 ? static_cast<double>(right) / static_cast<double>(total) : 0;
-}
-
 int train(const Flags& f) {
   torch::manual_seed(1);
   auto train_set = open_shards(f.train, f);
@@ -68,37 +59,10 @@ int train(const Flags& f) {
   mploader::LoaderOptions t = o;
   t.shuffle = false;
   mploader::Loader test(open_shards(f.test, f), t);
-  torch::nn::Sequential model(torch::nn::Linear(784, 256), torch::nn::ReLU(),
-                              torch::nn::Linear(256, 10));
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
   std::printf("%zu training samples in %zu shards from %s\n", train_set->size(),
               train_set->shards().size(), f.train.c_str());
-  double acc = 0;
-  bool once = true;
-  for (int epoch = 0; epoch < f.epochs; ++epoch) {
-    loader.set_epoch(epoch);
-    std::vector<int> seen(train_set->size(), 0);
-    double loss_sum = 0;
-    int64_t batches = 0;
-    for (mploader::Batch& b : loader) {
-      for (int64_t i : b.indices()) ++seen[static_cast<size_t>(i)];
-      optimizer.zero_grad();
-      at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(images_of(b)),
-                                                             b["cls"]);
-      loss.backward();
-      optimizer.step();
-      loss_sum += loss.item<double>();
-      ++batches;
-    }
-    const bool each_once = std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; });
-    once = once && each_once;
-    acc = accuracy(model, test);
-    std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f %%, every sample once: %s\n",
-                epoch + 1, f.epochs, loss_sum / std::max<int64_t>(batches, 1), 100 * acc,
-                each_once ? "yes" : "no");
-    std::fflush(stdout);
-  }
-  return acc >= f.min_accuracy && once ? 0 : 1;
+  return examples::train_mlp(loader, train_set->size(), test, {images_of, "cls"}, f.epochs,
+                             f.min_accuracy);
 }
 
 }  // namespace
