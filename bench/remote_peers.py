@@ -29,6 +29,7 @@ import atexit
 import contextlib
 import gc
 import importlib.metadata
+import importlib.util
 import io
 import json
 import math
@@ -52,7 +53,8 @@ import torch  # noqa: E402
 from torch.utils.data import IterableDataset, get_worker_info  # noqa: E402
 
 MANIFEST = "mploader-manifest.json"
-INSTALL_HINT = "run scripts/install-deps --bench (it installs mosaicml-streaming into .venv)"
+INSTALL_HINT = ("run scripts/install-deps --bench (it makes .venv-mosaic from "
+                "requirements/mosaic.txt), or set MPLOADER_MOSAIC_PYTHON to a Python that has it")
 PROBE_TIMEOUT_S = 10  # a server that does not answer a HEAD in this long is reported, not waited
 
 
@@ -500,8 +502,25 @@ def parse_args():
     return args
 
 
+def mosaic_python():
+    """The Python of MosaicML Streaming's own environment: MPLOADER_MOSAIC_PYTHON, else the
+    .venv-mosaic beside the environment running this script (scripts/install-deps --bench makes
+    it beside .venv). It has its own, because mosaicml-streaming pins numpy below .venv's."""
+    named = os.environ.get("MPLOADER_MOSAIC_PYTHON")
+    if named:
+        return named
+    return os.path.join(os.path.dirname(sys.prefix), ".venv-mosaic", "bin", "python")
+
+
 def main():
     args = parse_args()
+    needs_streaming = args.command == "prepare" or getattr(args, "peer", None) == "mosaic"
+    if needs_streaming and importlib.util.find_spec("streaming") is None:
+        python = mosaic_python()
+        if os.access(python, os.X_OK) and os.path.realpath(python) != os.path.realpath(
+                sys.executable):
+            # The same command in the environment that has it; what it prints is this run's.
+            os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
     if args.command == "prepare":
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the one JSON line
             result = prepare(args)
