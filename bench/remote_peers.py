@@ -517,9 +517,10 @@ def main():
     needs_streaming = args.command == "prepare" or getattr(args, "peer", None) == "mosaic"
     if needs_streaming and importlib.util.find_spec("streaming") is None:
         python = mosaic_python()
-        if os.access(python, os.X_OK) and os.path.realpath(python) != os.path.realpath(
-                sys.executable):
-            # The same command in the environment that has it; what it prints is this run's.
+        # Once only (a venv's python is a link to the same interpreter, so paths cannot tell
+        # two environments apart): the same command in the environment that has streaming.
+        if os.access(python, os.X_OK) and "MPLOADER_MOSAIC_REEXEC" not in os.environ:
+            os.environ["MPLOADER_MOSAIC_REEXEC"] = python
             os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
     if args.command == "prepare":
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the one JSON line
