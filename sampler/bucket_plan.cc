@@ -60,22 +60,22 @@ std::vector<int64_t> bucket_order(const PlanInput& in) {
   return sorted;
 }
 
-void close_batch(PlannedBatch& batch, int64_t longest, std::vector<PlannedBatch>& out) {
+void close_batch(BucketBatch& batch, int64_t longest, std::vector<BucketBatch>& out) {
   batch.cost = static_cast<int64_t>(batch.indices.size()) * longest;
   out.push_back(std::move(batch));
-  batch = PlannedBatch{};
+  batch = BucketBatch{};
 }
 
 // Greedy: a sample joins the open batch while both budgets hold with it and the batch's longest
 // stays within bucket_ratio of its shortest (so a batch may run on into the next bucket, but
 // its padding stays under 1 - 1/bucket_ratio); else it starts the next batch.
-std::vector<PlannedBatch> cut_batches(const std::vector<int64_t>& order, const PlanInput& in) {
+std::vector<BucketBatch> cut_batches(const std::vector<int64_t>& order, const PlanInput& in) {
   const std::vector<int64_t>& lengths = *in.lengths;
   const int64_t max_tokens = in.options->max_tokens;
   const int64_t max_size = in.options->max_batch_size;
   const double ratio = in.options->bucket_ratio;
-  std::vector<PlannedBatch> out;
-  PlannedBatch open;
+  std::vector<BucketBatch> out;
+  BucketBatch open;
   int64_t longest = 0;
   int64_t shortest = 0;
   for (int64_t index : order) {
@@ -100,7 +100,7 @@ std::vector<PlannedBatch> cut_batches(const std::vector<int64_t>& order, const P
 }
 
 // Pads (repeats from the start) or drops (the tail) to a multiple of the world size.
-size_t even_out(std::vector<PlannedBatch>& batches, const PlanInput& in, BucketEpochStats& st) {
+size_t even_out(std::vector<BucketBatch>& batches, const PlanInput& in, BucketEpochStats& st) {
   const size_t world = static_cast<size_t>(in.world_size);
   const size_t formed = batches.size();
   st.batches = formed;
@@ -126,7 +126,7 @@ size_t even_out(std::vector<PlannedBatch>& batches, const PlanInput& in, BucketE
 
 // slots[step * world + rank]. Batches sorted by cost (balance) form steps of similar cost;
 // steps run in random order, the costliest first when asked.
-std::vector<size_t> arrange(const std::vector<PlannedBatch>& batches, size_t steps,
+std::vector<size_t> arrange(const std::vector<BucketBatch>& batches, size_t steps,
                             const PlanInput& in) {
   const BucketOptions& o = *in.options;
   const size_t world = static_cast<size_t>(in.world_size);
@@ -161,14 +161,14 @@ std::vector<size_t> arrange(const std::vector<PlannedBatch>& batches, size_t ste
 
 }  // namespace
 
-EpochPlan plan_epoch(const PlanInput& in) {
-  EpochPlan plan;
+BucketEpochPlan plan_epoch(const PlanInput& in) {
+  BucketEpochPlan plan;
   plan.stats.epoch = in.epoch;
   plan.batches = cut_batches(bucket_order(in), in);
   if (in.options->shuffle) plan_rng(in.options->seed, in.epoch, 1).shuffle(plan.batches);
   plan.steps = even_out(plan.batches, in, plan.stats);
   plan.stats.batches_per_rank = plan.steps;
-  for (const PlannedBatch& b : plan.batches) {
+  for (const BucketBatch& b : plan.batches) {
     plan.stats.tokens += b.tokens;
     plan.stats.padded_tokens += b.cost;
   }

@@ -31,15 +31,15 @@ std::optional<std::vector<int64_t>> bucket_bounds(const std::vector<int64_t>& le
                                                   double ratio, size_t max_buckets);
 
 // One batch of the plan. cost = size x longest (a length of 0 counts as 1).
-struct PlannedBatch {
+struct BucketBatch {
   std::vector<int64_t> indices;
   int64_t tokens = 0;
   int64_t cost = 0;
 };
 
-struct EpochPlan {
+struct BucketEpochPlan {
   // The epoch's batches after padding (repeats appended) or dropping.
-  std::vector<PlannedBatch> batches;
+  std::vector<BucketBatch> batches;
   // slots[step * world_size + rank]: the batch (into `batches`) that rank takes at that step.
   std::vector<size_t> slots;
   size_t steps = 0;
@@ -54,6 +54,6 @@ struct PlanInput {
   int64_t world_size = 1;
 };
 
-EpochPlan plan_epoch(const PlanInput& input);
+BucketEpochPlan plan_epoch(const PlanInput& input);
 
 }  // namespace mploader::detail

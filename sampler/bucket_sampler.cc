@@ -112,9 +112,9 @@ std::vector<std::vector<int64_t>> formed_batches(const std::vector<int64_t>& len
   input.options = &options;
   input.epoch = epoch;
   input.world_size = 1;
-  detail::EpochPlan one = detail::plan_epoch(input);
+  detail::BucketEpochPlan one = detail::plan_epoch(input);
   std::vector<std::vector<int64_t>> out;
-  for (detail::PlannedBatch& b : one.batches) out.push_back(std::move(b.indices));
+  for (detail::BucketBatch& b : one.batches) out.push_back(std::move(b.indices));
   return out;
 }
 
@@ -156,7 +156,7 @@ BucketBatchSampler::BucketBatchSampler(std::vector<int64_t> lengths, BucketOptio
 
 BucketBatchSampler::~BucketBatchSampler() = default;
 
-std::shared_ptr<const detail::EpochPlan> BucketBatchSampler::plan(uint64_t epoch) const {
+std::shared_ptr<const detail::BucketEpochPlan> BucketBatchSampler::plan(uint64_t epoch) const {
   if (cached_plan_ && cached_epoch_ == epoch && cached_seed_ == options_.seed) {
     return cached_plan_;
   }
@@ -166,7 +166,7 @@ std::shared_ptr<const detail::EpochPlan> BucketBatchSampler::plan(uint64_t epoch
   input.options = &options_;
   input.epoch = epoch;
   input.world_size = world_size_;
-  cached_plan_ = std::make_shared<const detail::EpochPlan>(detail::plan_epoch(input));
+  cached_plan_ = std::make_shared<const detail::BucketEpochPlan>(detail::plan_epoch(input));
   cached_epoch_ = epoch;
   cached_seed_ = options_.seed;
   return cached_plan_;
@@ -178,7 +178,7 @@ std::vector<std::vector<int64_t>> BucketBatchSampler::batches(size_t dataset_siz
           "the bucket sampler has lengths for " + std::to_string(lengths_.size()) +
               " samples but the dataset has " + std::to_string(dataset_size) +
               "; build the sampler from this dataset's lengths");
-  const std::shared_ptr<const detail::EpochPlan> p = plan(epoch);
+  const std::shared_ptr<const detail::BucketEpochPlan> p = plan(epoch);
   const size_t skip = resume_ && resume_->epoch == epoch ? resume_->batches_consumed : 0;
   std::vector<std::vector<int64_t>> out;
   out.reserve(p->steps - std::min(skip, p->steps));
@@ -200,7 +200,7 @@ GlobalOrder BucketBatchSampler::global_order(size_t, uint64_t epoch) const {
 }
 
 std::vector<int64_t> BucketBatchSampler::rank_positions(size_t, uint64_t epoch) const {
-  const std::shared_ptr<const detail::EpochPlan> p = plan(epoch);
+  const std::shared_ptr<const detail::BucketEpochPlan> p = plan(epoch);
   const std::vector<std::vector<int64_t>> formed_list =
       formed_batches(lengths_, bucket_bounds_, options_, epoch);
   const size_t formed = formed_list.size();
@@ -225,7 +225,7 @@ uint64_t BucketBatchSampler::order_fingerprint() const {
 }
 
 BucketEpochStats BucketBatchSampler::stats(uint64_t epoch) const {
-  const std::shared_ptr<const detail::EpochPlan> p = plan(epoch);
+  const std::shared_ptr<const detail::BucketEpochPlan> p = plan(epoch);
   BucketEpochStats st = p->stats;
   for (size_t step = 0; step < p->steps; ++step) {
     const size_t slot = step * static_cast<size_t>(world_size_) + static_cast<size_t>(rank_);

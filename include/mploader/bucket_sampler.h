@@ -34,7 +34,7 @@
 namespace mploader {
 
 namespace detail {
-struct EpochPlan;
+struct BucketEpochPlan;
 }
 
 /// How BucketBatchSampler forms batches. Either budget may be 0 (no limit), not both.
@@ -165,7 +165,7 @@ class BucketBatchSampler : public BatchSampler, public RankedSampler, public Ela
 
  private:
   /// The whole epoch's plan, cached for the last (epoch, seed) asked.
-  std::shared_ptr<const detail::EpochPlan> plan(uint64_t epoch) const;
+  std::shared_ptr<const detail::BucketEpochPlan> plan(uint64_t epoch) const;
 
   std::vector<int64_t> lengths_;
   BucketOptions options_;
@@ -176,7 +176,7 @@ class BucketBatchSampler : public BatchSampler, public RankedSampler, public Ela
   uint64_t fingerprint_ = 0;
   uint64_t order_fingerprint_ = 0;  ///< order_fingerprint() but the seed
   std::optional<BucketSamplerState> resume_;
-  mutable std::shared_ptr<const detail::EpochPlan> cached_plan_;
+  mutable std::shared_ptr<const detail::BucketEpochPlan> cached_plan_;
   mutable uint64_t cached_epoch_ = 0;
   mutable uint64_t cached_seed_ = 0;
 };
