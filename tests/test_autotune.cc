@@ -15,6 +15,8 @@
 #include <fstream>
 #include <thread>
 
+namespace test_autotune {
+
 using namespace mploader;
 namespace mpd = mploader::detail;
 using testing_datasets::CountingDataset;
@@ -374,3 +376,5 @@ TEST_CASE("autotune: spawned workers come and go too, every index once", "[autot
   for (size_t i = 0; i < n; ++i) expected[i] = static_cast<int64_t>(i);
   CHECK(got == expected);
 }
+
+}  // namespace test_autotune

@@ -7,6 +7,8 @@
 
 #include <sstream>
 
+namespace test_bench_recommend {
+
 namespace {
 
 bench::RunResult row(int64_t workers, double rate, double util = -1, double busy_ms = -1,
@@ -155,3 +157,5 @@ TEST_CASE("recommend: --json gives each recommendation as a record of its own", 
   CHECK(j.at("cpu_budget") == 1);
   CHECK(j.at("cpu_budget_source") == "the cgroup CPU quota of 1.00 CPUs (/q)");
 }
+
+}  // namespace test_bench_recommend

@@ -9,6 +9,8 @@
 
 #include <vector>
 
+namespace test_collate {
+
 using mploader::Sample;
 
 using testing_errors::error_of;
@@ -147,3 +149,5 @@ TEST_CASE("collate: a quantized tensor is refused and one that requires grad is 
     CHECK(at::equal(out[0][1], at::arange(4, at::kFloat).mul(2)));
   }
 }
+
+}  // namespace test_collate

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <ostream>
 
+namespace test_compose {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -373,3 +375,5 @@ TEST_CASE("compose: differing layouts fall back to get(), and samples that diffe
   Loader loader(different, options(0, 6));
   CHECK_THROWS_WITH(loader.next(), Catch::Contains("only in sample 3: 'tokens'"));
 }
+
+}  // namespace test_compose

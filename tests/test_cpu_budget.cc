@@ -23,6 +23,8 @@
 #include <fstream>
 #include <string>
 
+namespace test_cpu_budget {
+
 using mploader::detail::cfs_quota;
 using mploader::detail::cpu_budget;
 using mploader::detail::cpu_max_quota;
@@ -264,3 +266,5 @@ TEST_CASE("cpu budget: inside a real 1-CPU cgroup the autotuner runs one compute
   INFO(said);
   CHECK(said.rfind("1 ", 0) == 0);
 }
+
+}  // namespace test_cpu_budget

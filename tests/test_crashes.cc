@@ -16,6 +16,8 @@
 #include <set>
 #include <thread>
 
+namespace test_crashes {
+
 using namespace mploader;
 using namespace crash_testing;
 using testing_datasets::FaultyDataset;
@@ -295,3 +297,5 @@ TEST_CASE("crash: reports are never overwritten", "[crash][process]") {
   }
   CHECK(paths.size() == 2);
 }
+
+}  // namespace test_crashes

@@ -9,6 +9,8 @@
 #include <ATen/Context.h>
 #include <catch2/catch.hpp>
 
+namespace test_device {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -158,3 +160,5 @@ TEST_CASE("device: forked workers start every epoch after CUDA is initialised",
     CHECK(batches == 8);
   }
 }
+
+}  // namespace test_device

@@ -14,6 +14,8 @@
 #include <numeric>
 #include <set>
 
+namespace test_distributed_bucket {
+
 using mploader::BucketBatchSampler;
 using mploader::BucketOptions;
 using mploader::BucketSamplerState;
@@ -269,3 +271,5 @@ TEST_CASE("bucket sampler: a Loader resumed from a saved state gives the rest of
   const Batches rest = run(saved_again, -1, &saved);
   CHECK(rest == Batches(whole.begin() + 6, whole.end()));
 }
+
+}  // namespace test_distributed_bucket

@@ -29,6 +29,8 @@
 #include <functional>
 #include <thread>
 
+namespace test_distributed_c10d {
+
 #ifdef MPLOADER_TEST_GLOO
 
 namespace {
@@ -371,3 +373,5 @@ TEST_CASE("c10d: Gloo ranks iterate Loaders with the bucket sampler, no hang, ev
 }
 
 #endif
+
+}  // namespace test_distributed_c10d

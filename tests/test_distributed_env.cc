@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <map>
 
+namespace test_distributed_env {
+
 using mploader::LaunchInfo;
 
 namespace {
@@ -126,3 +128,5 @@ TEST_CASE("launch env: reads the process environment", "[distributed][env]") {
   CHECK(info.world_size == 3);
   CHECK(info.local_rank == 0);
 }
+
+}  // namespace test_distributed_env

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <random>
 
+namespace test_distributed_properties {
+
 using mploader::BucketOptions;
 using mploader::DistributedBucketSampler;
 using Batches = std::vector<std::vector<int64_t>>;
@@ -180,3 +182,5 @@ TEST_CASE("bucket properties: resumed equals uninterrupted on every rank",
     }
   }
 }
+
+}  // namespace test_distributed_properties

@@ -21,6 +21,8 @@
 #include <sstream>
 #include <string>
 
+namespace test_distributed_sampler {
+
 using mploader::DistributedSampler;
 
 namespace {
@@ -146,3 +148,5 @@ TEST_CASE("distributed sampler: ranks of a Loader each get their share, together
   CHECK(seen.size() == 104);  // one padded repeat
   for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) CHECK(seen.count(i) >= 1);
 }
+
+}  // namespace test_distributed_sampler

@@ -32,6 +32,8 @@
 #include <iostream>
 #include <set>
 
+namespace test_docker_shm {
+
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
@@ -200,3 +202,5 @@ TEST_CASE("docker shm: a token file truncated mid-epoch on a 64 MiB /dev/shm is 
 }
 
 }  // namespace
+
+}  // namespace test_docker_shm

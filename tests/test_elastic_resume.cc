@@ -19,6 +19,8 @@
 #include <filesystem>
 #include <fstream>
 
+namespace test_elastic_resume {
+
 using namespace mploader;
 using elastic_harness::check_resizes;
 using elastic_harness::MakeLoader;
@@ -231,3 +233,5 @@ TEST_CASE("elastic resume: states that do not make one job are refused, naming w
   job[job.size() / 2] ^= 1;
   CHECK_THROWS_AS(two->load_state_dict(job), OptionError);
 }
+
+}  // namespace test_elastic_resume

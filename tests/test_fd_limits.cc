@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+namespace test_fd_limits {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -284,3 +286,5 @@ TEST_CASE("fd limits: a worker out of descriptors says which limit and how to ra
   CHECK_THAT(text, Catch::Contains("memfd_create") && Catch::Contains("RLIMIT_NOFILE") &&
                        Catch::Contains("ulimit -n"));
 }
+
+}  // namespace test_fd_limits

@@ -14,6 +14,8 @@
 #include <iterator>
 #include <string>
 
+namespace test_fuzz_findings {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -104,3 +106,5 @@ TEST_CASE("fuzz findings: .npy headers with impossible shapes are clear errors",
   CHECK_THAT(npy_error("npy-shape-not-numbers.npy"),
              Catch::Contains("is not a tuple of whole numbers"));
 }
+
+}  // namespace test_fuzz_findings

@@ -14,6 +14,8 @@
 #include <functional>
 #include <sstream>
 
+namespace test_in_place {
+
 using namespace mploader;
 
 namespace {
@@ -307,3 +309,5 @@ TEST_CASE("in place: persistent workers' memory stays flat over 20 epochs", "[in
 #endif
   }
 }
+
+}  // namespace test_in_place

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+namespace test_lifecycle {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -215,3 +217,5 @@ TEST_CASE("lifecycle: 1,000 create/destroy cycles leave fds, threads, children a
   CHECK(count_children() == children);
   CHECK(count_entries("/dev/shm") == shm);
 }
+
+}  // namespace test_lifecycle

@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+namespace test_loader {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 using testing_datasets::VarLenDataset;
@@ -274,3 +276,5 @@ TEST_CASE("loader: workers run ATen ops after the parent used its thread pool",
   }
   CHECK(batches == 6);
 }
+
+}  // namespace test_loader

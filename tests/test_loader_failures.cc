@@ -7,6 +7,8 @@
 
 #include <signal.h>
 
+namespace test_loader_failures {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 using testing_datasets::FaultyDataset;
@@ -365,3 +367,5 @@ TEST_CASE("failures: a sparse tensor is a WorkerError naming it and to_dense()",
     }
   }
 }
+
+}  // namespace test_loader_failures

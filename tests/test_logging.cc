@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+namespace test_logging {
+
 namespace {
 
 class Ones : public mploader::Dataset {
@@ -80,3 +82,5 @@ TEST_CASE("logging: parse_log_level accepts spdlog's names and rejects a typo", 
           std::string::npos);
   }
 }
+
+}  // namespace test_logging

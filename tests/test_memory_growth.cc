@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_memory_growth {
+
 namespace {
 
 using mploader::detail::MemorySplit;
@@ -304,3 +306,5 @@ TEST_CASE("memory growth: a worker killed after growing leaves its memory over t
 }
 
 }  // namespace
+
+}  // namespace test_memory_growth

@@ -24,6 +24,8 @@
 #include <set>
 #include <tuple>
 
+namespace test_mixture {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -315,3 +317,5 @@ TEST_CASE("mixture: token corpora (TokenStream sources) mixed 0.5/0.3/0.2 throug
     CHECK(std::abs(per_corpus[k] - 3000 * p[k]) < 5 * std::sqrt(3000 * p[k] * (1 - p[k])));
   }
 }
+
+}  // namespace test_mixture

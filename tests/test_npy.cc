@@ -10,6 +10,8 @@
 #include <map>
 #include <sstream>
 
+namespace test_npy {
+
 using namespace mploader;
 
 namespace {
@@ -199,3 +201,5 @@ TEST_CASE("npy: the same measurement sees a worker that copies the array", "[npy
   }
   CHECK(rollup(loader.worker_pids()[0])["Private_Dirty:"] >= (64 << 20));
 }
+
+}  // namespace test_npy

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace test_options {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -122,3 +124,5 @@ TEST_CASE("options: a batch sampler returning bad indices is named", "[options]"
     CHECK_THAT(std::string(e.what()), Catch::Contains("index 500") && Catch::Contains("100"));
   }
 }
+
+}  // namespace test_options

@@ -24,7 +24,9 @@
 #include <set>
 #include <thread>
 
-extern char** environ;
+extern char** environ;  // unistd.h declares it only with _GNU_SOURCE
+
+namespace test_os_edges {
 
 using namespace mploader;
 using namespace crash_testing;
@@ -256,3 +258,5 @@ TEST_CASE("os edges: threads at fork are warned about, libtorch's intra-op pool 
   own.join();
   CHECK_THAT(text, Catch::Contains(warning) && Catch::Contains("libtorch's intra-op pool"));
 }
+
+}  // namespace test_os_edges

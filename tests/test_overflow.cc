@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace test_overflow {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 using testing_datasets::StderrCapture;
@@ -158,3 +160,5 @@ TEST_CASE("overflow: batches larger than a slot are warned about once per loader
     CHECK(occurrences(logged, "max_batch_bytes") >= 1);
   }
 }
+
+}  // namespace test_overflow

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <sstream>
 
+namespace test_pad_dims {
+
 using namespace mploader;
 
 using testing_errors::error_of;
@@ -381,3 +383,5 @@ TEST_CASE("pad dims: the estimate covers a batch of first-sample-sized images",
   CHECK(*pad_collate()->estimate_batch_bytes(sample, 8) ==
         (2 * 105 * 4 * 8 + 128) + (2 * 4 * 8 + 128) + 8 * 8 * 2);
 }
+
+}  // namespace test_pad_dims

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace test_preflight {
+
 using namespace mploader;
 using mploader::detail::PreflightInput;
 using mploader::detail::preflight;
@@ -121,3 +123,5 @@ TEST_CASE("preflight: a hard open-file limit too low stops the loader at constru
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+}  // namespace test_preflight

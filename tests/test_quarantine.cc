@@ -14,6 +14,8 @@
 #include <numeric>
 #include <set>
 
+namespace test_quarantine {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -248,3 +250,5 @@ TEST_CASE("quarantine: the state keeps the samples, and a state without them loa
   CHECK_THROWS_WITH(mploader::detail::from_text(mploader::detail::to_text(s)),
                     Catch::Contains("names sample 4 of a dataset of 4 samples"));
 }
+
+}  // namespace test_quarantine

@@ -7,6 +7,8 @@
 #include <random>
 #include <thread>
 
+namespace test_restart {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -71,3 +73,5 @@ TEST_CASE("restart: past the limit the crash is raised", "[restart][process]") {
     CHECK_THAT(std::string(e.what()), Catch::Contains("max_restarts_per_epoch = 1"));
   }
 }
+
+}  // namespace test_restart

@@ -19,10 +19,12 @@
 #include <sstream>
 #include <thread>
 
+extern char** environ;  // unistd.h declares it only with _GNU_SOURCE
+
+namespace test_resume {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
-
-extern char** environ;
 
 namespace {
 
@@ -437,3 +439,5 @@ TEST_CASE("resume: state_dict_without counts a batch fetched ahead of the loop a
   }
   CHECK(loader.state_dict_without(*ahead) == loader.state_dict());
 }
+
+}  // namespace test_resume

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace test_ring {
+
 using namespace mploader::ipc;
 
 TEST_CASE("ring: push and pop in order, full and empty are reported", "[ring]") {
@@ -84,3 +86,5 @@ TEST_CASE("region layout: offsets are aligned and inside the region", "[ring]") 
   CHECK(reinterpret_cast<uintptr_t>(&view.task_ring()) % 64 == 0);
   CHECK(reinterpret_cast<uintptr_t>(&view.done_ring()) % 64 == 0);
 }
+
+}  // namespace test_ring

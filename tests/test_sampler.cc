@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <numeric>
 
+namespace test_sampler {
+
 using mploader::FixedSizeBatchSampler;
 using mploader::RandomSampler;
 using mploader::SequentialSampler;
@@ -88,3 +90,5 @@ TEST_CASE("sampler: an epoch over more samples than its plan can hold is an Opti
                Catch::StartsWith("sampler:") && Catch::Contains("1099511627776 samples"));
   }
 }
+
+}  // namespace test_sampler

@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+namespace test_shm {
+
 using namespace mploader::ipc;
 
 namespace {
@@ -59,3 +61,5 @@ TEST_CASE("shm: a full tmpfs is ENOSPC at creation with the free space known", "
   CHECK(free_bytes <= (1 << 20));
   CHECK(count_entries(mount.path()) == 0);
 }
+
+}  // namespace test_shm

@@ -17,6 +17,8 @@
 #include <set>
 #include <thread>
 
+namespace test_skipped {
+
 using namespace mploader;
 
 namespace {
@@ -188,3 +190,5 @@ TEST_CASE("skip reports: a region made anew where an old one was counts from zer
   REQUIRE(stats.skipped_samples == 10);  // REQUIRE: libtorch's CHECK shadows Catch's here
   REQUIRE(stats.skipped.size() == 10);
 }
+
+}  // namespace test_skipped

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 
+namespace test_slot_probe {
+
 using namespace mploader;
 using crash_testing::fresh_dir;
 using testing_datasets::FaultyDataset;
@@ -223,3 +225,5 @@ TEST_CASE("probe: the tensor-table limits fail at construction, naming the limit
     }
   }
 }
+
+}  // namespace test_slot_probe

@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+namespace test_slot_reuse {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -156,3 +158,5 @@ TEST_CASE("slots: an empty free-slot stack fails that batch with an Error naming
   CHECK_THAT(message, Catch::Contains("free-slot stack is corrupt") &&
                           Catch::Contains("is empty"));
 }
+
+}  // namespace test_slot_reuse

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_slot_stack {
+
 using namespace mploader::ipc;
 using mploader::detail::SlotPool;
 
@@ -212,3 +214,5 @@ TEST_CASE("slot pool: promises, adoption, release and rebuild keep every slot ac
   CHECK(pool.unpromised() == 5);
   CHECK(pool.leased() == 0);
 }
+
+}  // namespace test_slot_stack

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <sstream>
 
+namespace test_spawn {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 using testing_datasets::FaultyDataset;
@@ -327,3 +329,5 @@ TEST_CASE("registry: a capture records new names and duplicates instead of throw
   mploader::detail::RegistrationCapture reopened;  // the first one closed
   CHECK(reopened.datasets.empty());
 }
+
+}  // namespace test_spawn

@@ -14,6 +14,8 @@
 #include <chrono>
 #include <thread>
 
+namespace test_stats {
+
 namespace {
 
 // Sleeps `sleep` per sample, or `slow_sleep` when loaded in worker `slow_worker`.
@@ -215,3 +217,5 @@ TEST_CASE("stats: an epoch left before its end is listed unfinished, the running
   CHECK(s.epochs[1].finished);
   CHECK(s.epochs[1].batches == 4);
 }
+
+}  // namespace test_stats

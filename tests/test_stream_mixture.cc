@@ -18,6 +18,8 @@
 #include <set>
 #include <sstream>
 
+namespace test_stream_mixture {
+
 using namespace mploader;
 using mploader::detail::SampleRange;
 using mploader::detail::StreamEpoch;
@@ -336,3 +338,5 @@ TEST_CASE("stream mixture: spawn and forkserver workers rebuild it and deliver t
     CHECK(batches_of(o) == forked);
   }
 }
+
+}  // namespace test_stream_mixture

@@ -13,6 +13,8 @@
 #include <numeric>
 #include <set>
 
+namespace test_stream_plan {
+
 using mploader::OptionError;
 using mploader::UnevenRanks;
 using mploader::detail::buffer_shuffle;
@@ -329,3 +331,5 @@ TEST_CASE("stream plan: each batch names the shards its stream reads from then o
     }
   }
 }
+
+}  // namespace test_stream_plan

@@ -24,6 +24,8 @@
 #include <random>
 #include <set>
 
+namespace test_streaming_loader {
+
 using namespace mploader;
 
 namespace {
@@ -371,3 +373,5 @@ TEST_CASE("streaming loader: autotuned workers change between epochs only, and e
     CHECK(s.autotune.size() <= 5);  // at most one change per epoch
   }
 }
+
+}  // namespace test_streaming_loader

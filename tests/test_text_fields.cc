@@ -1,5 +1,6 @@
 // Text fields (Sample::set_text): strings and byte blobs next to tensors, through the ring to
 // Batch::text() string_views, checked byte for byte against what the dataset produced.
+#include "core/batch_builder.h"
 #include "crash_test_support.h"
 #include "stderr_capture.h"
 #include "test_datasets.h"
@@ -12,6 +13,8 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+
+namespace test_text_fields {
 
 using namespace mploader;
 using testing_datasets::CountingDataset;
@@ -437,8 +440,6 @@ TEST_CASE("text fields: DevicePrefetcher hands them on as views of host memory",
   CHECK(rows == 12);
 }
 
-#include "core/batch_builder.h"
-
 TEST_CASE("text fields: offsets a worker wrote wrong are refused, not read", "[text]") {
   namespace detail = mploader::detail;
   std::vector<TensorLayout> layout{{"id", at::kLong, {3}}, {"id", at::kByte, {5}}};
@@ -467,3 +468,5 @@ TEST_CASE("text fields: offsets a worker wrote wrong are refused, not read", "[t
                                                      nullptr, {7, 8}, 0),
                     Catch::Contains("corrupt tensor table"));
 }
+
+}  // namespace test_text_fields

@@ -13,6 +13,8 @@
 #include <map>
 #include <set>
 
+namespace test_token_stream {
+
 using namespace mploader;
 namespace fs = std::filesystem;
 
@@ -238,3 +240,5 @@ TEST_CASE("token stream: a file that disappears or changes under the loader is n
   Loader loader2(data2, token_options(0));
   CHECK_THROWS_WITH(loader2.next(), Catch::Contains("shrunk.bin' is now 300 bytes, 800 when"));
 }
+
+}  // namespace test_token_stream

@@ -12,6 +12,8 @@
 #include <chrono>
 #include <thread>
 
+namespace test_tune {
+
 namespace {
 
 // Each sample waits 1 ms, as on a read, so that workers have something to overlap.
@@ -142,3 +144,5 @@ TEST_CASE("tune: the rule needs two points of one batch size and prefetch", "[tu
   CHECK_THAT(c.budget_note, Catch::Contains("2 workers measured 50 % more samples/s than 1") &&
                                 Catch::Contains("may use 1 CPU (a test)"));
 }
+
+}  // namespace test_tune

@@ -24,6 +24,8 @@
 #include <set>
 #include <sstream>
 
+namespace test_weighted_sampling {
+
 using namespace mploader;
 using testing_datasets::CountingDataset;
 
@@ -358,3 +360,5 @@ TEST_CASE("weighted sampling: bad weights, counts and indices are OptionErrors n
                  std::vector<int64_t>{11}))),
              Catch::Contains("indices[0] is 11"));
 }
+
+}  // namespace test_weighted_sampling

@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+namespace test_worker_context {
+
 using namespace mploader;
 
 namespace {
@@ -200,3 +202,5 @@ TEST_CASE("context: workers run get() under InferenceMode, num_workers 0 in the 
     }
   }
 }
+
+}  // namespace test_worker_context

@@ -16,6 +16,8 @@
 #include <map>
 #include <memory>
 
+namespace test_h5_dataset {
+
 using mploader::Batch;
 using mploader::Loader;
 using mploader::LoaderOptions;
@@ -232,3 +234,5 @@ TEST_CASE("hdf5: the recipe rebuilds the dataset without probing, and a damaged 
   REQUIRE_THROWS_WITH(H5Dataset::from_recipe(tampered),
                       Catch::Matchers::Contains("does not match it"));
 }
+
+}  // namespace test_h5_dataset

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
+namespace test_h5_errors {
+
 using Catch::Matchers::Contains;
 using mploader::Loader;
 using mploader::LoaderOptions;
@@ -102,3 +104,5 @@ TEST_CASE("hdf5: a file changed after the dataset was built fails the batch, nam
     }
   }
 }
+
+}  // namespace test_h5_errors

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 
+namespace test_parquet_errors {
+
 using mploader::OptionError;
 using mploader::parquet::NullPolicy;
 using mploader::parquet::ParquetShards;
@@ -163,3 +165,5 @@ TEST_CASE("parquet: write() on a dataset with text columns is refused", "[parque
   mploader::SampleWriter out(layout, bases.data(), sizes.data(), 0);
   REQUIRE_THROWS_WITH(data.write(0, out), Catch::Contains("call get()"));
 }
+
+}  // namespace test_parquet_errors

@@ -16,6 +16,8 @@
 #include <map>
 #include <memory>
 
+namespace test_parquet_shards {
+
 using mploader::Batch;
 using mploader::Loader;
 using mploader::LoaderOptions;
@@ -355,3 +357,5 @@ TEST_CASE("parquet: through a shuffle buffer each row group is decoded once, and
     }
   }
 }
+
+}  // namespace test_parquet_shards

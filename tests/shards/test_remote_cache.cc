@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <set>
 
+namespace test_remote_cache {
+
 using namespace shard_test;
 using mploader::shards::TarShards;
 using Catch::Matchers::Contains;
@@ -235,3 +237,5 @@ TEST_CASE("remote: brace patterns, URLs, sizes and manifests parse or say what i
   CHECK(m.shards[0].sha256 == std::string(64, 'f'));
   CHECK(m.shards[1].samples == 1);
 }
+
+}  // namespace test_remote_cache

@@ -20,6 +20,8 @@
 #include <map>
 #include <thread>
 
+namespace test_remote_http {
+
 using namespace shard_test;
 using mploader::shards::TarShards;
 using Catch::Matchers::Contains;
@@ -235,3 +237,5 @@ TEST_CASE("remote: local tars read through the cache with cache_local_paths", "[
   write_tar(paths[1], shard_entries(5, 6, "shorter"));
   CHECK_THROWS_WITH(again.get(6), Contains(paths[1]) && Contains("changed since"));
 }
+
+}  // namespace test_remote_http

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+namespace test_remote_prefetch {
+
 using namespace shard_test;
 using mploader::shards::TarShards;
 
@@ -167,3 +169,5 @@ TEST_CASE("remote: prefetch_bytes = 0 fetches nothing ahead", "[remote]") {
   CHECK(bytes_of(data.get(5)["txt"]) == txt_of(5));
   CHECK(data.prefetched_shards() == 0);
 }
+
+}  // namespace test_remote_prefetch

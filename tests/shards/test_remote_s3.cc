@@ -18,6 +18,8 @@
 #include <map>
 #include <optional>
 
+namespace test_remote_s3 {
+
 using namespace shard_test;
 using mploader::shards::TarShards;
 using Catch::Matchers::Contains;
@@ -110,3 +112,5 @@ TEST_CASE("remote: wrong S3 credentials are refused at the first read, naming th
   TarShards data({"s3://corpus/train/shard-{0..1}.tar"}, bucket.options());
   CHECK(data.get(5)["idx"].item<int64_t>() == 5);
 }
+
+}  // namespace test_remote_s3

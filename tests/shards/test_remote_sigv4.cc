@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+namespace test_remote_sigv4 {
+
 namespace mrd = mploader::remote::detail;
 namespace fs = std::filesystem;
 using shard_test::AwsEnvironment;
@@ -390,3 +392,5 @@ TEST_CASE("s3 list: a surrogate reference is kept as written, not made bad UTF-8
   REQUIRE(page.objects.size() == 1);
   CHECK(page.objects[0].key == "a&#xD800;b\xF0\x9F\x98\x80");
 }
+
+}  // namespace test_remote_sigv4

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+namespace test_remote_tokens {
+
 using namespace shard_test;
 
 namespace {
@@ -98,3 +100,5 @@ TEST_CASE("remote: TokenStream names a missing URL and its status", "[remote][to
   CHECK_THROWS_WITH(mploader::TokenStream({server.url("missing.bin")}),
                     Catch::Contains(server.url("missing.bin")) && Catch::Contains("404"));
 }
+
+}  // namespace test_remote_tokens

@@ -19,6 +19,8 @@
 #include <fstream>
 #include <iterator>
 
+namespace test_tar_damage {
+
 using namespace shard_test;
 using mploader::shards::TarShards;
 using mploader::shards::TarShardsOptions;
@@ -174,3 +176,5 @@ TEST_CASE("shards: a corpus of no sample is refused at construction, naming its 
                       Contains("corpus is empty") && Contains(dir.file("none.tar")) &&
                           Contains(dir.file("folders.tar")));
 }
+
+}  // namespace test_tar_damage

@@ -9,6 +9,8 @@
 #include <mploader/loader.h>
 #include <mploader/shards/tar_shards.h>
 
+namespace test_tar_elastic {
+
 using namespace shard_test;
 using mploader::shards::TarShards;
 using mploader::shards::TarShardsOptions;
@@ -43,3 +45,5 @@ TEST_CASE("shards: TarShards resumes on another world size, every sample once",
   }
   elastic_harness::check_resizes(make, 194, 2, 4);
 }
+
+}  // namespace test_tar_elastic

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+namespace test_tar_fuzz_findings {
+
 namespace tar = mploader::shards::detail;
 
 TEST_CASE("shards: a gzipped member claiming 1 TiB is cut short, not allocated") {
@@ -45,3 +47,5 @@ TEST_CASE("shards: a member whose header says -2^63 bytes is a damaged header") 
   tar::RawSample sample;
   CHECK_THROWS_WITH(reader.next(&sample), Catch::Contains(expected));
 }
+
+}  // namespace test_tar_fuzz_findings

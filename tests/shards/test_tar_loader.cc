@@ -20,6 +20,8 @@
 #include <map>
 #include <sstream>
 
+namespace test_tar_loader {
+
 using namespace shard_test;
 using mploader::shards::TarShards;
 using mploader::shards::TarShardsOptions;
@@ -306,3 +308,5 @@ TEST_CASE("shards: a shuffle buffer larger than read_ahead is warned about at co
   mploader::Loader quiet(std::make_shared<TarShards>(paths, o), lo);
   CHECK(captured.text().find("read_ahead") == std::string::npos);
 }
+
+}  // namespace test_tar_loader

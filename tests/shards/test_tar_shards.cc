@@ -17,6 +17,8 @@
 #include <numeric>
 #include <random>
 
+namespace test_tar_shards {
+
 using namespace shard_test;
 using mploader::shards::OnBadSample;
 using mploader::shards::TarShards;
@@ -292,3 +294,5 @@ TEST_CASE("shards: a gzipped tar reads the same, and one cut short is refused by
   cut_file(path, fs::file_size(path) / 2);
   REQUIRE_THROWS_WITH(TarShards({path}), Contains(path) && Contains("write it again"));
 }
+
+}  // namespace test_tar_shards

@@ -16,6 +16,8 @@
 #include <future>
 #include <set>
 
+namespace test_bad_files {
+
 namespace fs = std::filesystem;
 using namespace mploader::vision;
 using vision_test::ScratchDir;
@@ -137,3 +139,5 @@ TEST_CASE("vision: a list file naming a missing file says so, naming both") {
                           Catch::Contains("does not exist") &&
                           !Catch::Contains("folder was scanned"));
 }
+
+}  // namespace test_bad_files

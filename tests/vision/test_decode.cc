@@ -10,6 +10,8 @@
 #include <cmath>
 #include <random>
 
+namespace test_decode {
+
 using namespace mploader::vision;
 using vision_test::max_difference;
 using vision_test::read_bytes;
@@ -300,3 +302,5 @@ TEST_CASE("vision: a truncated JPEG or PNG is refused even when the region asked
   REQUIRE_THROWS_WITH(decoder.decode(png.data(), png.size(), top_rows, 1.0, image),
                       Catch::Contains("truncated") && Catch::Contains("PNG"));
 }
+
+}  // namespace test_decode

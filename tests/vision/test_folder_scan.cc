@@ -14,6 +14,8 @@
 #include <set>
 #include <thread>
 
+namespace test_folder_scan {
+
 namespace fs = std::filesystem;
 using namespace mploader::vision;
 using vision_test::ScratchDir;
@@ -96,3 +98,5 @@ TEST_CASE("vision: a list file's label far beyond its number of images names the
   std::ofstream(list) << "cat/0.jpg 999\ncat/1.jpg 3\n";
   REQUIRE(ImageFolder::from_list(list, small())->classes().size() == 1000);
 }
+
+}  // namespace test_folder_scan

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+namespace test_full_decode {
+
 using namespace mploader::vision;
 using vision_test::ScratchDir;
 
@@ -66,3 +68,5 @@ TEST_CASE("vision: full_decode matches PIL's full decode and resize within a lev
     REQUIRE(scaled.most > 1);  // the default took the scaled path, and it shows
   }
 }
+
+}  // namespace test_full_decode

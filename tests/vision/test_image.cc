@@ -3,6 +3,8 @@
 
 #include <mploader/vision/image.h>
 
+namespace test_image {
+
 using mploader::vision::check_image_size;
 using mploader::vision::DecodeError;
 
@@ -18,3 +20,5 @@ TEST_CASE("vision: an image over the pixel limit is refused before decoding, say
                           Catch::Contains("max_pixels"));
   REQUIRE_NOTHROW(check_image_size(16384, 16384, mploader::vision::kDefaultMaxPixels));
 }
+
+}  // namespace test_image

@@ -16,6 +16,8 @@
 #include <string>
 #include <unistd.h>
 
+namespace test_image_folder {
+
 namespace fs = std::filesystem;
 using namespace mploader::vision;
 
@@ -305,3 +307,5 @@ TEST_CASE("vision: ImageFolder names an image smaller than its CenterCrop") {
       }(),
       Catch::Contains(folder.root + "/ant/0.") && Catch::Contains("CenterCrop"));
 }
+
+}  // namespace test_image_folder

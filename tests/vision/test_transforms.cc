@@ -7,6 +7,8 @@
 
 #include <cmath>
 
+namespace test_transforms {
+
 using namespace mploader::vision;
 
 namespace {
@@ -218,3 +220,5 @@ TEST_CASE("vision: Normalize refuses a mean that is not a finite number") {
                         Catch::Contains("mean"));
   }
 }
+
+}  // namespace test_transforms
