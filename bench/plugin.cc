@@ -35,7 +35,7 @@ std::map<std::string, DatasetPlugin>& loaded_plugins() {
   return plugins;
 }
 
-std::string join(const std::vector<std::string>& names) {
+std::string comma_list(const std::vector<std::string>& names) {
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
   return s;
@@ -98,7 +98,7 @@ void check_version(void* handle, const std::string& path) {
 void check_registrations(const mploader::detail::RegistrationCapture& capture,
                          const std::string& path) {
   if (!capture.duplicates.empty()) {
-    throw UsageError("--dataset-lib: '" + path + "' registers " + join(capture.duplicates) +
+    throw UsageError("--dataset-lib: '" + path + "' registers " + comma_list(capture.duplicates) +
                      ", a name that mploader-bench or a library loaded before it registered "
                      "already; rename it in MPLOADER_REGISTER_DATASET (or _COLLATOR)");
   }
@@ -140,7 +140,7 @@ DatasetPlugin load(const std::string& path, bool pass_on) {
 
 DatasetPlugin load_dataset_plugin(const std::string& path) { return load(path, true); }
 
-std::string dataset_names(const DatasetPlugin& plugin) { return join(plugin.datasets); }
+std::string dataset_names(const DatasetPlugin& plugin) { return comma_list(plugin.datasets); }
 
 void load_inherited_plugins() {
   const char* libs = std::getenv(kInheritedLibs);

@@ -32,7 +32,7 @@ const std::vector<double> kWeights{0.5, 0.3, 0.2};
 const std::vector<std::string> kWays{"one", "stream", "index"};
 
 // The packed shards in name order, split 4 / 2 / 2 into the three corpora.
-std::vector<Files> corpus_files(const std::string& tar_dir) {
+std::vector<Files> mix_corpus_files(const std::string& tar_dir) {
   Files tars;
   for (const fs::directory_entry& e : fs::directory_iterator(tar_dir)) {
     if (e.path().extension() == ".tar") tars.push_back(e.path().string());
@@ -205,7 +205,7 @@ int run_tar_mix(const TarMixConfig& c) {
   if (!c.json) std::cerr << "mploader-bench: tar shards in " << tar_dir << '\n';
   ensure_jpeg_set(jpeg_dir, c.data_dir, c.jpeg_count);
   ensure_tar_shards(tar_dir, jpeg_dir);
-  const std::vector<Files> corpora = corpus_files(tar_dir);
+  const std::vector<Files> corpora = mix_corpus_files(tar_dir);
   std::vector<WayResult> results;
   for (int64_t round = 0; round < c.rounds; ++round) {
     // Each round starts with the next way, so that no way always runs first or last.

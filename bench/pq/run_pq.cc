@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 const std::vector<std::string> kLayouts{"numeric", "text"};
-const std::vector<std::string> kLoaders{"mploader", "pyarrow", "hf"};
+const std::vector<std::string> kParquetLoaders{"mploader", "pyarrow", "hf"};
 constexpr int kFiles = 4;  // parquet_peers.py writes each layout as 4 files
 
 std::vector<std::string> layout_files(const std::string& dir, const std::string& layout) {
@@ -141,7 +141,7 @@ int run_pq_bench(const PqBenchConfig& c) {
   std::vector<PeerRun> results;
   try {
     const std::string dir = ensure_files(c);
-    results = run_rounds("parquet", kLayouts.size(), kLoaders, c.rounds, c.json,
+    results = run_rounds("parquet", kLayouts.size(), kParquetLoaders, c.rounds, c.json,
                          [&](size_t l, const std::string& loader, int64_t round) {
                            return loader == "mploader"
                                       ? run_mploader(kLayouts[l], dir, c, round)

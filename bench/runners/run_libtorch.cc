@@ -42,7 +42,7 @@ class DatasetAdapter : public torch::data::datasets::Dataset<DatasetAdapter> {
   std::shared_ptr<mploader::Dataset> data_;
 };
 
-torch::data::DataLoaderOptions loader_options(const RunConfig& config) {
+torch::data::DataLoaderOptions libtorch_options(const RunConfig& config) {
   torch::data::DataLoaderOptions options(static_cast<size_t>(config.batch_size));
   options.workers(static_cast<size_t>(config.workers)).drop_last(true);
   if (config.workers > 0) options.max_jobs(static_cast<size_t>(config.prefetch * config.workers));
@@ -55,7 +55,7 @@ RunResult run_libtorch(const RunConfig& config, const std::shared_ptr<mploader::
   using torch::data::samplers::SequentialSampler;
   RunTimer timer(config);
   auto loader = torch::data::make_data_loader<SequentialSampler>(
-      DatasetAdapter(data).map(torch::data::transforms::Stack<>()), loader_options(config));
+      DatasetAdapter(data).map(torch::data::transforms::Stack<>()), libtorch_options(config));
   // Each pass over *loader is an epoch; the dataset loads in this process and learns its epoch
   // only from us (jpeg augmentation), before begin() hands out the pass's first jobs.
   for (uint64_t epoch = 0; timer.batches() < config.batches; ++epoch) {

@@ -17,7 +17,7 @@
 namespace bench {
 namespace {
 
-constexpr int64_t kSide = 32;
+constexpr int64_t kImageSide = 32;
 
 // The calling thread's timerfd, closed with the thread. Threads (the in-process loaders' fill
 // pools) and forked workers must not share one: an expiry wakes one reader and the other
@@ -81,13 +81,13 @@ void IoLatencyDataset::wait_for_read(int64_t index) {
 mploader::Sample IoLatencyDataset::get(int64_t index) {
   wait_for_read(index);
   return mploader::Sample{
-      {"image", at::full({3, kSide, kSide}, index % 256, at::kByte)},
+      {"image", at::full({3, kImageSide, kImageSide}, index % 256, at::kByte)},
       {"label", at::scalar_tensor(index % 10, at::kLong)},
   };
 }
 
 std::optional<mploader::SampleLayout> IoLatencyDataset::sample_layout() const {
-  return mploader::SampleLayout{{"image", at::kByte, {3, kSide, kSide}},
+  return mploader::SampleLayout{{"image", at::kByte, {3, kImageSide, kImageSide}},
                                 {"label", at::kLong, {}}};
 }
 
