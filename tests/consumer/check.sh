@@ -16,12 +16,10 @@ mkdir -p "$work"
 # library the subdir and fetch builds compile could not hit what the other one cached.
 export CCACHE_NOHASHDIR=true
 # The library's files use a precompiled header made in this build (cmake/precompile.cmake):
-# ccache caches them with these sloppinesses only, and shares them when the header's path is
-# relative to CCACHE_BASEDIR, the same everywhere: the library's own build folder here
-# (_deps/mploader-build, for subdir and fetch alike) and the outer build's root there, so the
-# library comes from what the outer build cached.
+# ccache caches them with these sloppinesses only, and the subdir and fetch builds share them
+# when the header's path is relative to the build folder, the same in both.
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-export CCACHE_BASEDIR="$build/_deps/mploader-build"
+export CCACHE_BASEDIR="$build"
 launcher=
 command -v ccache >/dev/null 2>&1 && launcher=-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 case $mode in
