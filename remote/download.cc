@@ -46,9 +46,27 @@ void write_all(int fd, const char* data, size_t n, int64_t at, const std::string
 struct Progress {
   int64_t written = 0;
   int64_t total = -1;  // the object's size, from the first response (or the manifest)
-  std::string etag;
+  std::string etag;           // the first response's, which every later one must have
+  std::string last_modified;  // likewise, when the server sends no ETag
   Sha256 hash;
 };
+
+// Servers may ignore If-Match (and proxies drop it): a resumed read is checked here too, so
+// that bytes of two versions of the object are never spliced into one download.
+void check_same_object(const std::string& url, const ObjectInfo& info, const Progress& p) {
+  std::string was, now, what;
+  if (!p.etag.empty() && !info.etag.empty()) {
+    was = p.etag, now = info.etag, what = "ETag";
+  } else if (!p.last_modified.empty() && !info.last_modified.empty()) {
+    was = p.last_modified, now = info.last_modified, what = "Last-Modified";
+  }
+  if (was == now) return;
+  throw TransportError("GET " + url + " (from byte " + std::to_string(p.written) + "): the "
+                       "object changed while it was downloaded: its " + what + " was " + was +
+                       " and is " + now + " now (the server ignored If-Match); the bytes "
+                       "written so far are dropped. Build the dataset again once the object "
+                       "no longer changes", false, 0);
+}
 
 void check_size(const std::string& url, const ObjectInfo& info, const ExpectedObject& expect,
                 Progress& p) {
@@ -58,8 +76,19 @@ void check_size(const std::string& url, const ObjectInfo& info, const ExpectedOb
                          ": it changed since the manifest was written; write the manifest "
                          "again (mploader-manifest) and build the dataset again", false, 0);
   }
+  if (p.written > 0) check_same_object(url, info, p);
+  if (p.total >= 0 && info.bytes >= 0 && info.bytes != p.total) {
+    throw TransportError("GET " + url + " (from byte " + std::to_string(p.written) + "): the "
+                         "object had " + std::to_string(p.total) + " bytes and has " +
+                         std::to_string(info.bytes) + " now: it changed while it was "
+                         "downloaded. Build the dataset again once it no longer changes",
+                         false, 0);
+  }
   if (p.total < 0) p.total = info.bytes >= 0 ? info.bytes : expect.bytes;
-  if (p.etag.empty()) p.etag = info.etag;
+  if (p.written == 0) {
+    p.etag = info.etag;
+    p.last_modified = info.last_modified;
+  }
 }
 
 void read_once(Transport& transport, const std::string& url, const ExpectedObject& expect,

@@ -20,6 +20,11 @@ namespace mploader::remote::detail {
 namespace {
 
 constexpr size_t kMaxErrorBody = 2048;
+// A response slower than this over RemoteOptions::stall_timeout_s is a stall too: a server that
+// trickles a few bytes a second would otherwise hold a worker for hours.
+constexpr long kMinBytesPerSecond = 1024;
+// More redirects than this is a loop (curl 7.88 follows them without end).
+constexpr long kMaxRedirects = 10;
 
 // One response being received: what its headers said, and where its body goes.
 struct Exchange {
@@ -29,8 +34,9 @@ struct Exchange {
   CURL* curl = nullptr;
   bool info_sent = false;
   int64_t content_length = -1;
-  int64_t range_total = -1;
+  int64_t range_first = -1, range_last = -1, range_total = -1;  // Content-Range
   std::string etag;
+  std::string last_modified;
   int64_t to_skip = 0;  // a 200 to a ranged request: the bytes before the offset
   std::string error_body;
   std::exception_ptr failure;  // thrown by a callback: curl cannot carry exceptions
@@ -45,8 +51,9 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   auto& x = *static_cast<Exchange*>(user);
   const std::string line(data, size * count);
   if (line.compare(0, 5, "HTTP/") == 0) {  // a new response (after a redirect): start over
-    x.content_length = x.range_total = -1;
+    x.content_length = x.range_first = x.range_last = x.range_total = -1;
     x.etag.clear();
+    x.last_modified.clear();
     return size * count;
   }
   const size_t colon = line.find(':');
@@ -55,11 +62,18 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   const std::string value = trimmed(line.substr(colon + 1));
   if (name == "etag") {
     x.etag = value;
+  } else if (name == "last-modified") {
+    x.last_modified = value;
   } else if (name == "content-length") {
     x.content_length = parse_count(value);
   } else if (name == "content-range") {  // "bytes 100-199/1000"
-    const size_t slash = value.rfind('/');
-    if (slash != std::string::npos) x.range_total = parse_count(value.substr(slash + 1));
+    const size_t dash = value.find('-'), slash = value.rfind('/');
+    if (value.compare(0, 6, "bytes ") == 0 && dash != std::string::npos &&
+        slash != std::string::npos && dash < slash) {
+      x.range_first = parse_count(value.substr(6, dash - 6));
+      x.range_last = parse_count(value.substr(dash + 1, slash - dash - 1));
+      x.range_total = parse_count(value.substr(slash + 1));
+    }
   }
   return size * count;
 }
@@ -70,12 +84,38 @@ long status_of(CURL* curl) {
   return status;
 }
 
+// A 206 must hold the bytes asked for: its Content-Range starts at the offset and, for a
+// bounded read, ends where asked (or at the object's end). A server or proxy that answers
+// another range would otherwise have its bytes written at the wrong place.
+void check_range(const Exchange& x) {
+  const ReadRequest& r = *x.request;
+  const int64_t want_last = r.length > 0 ? r.offset + r.length - 1 : -1;
+  const bool starts_right = x.range_first == r.offset;
+  const bool ends_right = x.range_last >= x.range_first &&
+                          (want_last < 0 ? x.range_total < 0 || x.range_last == x.range_total - 1
+                                         : x.range_last == want_last ||
+                                               x.range_last == x.range_total - 1);
+  if (starts_right && ends_right) return;
+  const std::string asked = std::to_string(r.offset) + "-" +
+                            (want_last >= 0 ? std::to_string(want_last) : std::string());
+  const std::string got = x.range_first < 0 ? std::string("no valid Content-Range")
+                          : "Content-Range bytes " + std::to_string(x.range_first) + "-" +
+                                std::to_string(x.range_last) + "/" +
+                                (x.range_total >= 0 ? std::to_string(x.range_total) : "*");
+  throw TransportError("GET " + r.url + ": asked for bytes " + asked + ", the server answered "
+                       "206 with " + got + ": it (or a proxy) does not honour ranges; serve "
+                       "the shards from a server that does, or read them from a local copy",
+                       false, 206);
+}
+
 void send_info(Exchange& x, long status) {
   if (x.info_sent) return;
   x.info_sent = true;
   ObjectInfo info;
   info.etag = x.etag;
+  info.last_modified = x.last_modified;
   if (status == 206) {
+    check_range(x);
     info.bytes = x.range_total;
   } else {
     info.bytes = x.content_length;
@@ -193,11 +233,16 @@ namespace {
       throw TransportError(head + "cannot connect to \"" + host + "\" (" + why + "): is the "
                            "server up, and is the port right?", true, 0);
     case CURLE_OPERATION_TIMEDOUT:
-      throw TransportError(head + "timed out: no byte arrived for " +
+      throw TransportError(head + "timed out: fewer than " + std::to_string(kMinBytesPerSecond) +
+                           " bytes a second arrived for " +
                            std::to_string(std::lround(o.stall_timeout_s)) + " s (or no "
                            "connection within " + std::to_string(std::lround(o.connect_timeout_s))
-                           + " s): " + why + "; the server stalls, or raise "
+                           + " s): " + why + "; the server stalls or trickles, or raise "
                            "RemoteOptions::stall_timeout_s", true, 0);
+    case CURLE_TOO_MANY_REDIRECTS:
+      throw TransportError(head + "more than " + std::to_string(kMaxRedirects) + " redirects ("
+                           + why + "): the server redirects in a loop; check the URL, or "
+                           "give the address the redirects end at", false, 0);
     case CURLE_PARTIAL_FILE: case CURLE_RECV_ERROR: case CURLE_GOT_NOTHING:
       throw TransportError(head + "the response was cut short (" + why + ")", true, 0);
     default:
@@ -267,10 +312,11 @@ void HttpTransport::fetch(const std::string& target, const ReadRequest& request,
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, kMaxRedirects);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM in a worker
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(options_.connect_timeout_s * 1000));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, kMinBytesPerSecond);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
                    std::max(1L, std::lround(options_.stall_timeout_s)));
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);

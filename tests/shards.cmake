@@ -17,6 +17,7 @@ add_executable(mploader_shards_tests
   shards/test_remote_tokens.cc
   shards/test_remote_s3.cc
   shards/test_remote_sigv4.cc
+  shards/test_remote_lies.cc
 )
 mploader_test_binary(mploader_shards_tests)
 # The S3 tests' server runs from the project's Python (moto_server beside it in the .venv).

@@ -44,8 +44,8 @@ struct RemoteOptions {
   /// S3: the region that signs requests; empty: AWS_REGION, AWS_DEFAULT_REGION, the profile's
   /// region, else "us-east-1".
   std::string region;
-  /// Seconds to wait for a connection, and for the next byte of a response before the
-  /// request counts as stalled.
+  /// Seconds to wait for a connection, and the seconds after which a response that brought
+  /// fewer than 1 KiB a second counts as stalled (a try that failed).
   double connect_timeout_s = 10;
   double stall_timeout_s = 30;
   /// Local paths, too, are read through the shard cache: each tar is copied into it once per
@@ -65,6 +65,9 @@ struct RemoteOptions {
 struct ObjectInfo {
   int64_t bytes = -1;  ///< The object's whole size; -1 when the server did not say.
   std::string etag;    ///< Its ETag, quotes included; empty when the server sent none.
+  /// Its Last-Modified date as the server wrote it; empty when the server sent none. Compared
+  /// between the responses of one download when the server sends no ETag.
+  std::string last_modified;
 };
 
 /// A read that failed. `transient`: worth retrying (a connection error, a stall, a body cut
