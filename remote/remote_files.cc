@@ -54,6 +54,7 @@ class CachedFileAccess : public mploader::detail::RemoteFileAccess {
   std::unique_ptr<mploader::detail::RemoteFile> open(const std::string& url, int64_t bytes,
                                                      const std::string& cache_dir) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    adopt_process();  // before looking at the prefetchers: a parent's are not this process's
     if (auto it = prefetchers_.find(cache_dir); it != prefetchers_.end()) {
       if (auto lease = it->second->take(url)) {
         return std::make_unique<CachedFile>(std::move(lease));
@@ -71,13 +72,16 @@ class CachedFileAccess : public mploader::detail::RemoteFileAccess {
     std::lock_guard<std::mutex> lock(mutex_);
     const RemoteOptions& o = options(cache_dir);
     if (o.prefetch_bytes <= 0) return;
-    auto& prefetcher = prefetchers_[cache_dir];
-    if (!prefetcher) {
-      prefetcher = std::make_unique<ShardPrefetcher>(resolve_cache_config(o), o, o.prefetch_bytes);
+    auto it = prefetchers_.find(cache_dir);
+    if (it == prefetchers_.end()) {
+      // Made before it is recorded: a cache folder that cannot be made throws here, and
+      // leaves no empty entry for open() to use.
+      auto made = std::make_unique<ShardPrefetcher>(resolve_cache_config(o), o, o.prefetch_bytes);
+      it = prefetchers_.emplace(cache_dir, std::move(made)).first;
     }
     std::vector<PrefetchItem> items;
     for (const auto& [url, bytes] : files) items.push_back({url, ExpectedObject{bytes, "", ""}});
-    prefetcher->want(std::move(items));
+    it->second->want(std::move(items));
   }
 
  private:

@@ -101,4 +101,28 @@ TEST_CASE("remote: TokenStream names a missing URL and its status", "[remote][to
                     Catch::Contains(server.url("missing.bin")) && Catch::Contains("404"));
 }
 
+TEST_CASE("remote: a cache folder that cannot be made is named in a worker, not a segfault",
+          "[remote][tokens][process]") {
+  TempDir root("tokens-nocache-root"), state("tokens-nocache-state");
+  write_tokens(root.file("a.bin"), 3000, 0);
+  NginxServer server(root.path().string(), state.path().string());
+  if (!server.ok()) {
+    WARN("skipped: " << server.why_not());
+    return;
+  }
+  const std::string not_a_folder = state.file("regular-file");
+  std::ofstream(not_a_folder) << "x";
+  mploader::TokenStreamOptions to;
+  to.context = 64;
+  to.cache_dir = not_a_folder + "/cache";  // under a regular file: cannot be made
+  auto data = std::make_shared<mploader::TokenStream>(
+      std::vector<std::string>{server.url("a.bin")}, to);
+  mploader::LoaderOptions o;
+  o.num_workers = 1;
+  o.batch_size = 8;
+  mploader::Loader loader(data, o);
+  REQUIRE_THROWS_WITH(loader.next(), Catch::Matchers::Contains(to.cache_dir) &&
+                                         Catch::Matchers::Contains("cannot be made or written"));
+}
+
 }  // namespace test_remote_tokens
