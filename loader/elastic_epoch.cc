@@ -152,7 +152,8 @@ ElasticEpochs::MapRest ElasticEpochs::map_rest(const JobState& job, int64_t batc
 }
 
 void ElasticEpochs::started_fresh(uint64_t epoch,
-                                  const std::vector<std::vector<int64_t>>& batches) {
+                                  const std::vector<std::vector<int64_t>>& batches,
+                                  int64_t batch_size, bool drop_last) {
   base_ = 0;
   base_delivered_.reset();
   if (!map_) return;
@@ -164,6 +165,12 @@ void ElasticEpochs::started_fresh(uint64_t epoch,
     at += b.size();
   }
   batch_start_.push_back(at);
+  // The Loader's drop_last cut the sampler's last, short batch: its batches are the first `at`
+  // of the sampler's positions, in order.
+  if (drop_last && at < rank_positions_.size() &&
+      rank_positions_.size() - at < static_cast<uint64_t>(batch_size)) {
+    rank_positions_.resize(at);
+  }
   positions_known_ = at == rank_positions_.size();
   if (!positions_known_) {
     log().warn("mploader: the sampler's rank_positions() gives {} positions for epoch {} and its "

@@ -48,7 +48,10 @@ class ElasticEpochs {
   };
   MapRest map_rest(const JobState& job, int64_t batch_size, bool drop_last) const;
   // A fresh epoch with `batches` (this rank's) started: its positions, and no base.
-  void started_fresh(uint64_t epoch, const std::vector<std::vector<int64_t>>& batches);
+  // `drop_last`: the Loader left out a last batch shorter than `batch_size`, whose positions
+  // then count as not delivered (a resumed epoch delivers them).
+  void started_fresh(uint64_t epoch, const std::vector<std::vector<int64_t>>& batches,
+                     int64_t batch_size, bool drop_last);
   // The epoch resumed from `job` started: `rest` is map_rest()'s (map-style), else `stream` is
   // the stream sampler's plan of it (after prepare()).
   void started_resumed(const JobState& job, MapRest* rest, const StreamEpoch* stream);

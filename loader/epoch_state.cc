@@ -222,7 +222,10 @@ EpochPlan EpochState::plan_upcoming() {
   }
   plan_ = fingerprint(batches, dataset_.size());
   delivered_.assign(batches.size());
-  if (elastic_.enabled()) elastic_.started_fresh(epoch_, batches);
+  if (elastic_.enabled()) {
+    elastic_.started_fresh(epoch_, batches, static_cast<int64_t>(sampler_->max_batch_size()),
+                           settings_.drop_last);
+  }
   if (!resume_) {
     EpochPlan fresh{epoch_, std::move(batches), {}, {}, nullptr};
     attach_streams(fresh, {});

@@ -22,8 +22,10 @@
 namespace test_elastic_resume {
 
 using namespace mploader;
+using elastic_harness::check_equal_steps;
 using elastic_harness::check_resizes;
 using elastic_harness::MakeLoader;
+using elastic_harness::Phase;
 using elastic_harness::run_phase;
 using testing_datasets::CountingDataset;
 
@@ -124,6 +126,30 @@ TEST_CASE("elastic resume: DistributedSampler, 4 ranks to 2 and 2 to 3", "[elast
   // 237 samples: 4 ranks pad to 240 and 2 to 238, at the end of the epoch's order, which the
   // ranks that stop early never reach.
   check_resizes(make, n, 1, 4);
+}
+
+TEST_CASE("elastic resume: DistributedSampler with the Loader's drop_last, 4 ranks to 2",
+          "[elastic][process]") {
+  TempDir crashes;
+  const int64_t n = 1000, batch = 16;
+  const MakeLoader make = [&](int64_t world, int64_t rank) {
+    LoaderOptions o = base_options(crashes);
+    o.batch_size = batch;
+    o.drop_last = true;  // each of 4 ranks has 250 positions: 15 batches, 10 left out
+    o.sampler = std::make_shared<DistributedSampler>(world, rank, /*shuffle=*/true, /*seed=*/7);
+    return std::make_unique<Loader>(std::make_shared<CountingDataset>(n), o);
+  };
+  std::map<int64_t, int> seen;
+  const Phase four = run_phase(make, 4, 0, "", 6, seen);
+  check_equal_steps(four);
+  std::string job;
+  REQUIRE_NOTHROW(job = four.job());
+  const Phase two = run_phase(make, 2, 0, job, SIZE_MAX, seen);
+  check_equal_steps(two);
+  // No sample twice; the positions the first run's drop_last would have left out are among
+  // the rest, and only the 2 ranks' own last short batches are left out now.
+  for (const auto& [index, count] : seen) CHECK(count == 1);
+  CHECK(static_cast<int64_t>(seen.size()) > n - 2 * batch);
 }
 
 TEST_CASE("elastic resume: DistributedBucketSampler, 4 ranks to 2 and 2 to 3",
