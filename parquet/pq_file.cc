@@ -102,7 +102,13 @@ FooterScan scan_footer(const std::string& path) {
   scan.info.mtime_ns = stamp.mtime_ns;
   const std::shared_ptr<::parquet::FileMetaData> meta = reader->parquet_reader()->metadata();
   for (int g = 0; g < meta->num_row_groups(); ++g) {
-    scan.info.row_group_rows.push_back(meta->RowGroup(g)->num_rows());
+    const int64_t rows = meta->RowGroup(g)->num_rows();
+    if (rows < 0) {
+      throw OptionError("paths", error_prefix(path) + "its footer says row group " +
+                        std::to_string(g) + " has " + std::to_string(rows) + " rows: the "
+                        "footer is damaged. Fix: write or copy the file again");
+    }
+    scan.info.row_group_rows.push_back(rows);
   }
   const arrow::Status status = reader->GetSchema(&scan.schema);
   if (!status.ok()) {
