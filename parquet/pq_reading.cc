@@ -33,6 +33,33 @@ std::string in_group(const ParquetFileInfo& file, int group) {
          std::to_string(file.row_group_rows.size()) + ": ";
 }
 
+// Arrow allocates a row group's decoded columns whole, from the row count the footer gives: a
+// damaged footer that claims billions of rows would take the machine's memory (or abort a
+// sanitized build) before a page is read. The least a row can decode to: its tensor columns'
+// bytes, and 4 for any other column (an offset), or 2 (a definition level).
+void check_decodable(const ParquetFileInfo& file, int group,
+                     const std::vector<ParquetColumnInfo>& columns) {
+  int64_t row_bytes = 0;
+  for (const ParquetColumnInfo& c : columns) {
+    int64_t bytes = 4;
+    if (c.kind == ColumnKind::kTensor) {
+      bytes = static_cast<int64_t>(c10::elementSize(c.dtype));
+      for (int64_t d : c.shape) bytes *= d;
+    }
+    row_bytes += std::max<int64_t>(bytes, 2);
+  }
+  const int64_t rows = file.row_group_rows[static_cast<size_t>(group)];
+  const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+  if (row_bytes > 0 && rows > memory / row_bytes) {
+    throw std::runtime_error(in_group(file, group) + "its footer says it has " +
+                             std::to_string(rows) + " rows, which decode to at least " +
+                             std::to_string(row_bytes) + " bytes each: more than this machine's " +
+                             std::to_string(memory >> 20) + " MiB of memory. Fix: the footer is "
+                             "damaged, or the file was written with one huge row group: write "
+                             "it again with smaller ones");
+  }
+}
+
 }  // namespace
 
 ParquetShards::Reading::Reading(const std::vector<ParquetFileInfo>& files,
@@ -76,6 +103,7 @@ ParquetShards::Reading::OpenFile& ParquetShards::Reading::open(size_t file) {
 
 DecodedGroup ParquetShards::Reading::decode(size_t shard, OpenFile& file, int group) {
   const ParquetFileInfo& info = files_[file.file];
+  check_decodable(info, group, columns_);
   arrow::Result<std::shared_ptr<arrow::Table>> table;
   try {
     ScopedStageTimer stage(DatasetStage::kDecode);
@@ -110,6 +138,13 @@ DecodedGroup ParquetShards::Reading::decode(size_t shard, OpenFile& file, int gr
       throw std::runtime_error(in_group(info, group) + "column '" + column.name + "' decoded " +
                                std::to_string(array ? array->length() : 0) + " rows, not the " +
                                "footer's " + std::to_string(rows) + ". Fix: the file is "
+                               "damaged: write or copy it again");
+    }
+    // libparquet does not check what a damaged page decodes to: offsets past their data (a
+    // string or list) would be read past its buffer. O(rows), beside the decode itself.
+    if (const arrow::Status valid = array->ValidateFull(); !valid.ok()) {
+      throw std::runtime_error(in_group(info, group) + "column '" + column.name + "' decoded " +
+                               "to invalid data (" + valid.message() + "). Fix: the file is "
                                "damaged: write or copy it again");
     }
     out.bytes += arrow::util::TotalBufferSize(*array);
