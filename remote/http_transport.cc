@@ -85,16 +85,16 @@ long status_of(CURL* curl) {
 }
 
 // A 206 must hold the bytes asked for: its Content-Range starts at the offset and, for a
-// bounded read, ends where asked (or at the object's end). A server or proxy that answers
-// another range would otherwise have its bytes written at the wrong place.
+// bounded read, reaches the last byte asked (or the object's end). A server or proxy that
+// answers another range would otherwise have its bytes written at the wrong place. A range that
+// ends early on an open read is a body cut short: the download resumes after it.
 void check_range(const Exchange& x) {
   const ReadRequest& r = *x.request;
   const int64_t want_last = r.length > 0 ? r.offset + r.length - 1 : -1;
   const bool starts_right = x.range_first == r.offset;
   const bool ends_right = x.range_last >= x.range_first &&
-                          (want_last < 0 ? x.range_total < 0 || x.range_last == x.range_total - 1
-                                         : x.range_last == want_last ||
-                                               x.range_last == x.range_total - 1);
+                          (want_last < 0 || x.range_last >= want_last ||
+                           x.range_last == x.range_total - 1);
   if (starts_right && ends_right) return;
   const std::string asked = std::to_string(r.offset) + "-" +
                             (want_last >= 0 ? std::to_string(want_last) : std::string());
