@@ -60,6 +60,9 @@ std::unique_ptr<::parquet::arrow::FileReader> open_at(const std::string& path,
     }
     ::parquet::arrow::FileReaderBuilder builder;
     ::parquet::ReaderProperties properties(arrow::system_memory_pool());
+    // A page written with a checksum is checked against it: a flipped byte in a page of plain
+    // values would otherwise decode to a wrong value, silently. Pages without one are read as is.
+    properties.set_page_checksum_verification(true);
     arrow::Status opened = builder.Open(*file, properties);
     if (!opened.ok()) {
       why = opened.message();

@@ -60,6 +60,51 @@ void check_decodable(const ParquetFileInfo& file, int group,
   }
 }
 
+// Column `column` of row group `group` (its Parquet leaves `leaves`), decoded into one array
+// and checked. Read a column at a time so that a damaged page is named by its column.
+std::shared_ptr<arrow::Array> read_column(const ParquetFileInfo& info,
+                                          ::parquet::arrow::FileReader& reader, int group,
+                                          const ParquetColumnInfo& column,
+                                          const std::vector<int>& leaves) {
+  const std::string where = in_group(info, group) + "column '" + column.name + "' ";
+  const std::string damaged = "Fix: the file is damaged: write or copy it again";
+  arrow::Result<std::shared_ptr<arrow::Table>> table;
+  try {
+    ScopedStageTimer stage(DatasetStage::kDecode);
+    table = reader.ReadRowGroup(group, leaves);
+  } catch (const std::exception& e) {  // Parquet throws for a damaged page or checksum
+    throw std::runtime_error(where + "cannot be decoded (" + e.what() + "). " + damaged);
+  }
+  if (!table.ok()) {
+    throw std::runtime_error(where + "cannot be decoded (" + table.status().message() + "). " +
+                             damaged);
+  }
+  const std::shared_ptr<arrow::ChunkedArray> chunks = (*table)->GetColumnByName(column.name);
+  std::shared_ptr<arrow::Array> array;
+  if (chunks != nullptr && chunks->num_chunks() == 1) {
+    array = chunks->chunk(0);
+  } else if (chunks != nullptr && chunks->num_chunks() > 1) {
+    auto joined = arrow::Concatenate(chunks->chunks(), arrow::system_memory_pool());
+    if (!joined.ok()) {
+      throw std::runtime_error(where + "cannot be joined into one array (" +
+                               joined.status().message() + "). Fix: write smaller row groups");
+    }
+    array = *joined;
+  }
+  const int64_t rows = info.row_group_rows[static_cast<size_t>(group)];
+  if (array == nullptr || array->length() != rows) {
+    throw std::runtime_error(where + "decoded " + std::to_string(array ? array->length() : 0) +
+                             " rows, not the footer's " + std::to_string(rows) + ". " + damaged);
+  }
+  // libparquet does not check what a damaged page decodes to: offsets past their data (a
+  // string or list) would be read past its buffer. O(rows), beside the decode itself.
+  if (const arrow::Status valid = array->ValidateFull(); !valid.ok()) {
+    throw std::runtime_error(where + "decoded to invalid data (" + valid.message() + "). " +
+                             damaged);
+  }
+  return array;
+}
+
 }  // namespace
 
 ParquetShards::Reading::Reading(const std::vector<ParquetFileInfo>& files,
@@ -93,9 +138,9 @@ ParquetShards::Reading::OpenFile& ParquetShards::Reading::open(size_t file) {
                                column.name + "' is no longer of type " + column.arrow_type +
                                ". Fix: build the dataset again after a file is rewritten");
     }
-    collect_leaves(*field, f.leaves);
+    collect_leaves(*field, f.leaves.emplace_back());
+    std::sort(f.leaves.back().begin(), f.leaves.back().end());
   }
-  std::sort(f.leaves.begin(), f.leaves.end());
   open_.push_front(std::move(f));
   if (open_.size() > kOpenFilesKept) open_.pop_back();
   return open_.front();
@@ -104,49 +149,11 @@ ParquetShards::Reading::OpenFile& ParquetShards::Reading::open(size_t file) {
 DecodedGroup ParquetShards::Reading::decode(size_t shard, OpenFile& file, int group) {
   const ParquetFileInfo& info = files_[file.file];
   check_decodable(info, group, columns_);
-  arrow::Result<std::shared_ptr<arrow::Table>> table;
-  try {
-    ScopedStageTimer stage(DatasetStage::kDecode);
-    table = file.reader->ReadRowGroup(group, file.leaves);
-  } catch (const std::exception& e) {  // Parquet throws for a damaged page
-    throw std::runtime_error(in_group(info, group) + "cannot be decoded (" + e.what() +
-                             "). Fix: the file is damaged: write or copy it again");
-  }
-  if (!table.ok()) {
-    throw std::runtime_error(in_group(info, group) + "cannot be decoded (" +
-                             table.status().message() + "). Fix: the file is damaged: write "
-                             "or copy it again");
-  }
   DecodedGroup out;
   out.shard = shard;
-  for (const ParquetColumnInfo& column : columns_) {
-    const std::shared_ptr<arrow::ChunkedArray> chunks = (*table)->GetColumnByName(column.name);
-    std::shared_ptr<arrow::Array> array;
-    if (chunks != nullptr && chunks->num_chunks() == 1) {
-      array = chunks->chunk(0);
-    } else if (chunks != nullptr && chunks->num_chunks() > 1) {
-      auto joined = arrow::Concatenate(chunks->chunks(), arrow::system_memory_pool());
-      if (!joined.ok()) {
-        throw std::runtime_error(in_group(info, group) + "column '" + column.name +
-                                 "' cannot be joined into one array (" +
-                                 joined.status().message() + "). Fix: write smaller row groups");
-      }
-      array = *joined;
-    }
-    const int64_t rows = info.row_group_rows[static_cast<size_t>(group)];
-    if (array == nullptr || array->length() != rows) {
-      throw std::runtime_error(in_group(info, group) + "column '" + column.name + "' decoded " +
-                               std::to_string(array ? array->length() : 0) + " rows, not the " +
-                               "footer's " + std::to_string(rows) + ". Fix: the file is "
-                               "damaged: write or copy it again");
-    }
-    // libparquet does not check what a damaged page decodes to: offsets past their data (a
-    // string or list) would be read past its buffer. O(rows), beside the decode itself.
-    if (const arrow::Status valid = array->ValidateFull(); !valid.ok()) {
-      throw std::runtime_error(in_group(info, group) + "column '" + column.name + "' decoded " +
-                               "to invalid data (" + valid.message() + "). Fix: the file is "
-                               "damaged: write or copy it again");
-    }
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    std::shared_ptr<arrow::Array> array =
+        read_column(info, *file.reader, group, columns_[c], file.leaves[c]);
     out.bytes += arrow::util::TotalBufferSize(*array);
     out.columns.push_back(detail::column_data(std::move(array)));
   }

@@ -53,7 +53,7 @@ struct ParquetShards::Reading {
   struct OpenFile {
     size_t file = 0;
     std::unique_ptr<::parquet::arrow::FileReader> reader;
-    std::vector<int> leaves;  // the Parquet leaf columns of the columns read
+    std::vector<std::vector<int>> leaves;  // per column read, its Parquet leaf columns
   };
   // The reader of `file`, opened now or kept from before, the file checked unchanged since the
   // footer was read either way: called once per row group decoded.

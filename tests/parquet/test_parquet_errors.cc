@@ -5,6 +5,7 @@
 #include "tests/parquet/pq_files.h"
 
 #include <mploader/errors.h>
+#include <mploader/loader.h>
 #include <mploader/parquet/parquet_shards.h>
 
 #include <sys/stat.h>
@@ -15,6 +16,8 @@
 
 namespace test_parquet_errors {
 
+using mploader::Loader;
+using mploader::LoaderOptions;
 using mploader::OptionError;
 using mploader::parquet::NullPolicy;
 using mploader::parquet::ParquetShards;
@@ -38,6 +41,19 @@ std::string copy_of(const std::string& name, const std::string& as) {
   std::filesystem::copy_file(pq_test::path(name), to,
                              std::filesystem::copy_options::overwrite_existing);
   return to;
+}
+
+// Flips one byte of the value of row `row` (of `width` bytes) of a column's data page, whose
+// values start at `values_at`: the page's checksum no longer matches.
+void flip_value_byte(const std::string& file, int64_t values_at, int64_t row, int64_t width) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  const auto at = static_cast<std::streamoff>(values_at + row * width + width - 2);
+  f.seekg(at);
+  char byte = 0;
+  f.read(&byte, 1);
+  byte = static_cast<char>(byte ^ 0x5a);
+  f.seekp(at);
+  f.write(&byte, 1);
 }
 
 }  // namespace
@@ -130,6 +146,38 @@ TEST_CASE("parquet: a file changed after the dataset was built fails the read, n
   REQUIRE_THROWS_WITH(data.get(40), Catch::Contains("changed"));
   std::filesystem::remove(file);
   REQUIRE_THROWS_WITH(ParquetShards(copy).get(0), Catch::Contains("cannot be opened now"));
+}
+
+TEST_CASE("parquet: a data page whose checksum does not match is an error naming the file, the "
+          "row group and the column, never wrong values", "[parquet]") {
+  PQ_TEST_NEEDS_FILES();
+  const std::string file = copy_of("checksums.parquet", "damaged_pages.parquet");
+  std::ifstream pages_json(pq_test::path("checksums.pages.json"));
+  const nlohmann::json pages = nlohmann::json::parse(pages_json);  // [group][column] -> offset
+  const int64_t half = (pq_test::kRows + 1) / 2;  // rows of row group 0
+  // Row 5 of row group 1, in both of its data pages: x (int32) and y (float64).
+  flip_value_byte(file, pages[1][0].get<int64_t>(), 5, 4);
+  flip_value_byte(file, pages[1][1].get<int64_t>(), 5, 8);
+  ParquetShards data({file});
+  CHECK(data.get(3)["x"].item<int32_t>() == 3);  // row group 0 is whole
+  CHECK(data.get(3)["y"].item<double>() == 0.75);
+  const std::string where = "damaged_pages.parquet: row group 1 of 2: column 'x'";
+  REQUIRE_THROWS_WITH(data.get(half + 5), Catch::Contains(where) &&
+                                              Catch::Contains("checksum") &&
+                                              Catch::Contains("Fix: the file is damaged: write "
+                                                              "or copy it again"));
+  // Through a worker the same: the batch fails, nothing of the row group is handed out.
+  LoaderOptions o;
+  o.batch_size = 8;
+  o.num_workers = 1;
+  auto shared = std::make_shared<ParquetShards>(std::vector<std::string>{file});
+  try {
+    Loader loader(shared, o);
+    for (auto& batch : loader) CHECK(batch["x"].max().item<int32_t>() < half);
+    FAIL("the damaged row group was read");
+  } catch (const mploader::Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains(where) && Catch::Contains("checksum"));
+  }
 }
 
 TEST_CASE("parquet: bad options name the option and the fix", "[parquet]") {

@@ -246,6 +246,33 @@ def write_bad():
     write_table("bad_types.parquet", table)
 
 
+def write_checksums():
+    """Two row groups with page checksums, their pages PLAIN and uncompressed so that a flipped
+    byte changes a value rather than failing to decompress. checksums.pages.json: per row group,
+    per column, the file offset of its data page's values (found by their bytes)."""
+    table = pa.table({"x": pa.array(np.arange(rows, dtype=np.int32)),
+                      "y": pa.array(np.arange(rows, dtype=np.float64) / 4)})
+    path = os.path.join(out, "checksums.parquet")
+    write_table("checksums.parquet", table, row_group_size=(rows + 1) // 2,
+                write_page_checksum=True, use_dictionary=False, compression="NONE")
+    meta = pq.ParquetFile(path).metadata
+    data = open(path, "rb").read()
+    pages = []
+    for g in range(meta.num_row_groups):
+        start = sum(meta.row_group(k).num_rows for k in range(g))
+        part = table.slice(start, meta.row_group(g).num_rows)
+        offsets = []
+        for c in range(meta.num_columns):
+            chunk = meta.row_group(g).column(c)
+            values = part.column(c).to_numpy().tobytes()
+            at = data.find(values, chunk.data_page_offset,
+                           chunk.data_page_offset + chunk.total_compressed_size)
+            assert at > 0, f"row group {g} column {c}: values not found"
+            offsets.append(at)
+        pages.append(offsets)
+    save_json(os.path.join(out, "checksums.pages.json"), pages)
+
+
 try:
     os.makedirs(out, exist_ok=True)
     write_numeric()
@@ -253,5 +280,6 @@ try:
     write_nulls()
     write_images()
     write_bad()
+    write_checksums()
 except Exception as e:  # a message, not a traceback, for the test that runs this
     sys.exit(f"write_parquet.py: {type(e).__name__}: {e}")
