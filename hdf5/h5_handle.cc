@@ -1,14 +1,14 @@
 // libhdf5's error stack as text, and keeping it off stderr.
 #include "hdf5/h5_handle.h"
 
-#include <mutex>
 #include <vector>
 
 namespace mploader::hdf5::detail {
 
 void quiet_hdf5_errors() {
-  static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+  // Per thread: in a thread-safe libhdf5 (Debian's) H5E_DEFAULT is the calling thread's stack.
+  thread_local bool quiet = false;
+  if (!quiet) quiet = H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr) >= 0;
 }
 
 namespace {

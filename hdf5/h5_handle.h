@@ -6,6 +6,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace mploader::hdf5::detail {
 
@@ -44,8 +45,10 @@ class Handle {
   Closer close_ = nullptr;
 };
 
-// Turns off libhdf5's printing of its error stack to stderr (once per process): every failure
-// is reported through our exceptions, with the stack's text from error_stack_text().
+// Turns off libhdf5's printing of its error stack to stderr ("HDF5-DIAG", ~20 lines a failure):
+// every failure is reported through our exceptions, with the stack's text from
+// error_stack_text(). A thread-safe libhdf5 keeps the setting per thread: call it in each
+// function that starts calling libhdf5 (cheap after the first call in a thread).
 void quiet_hdf5_errors();
 
 // The innermost messages of libhdf5's current error stack ("truncated file: eof = 1000,

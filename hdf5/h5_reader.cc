@@ -56,6 +56,7 @@ void FileReader::fail(size_t k, const std::string& what, int64_t row) const {
 }
 
 void FileReader::read_rows(size_t k, const int64_t* rows, size_t count, void* out) {
+  quiet_hdf5_errors();  // this thread may not be the one that opened the file
   OpenField& f = fields_[k];
   const size_t rank = f.dims.size();
   std::vector<hsize_t> start(rank, 0), block(f.dims), ones(rank, 1);
@@ -82,6 +83,7 @@ void FileReader::read_rows(size_t k, const int64_t* rows, size_t count, void* ou
 }
 
 std::string FileReader::read_text(size_t k, int64_t row) {
+  quiet_hdf5_errors();
   OpenField& f = fields_[k];
   const hsize_t start = static_cast<hsize_t>(row), one = 1;
   hid_t space = f.file_space.get();

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/hdf5/h5_files.h"
+#include "tests/stderr_capture.h"
 
 #include <mploader/errors.h>
 #include <mploader/hdf5/h5_dataset.h>
@@ -10,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace test_h5_errors {
 
@@ -31,6 +33,29 @@ std::string error_of(const std::string& file, std::vector<H5Field> fields,
     return e.what();
   }
   return "";
+}
+
+// The message of what `read` throws, or "" when it does not.
+template <typename Read>
+std::string thrown_by(Read&& read) {
+  try {
+    read();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// /x of damaged_chunk.h5 does not inflate in its chunk of rows 320 to 383; chunks.h5 is whole.
+std::shared_ptr<H5Dataset> chunk_dataset(const std::string& path) {
+  return std::make_shared<H5Dataset>(path, std::vector<H5Field>{{"x", "/x"}, {"index", "/index"}});
+}
+
+std::string epoch_error(const std::shared_ptr<H5Dataset>& data, const LoaderOptions& o) {
+  return thrown_by([&] {
+    Loader loader(data, o);
+    for (auto& batch : loader) (void)batch;
+  });
 }
 
 }  // namespace
@@ -103,6 +128,26 @@ TEST_CASE("hdf5: a file changed after the dataset was built fails the batch, nam
       CHECK_THAT(e.what(), Contains("Fix: build the dataset again"));
     }
   }
+}
+
+TEST_CASE("hdf5: a failed read prints nothing of libhdf5's to stderr, in any thread", "[hdf5]") {
+  H5_TEST_NEEDS_FILES();
+  auto data = chunk_dataset(h5_test::path("damaged_chunk.h5"));
+  testing_datasets::StderrCapture capture;
+  (void)data->get(0);  // this thread calls libhdf5 first
+  std::string in_thread;
+  std::thread([&] { in_thread = thrown_by([&] { data->get(330); }); }).join();
+  const std::string here = thrown_by([&] { data->get(331); });
+  LoaderOptions o;
+  o.batch_size = 16;
+  o.num_workers = 1;
+  const std::string in_worker = epoch_error(data, o);
+  const std::string printed = capture.text();
+  for (const std::string& e : {in_thread, here, in_worker}) {
+    CHECK_THAT(e, Contains("damaged_chunk.h5: field 'x' (/x)"));
+  }
+  CHECK_THAT(printed, !Contains("HDF5-DIAG"));
+  CHECK_THAT(printed, !Contains("H5Dread"));
 }
 
 }  // namespace test_h5_errors

@@ -109,8 +109,27 @@ def write_bad():
         f.write(data[: len(data) * 2 // 3])
 
 
+def write_chunks():
+    """chunks.h5: /x, 512 rows of 64-row gzip chunks, and /index. damaged_chunk.h5: the same
+    bytes with every byte of /x's chunk 5 (rows 320 to 383) set to 0xff, so it does not
+    inflate; all else reads as in chunks.h5."""
+    n = 512
+    path = os.path.join(out, "chunks.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=rng.standard_normal((n, 16), dtype=np.float32),
+                         chunks=(64, 16), compression="gzip")
+        f["index"] = np.arange(n, dtype=np.int64)
+        chunk = f["x"].id.get_chunk_info(5)
+        assert chunk.chunk_offset == (320, 0), chunk
+    data = bytearray(open(path, "rb").read())
+    data[chunk.byte_offset:chunk.byte_offset + chunk.size] = b"\xff" * chunk.size
+    with open(os.path.join(out, "damaged_chunk.h5"), "wb") as f:
+        f.write(data)
+
+
 write_numeric()
 write_strings()
 write_swmr()
 write_bad()
+write_chunks()
 print(f"wrote the HDF5 test files ({rows} rows) in {out}")

@@ -79,8 +79,8 @@ struct H5FieldInfo {
 /// text field every sample is read on its own (get()).
 ///
 /// A worker opens the file on its first read and keeps it open; an object copied into another
-/// process by fork opens it again there. Not for use by several threads at once (the Debian
-/// build of libhdf5 is not thread-safe).
+/// process by fork opens it again there. Not for use by several threads at once (its open
+/// file and its scratch memory belong to one reader at a time).
 class H5Dataset : public Dataset {
  public:
   /// Reads the metadata in a short-lived process (the training process never opens the file).
