@@ -8,7 +8,18 @@
 
 #include <c10/core/ScalarType.h>
 
+#include <algorithm>
+
 namespace mploader::hdf5::detail {
+namespace {
+
+std::string rows_text(int64_t first, int64_t last) {
+  return first == last ? "row " + std::to_string(first)
+                       : "rows " + std::to_string(first) + " to " + std::to_string(last);
+}
+
+}  // namespace
+
 FileReader::FileReader(const std::string& file, const std::vector<H5FieldInfo>& info,
                        const H5DatasetOptions& options, const H5Dataset::FileStamp& stamp)
     : file_(file), info_(&info) {
@@ -46,13 +57,58 @@ FileReader::FileReader(const std::string& file, const std::vector<H5FieldInfo>& 
   }
 }
 
-void FileReader::fail(size_t k, const std::string& what, int64_t row) const {
+void FileReader::fail(size_t k, const int64_t* rows, size_t count) {
   const H5FieldInfo& f = (*info_)[k];
-  const std::string why = error_stack_text();
-  throw Error(error_prefix(file_) + "field '" + f.name + "' (" + f.path + "): " + what + " row " +
-              std::to_string(row) + " failed (" + (why.empty() ? "no reason given" : why) +
-              "). Fix: the file is damaged or cut short (a chunk that does not decompress?): "
-              "write or copy it again");
+  const std::string field = "field '" + f.name + "' (" + f.path + ")";
+  std::string why = error_stack_text();
+  if (why.empty()) why = "no reason given";
+  const auto [first, last] = failed_rows(k, rows, count);
+  const bool chunk = !f.chunk.empty();
+  throw Error(error_prefix(file_) + field + ": " + (chunk ? "its chunk of " : "") +
+              rows_text(first, last) + " cannot be read (" + why + "). Fix: the file is "
+              "damaged or cut short" + (chunk ? " (a chunk that does not decompress?)" : "") +
+              ": write or copy it again");
+}
+
+// libhdf5 says that a read failed, not where: read the selection's chunks one at a time, and
+// the first that fails alone is the damaged one. Only after a failure, so the cost is no
+// matter. Without chunks, or when none fails alone, the rows asked for.
+std::pair<int64_t, int64_t> FileReader::failed_rows(size_t k, const int64_t* rows,
+                                                    size_t count) {
+  const H5FieldInfo& f = (*info_)[k];
+  if (f.chunk.empty() || f.chunk[0] <= 0) return {rows[0], rows[count - 1]};
+  const int64_t per_chunk = f.chunk[0];
+  const int64_t end = static_cast<int64_t>(fields_[k].dims[0]);
+  auto chunk_of = [&](int64_t row) {
+    const int64_t first = row / per_chunk * per_chunk;
+    return std::make_pair(first, std::min(first + per_chunk, end) - 1);
+  };
+  if (chunk_of(rows[0]) == chunk_of(rows[count - 1])) return chunk_of(rows[0]);
+  std::vector<uint8_t> scratch;
+  for (size_t i = 0; i < count;) {
+    const auto [first, last] = chunk_of(rows[i]);
+    if (!reads(k, first, last, scratch)) return {first, last};
+    while (i < count && rows[i] <= last) ++i;
+  }
+  return {rows[0], rows[count - 1]};
+}
+
+bool FileReader::reads(size_t k, int64_t first, int64_t last, std::vector<uint8_t>& scratch) {
+  OpenField& f = fields_[k];
+  if (f.type.text) return true;  // a text field's reads are of one row: never asked
+  std::vector<hsize_t> start(f.dims.size(), 0), count(f.dims);
+  start[0] = static_cast<hsize_t>(first);
+  count[0] = static_cast<hsize_t>(last - first + 1);
+  scratch.resize(count[0] * f.row_bytes);
+  Handle memory(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
+                H5Sclose);
+  const bool ok =
+      H5Sselect_hyperslab(f.file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                          count.data(), nullptr) >= 0 &&
+      H5Dread(f.dataset.get(), f.type.memory.get(), memory.get(), f.file_space.get(),
+              H5P_DEFAULT, scratch.data()) >= 0;
+  error_stack_text();  // cleared: the first failure's text is the one reported
+  return ok;
 }
 
 void FileReader::read_rows(size_t k, const int64_t* rows, size_t count, void* out) {
@@ -69,7 +125,7 @@ void FileReader::read_rows(size_t k, const int64_t* rows, size_t count, void* ou
     start[0] = static_cast<hsize_t>(rows[i]);
     block[0] = run;
     if (H5Sselect_hyperslab(space, op, start.data(), nullptr, ones.data(), block.data()) < 0) {
-      fail(k, "selecting", rows[i]);
+      fail(k, rows + i, 1);
     }
     op = H5S_SELECT_OR;
     i += run;
@@ -78,7 +134,7 @@ void FileReader::read_rows(size_t k, const int64_t* rows, size_t count, void* ou
   memory_dims[0] = count;
   Handle memory(H5Screate_simple(static_cast<int>(rank), memory_dims.data(), nullptr), H5Sclose);
   if (H5Dread(f.dataset.get(), f.type.memory.get(), memory.get(), space, H5P_DEFAULT, out) < 0) {
-    fail(k, "reading", rows[0]);
+    fail(k, rows, count);
   }
 }
 
@@ -88,14 +144,14 @@ std::string FileReader::read_text(size_t k, int64_t row) {
   const hsize_t start = static_cast<hsize_t>(row), one = 1;
   hid_t space = f.file_space.get();
   if (H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &one, nullptr) < 0) {
-    fail(k, "selecting", row);
+    fail(k, &row, 1);
   }
   Handle memory(H5Screate_simple(1, &one, nullptr), H5Sclose);
   if (f.type.variable_length) {
     char* value = nullptr;
     if (H5Dread(f.dataset.get(), f.type.memory.get(), memory.get(), space, H5P_DEFAULT,
                 &value) < 0) {
-      fail(k, "reading", row);
+      fail(k, &row, 1);
     }
     std::string text = value != nullptr ? std::string(value) : std::string();
 #if H5_VERSION_GE(1, 12, 0)
@@ -108,7 +164,7 @@ std::string FileReader::read_text(size_t k, int64_t row) {
   std::string text(f.type.fixed_size, '\0');
   if (H5Dread(f.dataset.get(), f.type.memory.get(), memory.get(), space, H5P_DEFAULT,
               text.data()) < 0) {
-    fail(k, "reading", row);
+    fail(k, &row, 1);
   }
   text.resize(unpadded_length(text.data(), text.size(), f.type.padding));
   return text;

@@ -7,7 +7,9 @@
 
 #include <mploader/hdf5/h5_dataset.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mploader::hdf5::detail {
@@ -36,7 +38,11 @@ class FileReader {
     std::vector<hsize_t> dims;
     size_t row_bytes = 0;
   };
-  [[noreturn]] void fail(size_t k, const std::string& what, int64_t row) const;
+  // Throws the Error of a failed read of rows[0..count) of field `k`, naming the rows of the
+  // chunk that does not read.
+  [[noreturn]] void fail(size_t k, const int64_t* rows, size_t count);
+  std::pair<int64_t, int64_t> failed_rows(size_t k, const int64_t* rows, size_t count);
+  bool reads(size_t k, int64_t first, int64_t last, std::vector<uint8_t>& scratch);
 
   std::string file_;
   const std::vector<H5FieldInfo>* info_;

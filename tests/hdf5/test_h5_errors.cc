@@ -150,4 +150,25 @@ TEST_CASE("hdf5: a failed read prints nothing of libhdf5's to stderr, in any thr
   CHECK_THAT(printed, !Contains("H5Dread"));
 }
 
+TEST_CASE("hdf5: a damaged chunk is named by its rows, whatever rows the batch asked for",
+          "[hdf5]") {
+  H5_TEST_NEEDS_FILES();
+  auto data = chunk_dataset(h5_test::path("damaged_chunk.h5"));
+  for (int64_t workers : {0, 1}) {
+    for (bool shuffle : {true, false}) {
+      INFO(workers << " workers, shuffle " << shuffle);
+      LoaderOptions o;
+      o.batch_size = 48;  // sorted: rows 288 to 335 hold the damaged chunk's first rows
+      o.num_workers = workers;
+      o.shuffle = shuffle;
+      const std::string e = epoch_error(data, o);
+      CHECK_THAT(e, Contains("damaged_chunk.h5: field 'x' (/x): its chunk of rows 320 to 383 "
+                             "cannot be read"));
+      CHECK_THAT(e, Contains("Fix: the file is damaged"));
+    }
+  }
+  CHECK_THAT(thrown_by([&] { data->get(383); }), Contains("its chunk of rows 320 to 383"));
+  CHECK(data->get(384)["index"].item<int64_t>() == 384);
+}
+
 }  // namespace test_h5_errors
