@@ -21,7 +21,7 @@ herr_t collect_message(unsigned /*n*/, const H5E_error2_t* entry, void* data) {
 
 }  // namespace
 
-std::string error_stack_text() {
+std::string error_stack_text(std::vector<std::string>* all) {
   std::vector<std::string> messages;
   // Upward: the innermost call first, where libhdf5 says what it found ("truncated file").
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_message, &messages);
@@ -31,6 +31,7 @@ std::string error_stack_text() {
     if (!text.empty()) text += "; ";
     text += messages[i];
   }
+  if (all != nullptr) *all = std::move(messages);
   return text;
 }
 

@@ -52,7 +52,8 @@ class Handle {
 void quiet_hdf5_errors();
 
 // The innermost messages of libhdf5's current error stack ("truncated file: eof = 1000,
-// stored_eof = 2144"), most specific first, or "" when it is empty. Clears the stack.
-std::string error_stack_text();
+// stored_eof = 2144"), most specific first, or "" when it is empty; `all`, when given, gets
+// every message. Clears the stack.
+std::string error_stack_text(std::vector<std::string>* all = nullptr);
 
 }  // namespace mploader::hdf5::detail

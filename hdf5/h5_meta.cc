@@ -91,6 +91,25 @@ const std::vector<std::pair<at::ScalarType, const char*>>& dtype_names() {
   return names;
 }
 
+// libhdf5 locks a file it opens (HDF5_USE_FILE_LOCKING, on by default): a writer holds the
+// lock while the file is open, and a file system without locks refuses it. Neither is damage.
+void refuse_if_locked(const std::string& file, const std::vector<std::string>& stack) {
+  for (const std::string& message : stack) {
+    if (message.find("unable to lock file") == std::string::npos) continue;
+    // EAGAIN/EWOULDBLOCK (11): another process holds the lock.
+    if (message.find("errno = 11,") != std::string::npos) {
+      throw Error(error_prefix(file) + "another process holds the file open for writing, so "
+                  "libhdf5 cannot lock it for reading (" + message + "). Fix: close the file "
+                  "in the writer (h5py: leave its `with h5py.File(...)` block, or call close()) "
+                  "before the job reads it; if no process writes it (read-only shared "
+                  "storage), set HDF5_USE_FILE_LOCKING=FALSE in the job's environment");
+    }
+    throw Error(error_prefix(file) + "its file system refuses the lock libhdf5 takes to read it (" +
+                message + "). Fix: set HDF5_USE_FILE_LOCKING=FALSE in the job's environment "
+                "(the file must then not be written while the job reads it)");
+  }
+}
+
 }  // namespace
 
 std::string error_prefix(const std::string& file) {
@@ -108,7 +127,9 @@ Handle open_file(const std::string& file, bool swmr) {
   const unsigned flags = H5F_ACC_RDONLY | (swmr ? H5F_ACC_SWMR_READ : 0u);
   Handle handle(H5Fopen(file.c_str(), flags, H5P_DEFAULT), H5Fclose);
   if (!handle.valid()) {
-    const std::string why = error_stack_text();
+    std::vector<std::string> stack;
+    const std::string why = error_stack_text(&stack);
+    refuse_if_locked(file, stack);
     throw Error(error_prefix(file) + "libhdf5 cannot open it (" +
                 (why.empty() ? "no reason given" : why) + "; " + bytes + "). " +
                 (swmr ? "Fix: SWMR reading needs a file written with libver='latest' (h5py) "

@@ -9,6 +9,7 @@
 #include <mploader/hdf5/h5_dataset.h>
 #include <mploader/loader.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -57,6 +58,32 @@ std::string epoch_error(const std::shared_ptr<H5Dataset>& data, const LoaderOpti
     for (auto& batch : loader) (void)batch;
   });
 }
+
+// An h5py process holding `file` open in 'a' mode (HDF5 locks it) until destroyed.
+class Writer {
+ public:
+  explicit Writer(const std::string& file) : stop_(file + ".stop") {
+    std::filesystem::remove(stop_);
+    const std::string command = std::string(MPLOADER_PYTHON) +
+        " -c 'import h5py, os, sys, time\n"
+        "f = h5py.File(sys.argv[1], \"a\"); f.flush(); print(\"open\", flush=True)\n"
+        "for _ in range(1200):\n"
+        "    if os.path.exists(sys.argv[2]): break\n"
+        "    time.sleep(0.05)' '" + file + "' '" + stop_ + "'";
+    pipe_ = ::popen(command.c_str(), "r");
+    char line[16] = {};
+    REQUIRE((pipe_ != nullptr && std::fgets(line, sizeof line, pipe_) != nullptr));
+    REQUIRE(std::string(line) == "open\n");
+  }
+  ~Writer() {
+    std::ofstream(stop_) << "stop";
+    if (pipe_ != nullptr) ::pclose(pipe_);
+  }
+
+ private:
+  std::string stop_;
+  FILE* pipe_ = nullptr;
+};
 
 }  // namespace
 
@@ -169,6 +196,21 @@ TEST_CASE("hdf5: a damaged chunk is named by its rows, whatever rows the batch a
   }
   CHECK_THAT(thrown_by([&] { data->get(383); }), Contains("its chunk of rows 320 to 383"));
   CHECK(data->get(384)["index"].item<int64_t>() == 384);
+}
+
+TEST_CASE("hdf5: a file another process holds open for writing is named as such, with the fix",
+          "[hdf5]") {
+  H5_TEST_NEEDS_FILES();
+  const std::string file = h5_test::path("held.h5");
+  std::filesystem::copy_file(h5_test::path("numeric.h5"), file,
+                             std::filesystem::copy_options::overwrite_existing);
+  Writer writer(file);
+  const std::string e = error_of("held.h5", {{"index", "/index"}});
+  CHECK_THAT(e, Contains("held.h5: another process holds the file open for writing"));
+  CHECK_THAT(e, Contains("unable to lock file"));
+  CHECK_THAT(e, Contains("Fix: close the file in the writer"));
+  CHECK_THAT(e, Contains("HDF5_USE_FILE_LOCKING=FALSE"));
+  CHECK_THAT(e, !Contains("damaged"));
 }
 
 }  // namespace test_h5_errors
