@@ -13,6 +13,18 @@
 namespace mploader::hdf5::detail {
 namespace {
 
+bool same(const H5Dataset::FileStamp& a, const H5Dataset::FileStamp& b) {
+  return a.size == b.size && a.mtime_ns == b.mtime_ns;
+}
+
+std::string changed(const std::string& file, const H5Dataset::FileStamp& then,
+                    const H5Dataset::FileStamp& now) {
+  return error_prefix(file) + "changed after the dataset was built (" +
+         std::to_string(then.size) + " bytes then, " + std::to_string(now.size) +
+         " now; modified " + std::to_string((now.mtime_ns - then.mtime_ns) / 1000000) +
+         " ms later)";
+}
+
 std::string rows_text(int64_t first, int64_t last) {
   return first == last ? "row " + std::to_string(first)
                        : "rows " + std::to_string(first) + " to " + std::to_string(last);
@@ -22,15 +34,12 @@ std::string rows_text(int64_t first, int64_t last) {
 
 FileReader::FileReader(const std::string& file, const std::vector<H5FieldInfo>& info,
                        const H5DatasetOptions& options, const H5Dataset::FileStamp& stamp)
-    : file_(file), info_(&info) {
+    : file_(file), info_(&info), stamp_(stamp), swmr_(options.swmr_read) {
   const H5Dataset::FileStamp now = stamp_of(file);
-  if (!options.swmr_read && (now.size != stamp.size || now.mtime_ns != stamp.mtime_ns)) {
-    throw Error(error_prefix(file) + "changed after the dataset was built (" +
-                std::to_string(stamp.size) + " bytes then, " + std::to_string(now.size) +
-                " now; modified " + std::to_string((now.mtime_ns - stamp.mtime_ns) / 1000000) +
-                " ms later): its rows may no longer be those counted. Fix: build the dataset "
-                "again after the file is written, or set H5DatasetOptions::swmr_read for a "
-                "file that a SWMR writer appends to");
+  if (!swmr_ && !same(now, stamp)) {
+    throw Error(changed(file, stamp, now) + ": its rows may no longer be those counted. Fix: "
+                "build the dataset again after the file is written, or set "
+                "H5DatasetOptions::swmr_read for a file that a SWMR writer appends to");
   }
   file_handle_ = open_file(file, options.swmr_read);
   for (const H5FieldInfo& planned : info) {
@@ -62,6 +71,18 @@ void FileReader::fail(size_t k, const int64_t* rows, size_t count) {
   const std::string field = "field '" + f.name + "' (" + f.path + ")";
   std::string why = error_stack_text();
   if (why.empty()) why = "no reason given";
+  // A file rewritten in place under an open handle reads as damage (its chunks moved): say so.
+  H5Dataset::FileStamp now{};
+  try {
+    now = stamp_of(file_);
+  } catch (const Error&) {  // gone: changed too
+  }
+  if (!swmr_ && !same(now, stamp_)) {
+    throw Error(changed(file_, stamp_, now) + " while this process had it open: reading " +
+                field + " failed (" + why + "). Fix: build the dataset again from the file as "
+                "it is now (restart the job); write a new file and rename it into place rather "
+                "than rewriting one that a job reads");
+  }
   const auto [first, last] = failed_rows(k, rows, count);
   const bool chunk = !f.chunk.empty();
   throw Error(error_prefix(file_) + field + ": " + (chunk ? "its chunk of " : "") +

@@ -38,14 +38,16 @@ class FileReader {
     std::vector<hsize_t> dims;
     size_t row_bytes = 0;
   };
-  // Throws the Error of a failed read of rows[0..count) of field `k`, naming the rows of the
-  // chunk that does not read.
+  // Throws the Error of a failed read of rows[0..count) of field `k`: the file changed after
+  // the dataset was built, or the rows of the chunk that does not read.
   [[noreturn]] void fail(size_t k, const int64_t* rows, size_t count);
   std::pair<int64_t, int64_t> failed_rows(size_t k, const int64_t* rows, size_t count);
   bool reads(size_t k, int64_t first, int64_t last, std::vector<uint8_t>& scratch);
 
   std::string file_;
   const std::vector<H5FieldInfo>* info_;
+  H5Dataset::FileStamp stamp_;
+  bool swmr_ = false;
   Handle file_handle_;
   std::vector<OpenField> fields_;
 };

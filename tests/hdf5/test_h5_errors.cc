@@ -9,9 +9,11 @@
 #include <mploader/hdf5/h5_dataset.h>
 #include <mploader/loader.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 namespace test_h5_errors {
@@ -210,6 +212,29 @@ TEST_CASE("hdf5: a file another process holds open for writing is named as such,
   CHECK_THAT(e, Contains("unable to lock file"));
   CHECK_THAT(e, Contains("Fix: close the file in the writer"));
   CHECK_THAT(e, Contains("HDF5_USE_FILE_LOCKING=FALSE"));
+  CHECK_THAT(e, !Contains("damaged"));
+}
+
+TEST_CASE("hdf5: a file rewritten in place while a process has it open is named as changed, "
+          "not damaged", "[hdf5]") {
+  H5_TEST_NEEDS_FILES();
+  const std::string file = h5_test::path("rewritten.h5");
+  std::filesystem::copy_file(h5_test::path("chunks.h5"), file,
+                             std::filesystem::copy_options::overwrite_existing);
+  auto data = chunk_dataset(file);
+  CHECK(data->get(0)["index"].item<int64_t>() == 0);  // this process has it open now
+  {
+    // Rewritten in place (same file, same size): its chunk of rows 320 to 383 now differs.
+    std::ifstream in(h5_test::path("damaged_chunk.h5"), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::fstream(file, std::ios::in | std::ios::out | std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  std::filesystem::last_write_time(
+      file, std::filesystem::last_write_time(file) + std::chrono::seconds(2));
+  const std::string e = thrown_by([&] { data->get(330); });
+  CHECK_THAT(e, Contains("rewritten.h5: changed after the dataset was built"));
+  CHECK_THAT(e, Contains("Fix: build the dataset again"));
   CHECK_THAT(e, !Contains("damaged"));
 }
 
