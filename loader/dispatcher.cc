@@ -54,9 +54,7 @@ Dispatcher::Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
   }
 }
 
-void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches,
-                             std::vector<uint64_t> sequences, std::vector<int32_t> streams,
-                             uint64_t epoch) {
+void Dispatcher::start_epoch(std::shared_ptr<const BatchList> batches, uint64_t epoch) {
   if (broken_) std::rethrow_exception(broken_);
   ++generation_;
   for (size_t w = 0; w < pool_.size(); ++w) {
@@ -66,15 +64,14 @@ void Dispatcher::start_epoch(std::vector<std::vector<int64_t>> batches,
   reorder_.clear();
   unordered_.clear();
   batches_ = std::move(batches);
-  sequences_ = std::move(sequences);
-  streams_ = std::move(streams);
+  streamed_ = batches_->size() > 0 && batches_->stream(0) >= 0;
   epoch_ = epoch;
   next_issue_ = 0;
   next_deliver_ = 0;
   reissue_.clear();
   restarts_this_epoch_ = 0;
   restarts_by_sample_.clear();
-  received_.assign(batches_.size(), false);
+  received_.assign(batches_->size());
   if (quarantine_) quarantine_->start_epoch(epoch);
   supervisor_.epoch_started(epoch);
 }
@@ -130,7 +127,7 @@ void Dispatcher::add_memory(LoaderStats& stats) const {
 
 std::optional<Batch> Dispatcher::next() {
   if (broken_) std::rethrow_exception(broken_);
-  if (next_deliver_ >= batches_.size()) return std::nullopt;
+  if (next_deliver_ >= batch_count()) return std::nullopt;
   auto fresh_deadline = [this] {
     return settings_.timeout.count() > 0 ? Clock::now() + settings_.timeout
                                         : Clock::time_point::max();
@@ -142,7 +139,7 @@ std::optional<Batch> Dispatcher::next() {
       ++next_deliver_;
       if (ready->error) std::rethrow_exception(ready->error);
       if (ready->batch) return std::move(ready->batch);
-      if (next_deliver_ >= batches_.size()) return std::nullopt;  // the last was left empty
+      if (next_deliver_ >= batch_count()) return std::nullopt;  // the last was left empty
       continue;
     }
     const uint64_t replacements = replacements_;
@@ -174,35 +171,37 @@ std::optional<Dispatcher::Ready> Dispatcher::take_ready() {
 std::optional<uint64_t> Dispatcher::next_to_issue() const {
   if (!reissue_.empty()) return reissue_.front();
   const size_t window = issuable_.size() * static_cast<size_t>(prefetch_);
-  if (next_issue_ < batches_.size() && next_issue_ < next_deliver_ + window) return next_issue_;
+  if (next_issue_ < batch_count() && next_issue_ < next_deliver_ + window) return next_issue_;
   return std::nullopt;
 }
 
 // Keeps every worker busy up to prefetch_factor tasks.
 void Dispatcher::issue_tasks() {
   while (std::optional<uint64_t> sequence = next_to_issue()) {
-    if (batches_[*sequence].empty()) {
+    const std::vector<int64_t> indices = batches_->indices(*sequence);
+    if (indices.empty()) {
       settle_empty(*sequence);
       continue;
     }
-    if (issue_one(*sequence, /*require_slot=*/true)) continue;
+    if (issue_one(*sequence, indices, /*require_slot=*/true)) continue;
     // No worker has a free slot: the training loop holds them. Only when the loop would
     // otherwise wait forever does a batch go out without one (into an overflow segment).
     size_t in_flight = 0;
     for (size_t w = 0; w < workers_.size(); ++w) in_flight += in_flight_.count(w);
     const bool must = settings_.in_order ? *sequence == next_deliver_
                                         : in_flight == 0 && unordered_.empty();
-    if (!must || !issue_one(*sequence, /*require_slot=*/false)) return;
+    if (!must || !issue_one(*sequence, indices, /*require_slot=*/false)) return;
   }
 }
 
 // Gives batch `sequence` to the least-loaded worker that can take it, or to its stream's
 // worker only.
-bool Dispatcher::issue_one(uint64_t sequence, bool require_slot) {
+bool Dispatcher::issue_one(uint64_t sequence, const std::vector<int64_t>& indices,
+                           bool require_slot) {
   const size_t prefetch = static_cast<size_t>(prefetch_);
   std::vector<size_t> order;
-  if (!streams_.empty()) {
-    order.push_back(issuable_[static_cast<size_t>(streams_[sequence]) % issuable_.size()]);
+  if (streamed_) {
+    order.push_back(issuable_[static_cast<size_t>(batches_->stream(sequence)) % issuable_.size()]);
   } else {
     order.resize(issuable_.size());
     for (size_t i = 0; i < order.size(); ++i) {
@@ -222,17 +221,17 @@ bool Dispatcher::issue_one(uint64_t sequence, bool require_slot) {
       state.warned_overflow = true;
       log().warn(messages::overflow_warning(static_cast<int>(w), plan_sequence(sequence)));
     }
-    send_task(w, promised, sequence);
+    send_task(w, promised, sequence, indices);
     ++next_worker_hint_;
     return true;
   }
   return false;
 }
 
-void Dispatcher::send_task(size_t w, bool slot_promised, uint64_t sequence) {
+void Dispatcher::send_task(size_t w, bool slot_promised, uint64_t sequence,
+                           const std::vector<int64_t>& indices) {
   WorkerState& state = workers_[w];
   WorkerChannel& channel = pool_.channel(w);
-  const std::vector<int64_t>& indices = batches_[sequence];
   const uint32_t id = state.free_descriptors.back();
   state.free_descriptors.pop_back();
   ipc::TaskDescriptor& d = channel.view.descriptor(id);
@@ -264,7 +263,7 @@ void Dispatcher::mark_issued(uint64_t sequence) {
 
 void Dispatcher::settle_empty(uint64_t sequence) {
   mark_issued(sequence);
-  received_[sequence] = true;
+  received_.insert(sequence);
   if (settings_.in_order) {
     reorder_[sequence] = Ready{};
   } else {
@@ -329,7 +328,7 @@ void Dispatcher::handle_result(size_t w, uint32_t id) {
     ready.error = error_for(w, id, f);
   }
   if (!current) return;  // an abandoned epoch: dropping it returns its slot
-  received_[f.position] = true;
+  received_.insert(f.position);
   if (settings_.in_order) {
     reorder_[f.position] = std::move(ready);
   } else {

@@ -52,8 +52,7 @@ class Dispatcher : public BatchSource {
   Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
              const SupervisorSettings& supervision, DispatcherNotices& notices,
              std::shared_ptr<SkipLedger> skips);
-  void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
-                   std::vector<int32_t> streams, uint64_t epoch) override;
+  void start_epoch(std::shared_ptr<const BatchList> batches, uint64_t epoch) override;
   std::optional<Batch> next() override;
   uint64_t head_of_line_ns() const override { return head_of_line_ns_; }
   void add_memory(LoaderStats& stats) const override;
@@ -95,8 +94,9 @@ class Dispatcher : public BatchSource {
   // Parks the worker being removed once it holds no task.
   void settle_removal();
   std::optional<uint64_t> next_to_issue() const;
-  bool issue_one(uint64_t sequence, bool require_slot);
-  void send_task(size_t worker, bool slot_promised, uint64_t sequence);
+  bool issue_one(uint64_t sequence, const std::vector<int64_t>& indices, bool require_slot);
+  void send_task(size_t worker, bool slot_promised, uint64_t sequence,
+                 const std::vector<int64_t>& indices);
   void mark_issued(uint64_t sequence);
   // A batch the quarantine left empty: counted as delivered, nothing to deliver.
   void settle_empty(uint64_t sequence);
@@ -123,9 +123,8 @@ class Dispatcher : public BatchSource {
   void leave_out_everywhere(int64_t index);
   std::string describe_batch(uint64_t sequence) const;
   // Positions index batches_; Batch::sequence() and messages use the full plan's sequence.
-  uint64_t plan_sequence(uint64_t position) const {
-    return detail::plan_sequence(sequences_, position);
-  }
+  uint64_t plan_sequence(uint64_t position) const { return batches_->sequence(position); }
+  size_t batch_count() const { return batches_ ? batches_->size() : 0; }
 
   WorkerPool& pool_;
   DispatcherSettings settings_;
@@ -139,16 +138,15 @@ class Dispatcher : public BatchSource {
   size_t next_worker_hint_ = 0;
   uint64_t generation_ = 0;
   uint64_t epoch_ = 0;
-  std::vector<std::vector<int64_t>> batches_;
-  std::vector<uint64_t> sequences_;  // batch i's sequence in the full plan; empty: i
-  std::vector<int32_t> streams_;     // batch i's stream (its worker, modulo); empty: any
+  std::shared_ptr<const BatchList> batches_;
+  bool streamed_ = false;  // the batches have streams: each goes to its stream's worker
   std::shared_ptr<const ShardPrefetchPlan> prefetch_plan_;  // null: nothing to prefetch
   size_t next_issue_ = 0;
   std::deque<uint64_t> reissue_;  // batches of a dead worker, issued again first
   int64_t restarts_this_epoch_ = 0;
   uint64_t replacements_ = 0;  // workers restarted, counted against the limit or not
   std::map<int64_t, int64_t> restarts_by_sample_;  // this epoch's, given back at quarantine
-  std::vector<bool> received_;  // by position: a result (or an empty batch) came back
+  SequenceSet received_;  // positions whose result (or empty batch) came back
   std::shared_ptr<Quarantine> quarantine_;  // null: none
   std::shared_ptr<SkipLedger> skips_;
   size_t next_deliver_ = 0;  // in_order: next sequence due; otherwise batches delivered

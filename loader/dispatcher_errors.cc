@@ -42,8 +42,8 @@ std::exception_ptr Dispatcher::error_for(size_t w, uint32_t id, const InFlightTa
 }
 
 std::string Dispatcher::describe_batch(uint64_t position) const {
-  if (position < batches_.size()) {
-    return batch_place(plan_sequence(position), epoch_, batches_[position]);
+  if (position < batch_count()) {
+    return batch_place(plan_sequence(position), epoch_, batches_->planned(position));
   }
   return "batch " + std::to_string(position) + " of epoch " + std::to_string(epoch_);
 }
@@ -143,17 +143,25 @@ void Dispatcher::quarantine_and_restart(size_t w, const QuarantineVerdict& v) {
   leave_out_everywhere(v.index);
 }
 
+// Batches handed out after this leave the sample out themselves (LeaveOutQuarantined reads the
+// quarantine live); those handed out before and not yet received report it skipped here.
 void Dispatcher::leave_out_everywhere(int64_t index) {
-  std::string reason = "quarantined";
-  for (const QuarantinedSample& s : quarantine_->list()) {
-    if (s.index == index) reason = quarantine_reason(s);
-  }
-  for (size_t p = 0; p < batches_.size(); ++p) {
-    if (received_[p]) continue;
-    for (int64_t left_out : quarantine_->leave_out(batches_[p])) {
-      skips_->add(left_out, -1, epoch_, "", reason);
+  const auto* filter = dynamic_cast<const LeaveOutQuarantined*>(batches_.get());
+  if (filter == nullptr) return;
+  auto check = [&](uint64_t from, uint64_t to) {  // positions not received: a few at most
+    for (uint64_t p = from; p < std::min<uint64_t>(to, next_issue_); ++p) {
+      const std::vector<int64_t> planned = batches_->planned(static_cast<size_t>(p));
+      if (std::find(planned.begin(), planned.end(), index) != planned.end()) {
+        filter->report(index, static_cast<size_t>(p));
+      }
     }
-  }
+  };
+  uint64_t at = 0;
+  received_.for_each_range([&](uint64_t begin, uint64_t end) {
+    check(at, begin);
+    at = end;
+  });
+  check(at, next_issue_);
 }
 
 }  // namespace mploader::detail

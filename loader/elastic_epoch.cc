@@ -105,8 +105,9 @@ void ElasticEpochs::check_job(const JobState& job, const RecordedSettings& now) 
   if (differs.empty()) {
     differs = stream_ ? "the same sample count, seed and shuffle, but the shards' names or "
                         "counts differ"
-                      : "the same sample count, seed and shuffle, but the sampler's options "
-                        "(lengths, budgets, shuffle) differ";
+                      : "the same sample count, and the Loader's seed and shuffle, but the "
+                        "sampler's own options differ (its seed, shuffle, drop_last, lengths "
+                        "or budgets)";
   }
   refuse_job("it was saved over other data or with other options that change the epoch's "
              "order (" + differs + "). Build the Loader over the same data with the same seed, "
@@ -191,7 +192,7 @@ void ElasticEpochs::started_resumed(const JobState& job, MapRest* rest,
     describe_resume(job, world_size(), rank(), rest->batches.size(), rest->report);
     return;
   }
-  describe_resume(job, world_size(), rank(), stream->batches.size(),
+  describe_resume(job, world_size(), rank(), stream->size(),
                   ResumedBatches{{}, stream->fewest_batches, stream->most_batches,
                                  stream->split_batches, stream->padded_batches,
                                  stream->dropped_batches});
@@ -201,18 +202,22 @@ void ElasticEpochs::forget_job() {
   if (stream_) stream_->clear_resume();
 }
 
-std::optional<ElasticProgress> ElasticEpochs::running(
-    const std::vector<std::vector<int64_t>>& batches, const SequenceSet& delivered) const {
+std::optional<ElasticProgress> ElasticEpochs::running(const StreamEpoch* stream,
+                                                     const SequenceSet& delivered) const {
   if (!enabled() || (!stream_ && !positions_known_)) return std::nullopt;
   ElasticProgress e = upcoming(nullptr);
   e.base = base_;
   if (base_delivered_) e.delivered = *base_delivered_;
   e.steps = delivered.count();
+  if (stream != nullptr) {  // positions are global indices: runs of them at once
+    stream->for_each_delivered(delivered, [&e](size_t, int64_t begin, int64_t end) {
+      e.delivered.insert_range(static_cast<uint64_t>(begin), static_cast<uint64_t>(end));
+    });
+    return e;
+  }
   delivered.for_each_range([&](uint64_t begin, uint64_t end) {
     for (uint64_t s = begin; s < end; ++s) {
-      if (stream_ && s < batches.size()) {
-        for (int64_t index : batches[s]) e.delivered.insert(static_cast<uint64_t>(index));
-      } else if (!stream_ && s + 1 < batch_start_.size()) {
+      if (s + 1 < batch_start_.size()) {
         for (uint64_t i = batch_start_[s]; i < batch_start_[s + 1]; ++i) {
           e.delivered.insert(static_cast<uint64_t>(rank_positions_[i]));
         }

@@ -58,10 +58,10 @@ class ElasticEpochs {
   // A fresh epoch left: plans from now on are fresh.
   void forget_job();
 
-  // The running epoch's progress: `batches` are its plan's, `delivered` their sequences that
-  // the training loop received.
+  // The running epoch's progress: `stream` is its plan (a StreamingDataset's; else null),
+  // `delivered` the sequences of its batches that the training loop received.
   // nullopt when the sampler's positions did not match its batches (it warned).
-  std::optional<ElasticProgress> running(const std::vector<std::vector<int64_t>>& batches,
+  std::optional<ElasticProgress> running(const StreamEpoch* stream,
                                          const SequenceSet& delivered) const;
   // An epoch not started: nothing delivered, or all that `job` says when it is pending.
   ElasticProgress upcoming(const JobState* job) const;

@@ -32,19 +32,6 @@ void check_batches(const std::vector<std::vector<int64_t>>& batches, size_t data
   }
 }
 
-// The batches of `plan` not in `delivered`, with their sequences in `plan`.
-EpochPlan remaining(uint64_t epoch, std::vector<std::vector<int64_t>> plan,
-                    const SequenceSet& delivered) {
-  EpochPlan left;
-  left.epoch = epoch;
-  for (size_t s = 0; s < plan.size(); ++s) {
-    if (delivered.contains(s)) continue;
-    left.batches.push_back(std::move(plan[s]));
-    left.sequences.push_back(s);
-  }
-  return left;
-}
-
 // Says once per epoch how far apart the ranks' batch counts were and what evened them out:
 // both change what a rank reads, and a user counting samples should not have to guess why.
 void describe_stream_epoch(const StreamEpoch& plan, const StreamPlanSettings& s, uint64_t epoch) {
@@ -62,8 +49,7 @@ void describe_stream_epoch(const StreamEpoch& plan, const StreamPlanSettings& s,
 }
 
 // Samples delivered per unit of each stream: each batch holds samples of its stream's units
-// alone. Repeated (padded) batches come after the rank's own: counting only those before them
-// counts each sample once.
+// alone, and the plan names each delivered sample once (repeated batches left out).
 std::vector<std::vector<int64_t>> delivered_per_unit(const StreamEpoch& plan,
                                                      const SequenceSet& delivered) {
   std::vector<std::vector<int64_t>> got(plan.streams.size());
@@ -75,16 +61,13 @@ std::vector<std::vector<int64_t>> delivered_per_unit(const StreamEpoch& plan,
     }
     std::sort(by_begin[k].begin(), by_begin[k].end());
   }
-  const size_t own = std::min(plan.batches_before_evening, delivered.size());
-  for (size_t b = 0; b < own; ++b) {
-    if (!delivered.contains(b)) continue;
-    const size_t k = static_cast<size_t>(plan.stream_of_batch[b]);
-    for (int64_t index : plan.batches[b]) {
-      auto it = std::upper_bound(by_begin[k].begin(), by_begin[k].end(),
-                                 std::make_pair(index, std::numeric_limits<size_t>::max()));
-      if (it != by_begin[k].begin()) ++got[k][std::prev(it)->second];
-    }
-  }
+  plan.for_each_delivered(delivered, [&](size_t k, int64_t begin, int64_t end) {
+    auto it = std::upper_bound(by_begin[k].begin(), by_begin[k].end(),
+                               std::make_pair(begin, std::numeric_limits<size_t>::max()));
+    if (it == by_begin[k].begin()) return;
+    const size_t u = std::prev(it)->second;
+    got[k][u] += std::min(end, plan.streams[k][u].end) - begin;
+  });
   return got;
 }
 
@@ -139,14 +122,15 @@ EpochState::EpochState(std::shared_ptr<BatchSampler> sampler, const Dataset& dat
       quarantine_(std::move(quarantine)), dataset_(dataset), settings_(settings),
       elastic_(stream_ ? nullptr : elastic, stream_.get(), dataset) {}
 
-std::vector<std::vector<int64_t>> EpochState::plan_of(uint64_t epoch) const {
-  if (stream_) return stream_->plan(epoch, streams_for(epoch)).batches;
+std::shared_ptr<const BatchList> EpochState::plan_of(uint64_t epoch) const {
+  if (stream_) return std::make_shared<StreamBatches>(stream_->plan_ptr(epoch, streams_for(epoch)));
   if (job_ && job_->epoch == epoch) {
-    return elastic_.map_rest(*job_, static_cast<int64_t>(sampler_->max_batch_size()),
-                             settings_.drop_last)
-        .batches;
+    return std::make_shared<ListedBatches>(
+        elastic_.map_rest(*job_, static_cast<int64_t>(sampler_->max_batch_size()),
+                          settings_.drop_last)
+            .batches);
   }
-  return sampler_->batches(dataset_.size(), epoch);
+  return std::make_shared<ListedBatches>(sampler_->batches(dataset_.size(), epoch));
 }
 
 int64_t EpochState::streams_for(uint64_t epoch) const {
@@ -175,14 +159,10 @@ std::optional<StreamProgress> EpochState::stream_progress(
   return p;
 }
 
-void EpochState::attach_streams(EpochPlan& plan, const SequenceSet& delivered) const {
+void EpochState::attach_prefetch(EpochPlan& plan) const {
   if (!stream_) return;
-  const StreamEpoch& epoch = stream_->plan(plan.epoch, running_streams_);
-  const std::vector<int32_t>& all = epoch.stream_of_batch;
-  for (size_t s = 0; s < all.size(); ++s) {
-    if (!delivered.contains(s)) plan.streams.push_back(all[s]);
-  }
-  plan.prefetch = std::make_shared<ShardPrefetchPlan>(epoch, stream_->dataset());
+  plan.prefetch = std::make_shared<ShardPrefetchPlan>(
+      stream_->plan_ptr(plan.epoch, running_streams_), stream_->dataset());
 }
 
 uint64_t EpochState::upcoming_epoch() const {
@@ -193,7 +173,7 @@ uint64_t EpochState::upcoming_epoch() const {
 
 size_t EpochState::upcoming_batches() const {
   if (resume_) return resume_->plan.num_batches;
-  return plan_of(upcoming_epoch()).size();
+  return plan_of(upcoming_epoch())->size();
 }
 
 EpochPlan EpochState::plan_upcoming() {
@@ -206,13 +186,17 @@ EpochPlan EpochState::plan_upcoming() {
   refused_ = false;
   if (job_) return plan_job();
   elastic_.forget_job();
-  auto batches = plan_of(epoch_);
+  std::shared_ptr<const BatchList> batches = plan_of(epoch_);
+  const auto* listed = dynamic_cast<const ListedBatches*>(batches.get());
   if (stream_) {
     running_streams_ = streams_for(epoch_);  // before a loaded state goes
     describe_stream_epoch(stream_->plan(epoch_, running_streams_), stream_->settings(), epoch_);
   }
   try {
-    check_batches(batches, dataset_.size(), sampler_->max_batch_size());
+    // A sampler's own batches; a stream's plan is the loader's own.
+    if (listed != nullptr) {
+      check_batches(listed->all(), dataset_.size(), sampler_->max_batch_size());
+    }
   } catch (const OptionError&) {
     // The sampler would give the same plan on every retry: a loop that catches the error to
     // skip a batch would never end. This error ends the epoch; the next next() says so.
@@ -220,51 +204,54 @@ EpochPlan EpochState::plan_upcoming() {
     resume_.reset();
     throw;
   }
-  plan_ = fingerprint(batches, dataset_.size());
-  delivered_.assign(batches.size());
+  plan_ = fingerprint(*batches, dataset_.size());
+  delivered_.assign(batches->size());
   if (elastic_.enabled()) {
-    elastic_.started_fresh(epoch_, batches, static_cast<int64_t>(sampler_->max_batch_size()),
-                           settings_.drop_last);
+    static const std::vector<std::vector<int64_t>> kNone;
+    elastic_.started_fresh(epoch_, listed != nullptr ? listed->all() : kNone,
+                           static_cast<int64_t>(sampler_->max_batch_size()), settings_.drop_last);
   }
   if (!resume_) {
-    EpochPlan fresh{epoch_, std::move(batches), {}, {}, nullptr};
-    attach_streams(fresh, {});
+    EpochPlan fresh{epoch_, std::move(batches), nullptr};
+    attach_prefetch(fresh);
     return fresh;
   }
   ResumeState resume = std::move(*resume_);
   resume_.reset();
   check_same_plan(resume, plan_, settings_);  // a sampler that is not deterministic
   delivered_ = std::move(resume.delivered);
-  EpochPlan left = remaining(epoch_, std::move(batches), delivered_);
-  attach_streams(left, delivered_);
+  EpochPlan left{epoch_, std::make_shared<RemainingBatches>(std::move(batches), delivered_),
+                 nullptr};
+  attach_prefetch(left);
   return left;
 }
 
 EpochPlan EpochState::plan_job() {
   JobState job = std::move(*job_);
   job_.reset();
-  std::vector<std::vector<int64_t>> batches;
+  std::shared_ptr<const BatchList> batches;
   try {
     if (stream_) {
       running_streams_ = streams_for(epoch_);
-      const StreamEpoch& rest = stream_->plan(epoch_, running_streams_);  // prepare()d at load
-      elastic_.started_resumed(job, nullptr, &rest);
-      batches = rest.batches;
+      // prepare()d at load
+      std::shared_ptr<const StreamEpoch> rest = stream_->plan_ptr(epoch_, running_streams_);
+      elastic_.started_resumed(job, nullptr, rest.get());
+      batches = std::make_shared<StreamBatches>(std::move(rest));
     } else {
       ElasticEpochs::MapRest rest = elastic_.map_rest(
           job, static_cast<int64_t>(sampler_->max_batch_size()), settings_.drop_last);
       elastic_.started_resumed(job, &rest, nullptr);
-      batches = std::move(rest.batches);
+      batches = std::make_shared<ListedBatches>(std::move(rest.batches));
     }
   } catch (const OptionError&) {
     refused_ = true;  // as a refused plan: this error ends the epoch
     elastic_.forget_job();
     throw;
   }
-  plan_ = fingerprint(batches, dataset_.size());
-  delivered_.assign(batches.size());
-  EpochPlan plan{epoch_, std::move(batches), {}, {}, nullptr};
-  attach_streams(plan, {});
+  plan_ = fingerprint(*batches, dataset_.size());
+  delivered_.assign(batches->size());
+  EpochPlan plan{epoch_, std::move(batches), nullptr};
+  attach_prefetch(plan);
   return plan;
 }
 
@@ -295,7 +282,7 @@ ResumeState EpochState::state() const {
   // An epoch not started: from its start, or from a pending job state, whose positions this
   // rank's state carries on so that a merge of the ranks' states gives the job state back.
   s.epoch = upcoming_epoch();
-  s.plan = fingerprint(plan_of(s.epoch), dataset_.size());
+  s.plan = fingerprint(*plan_of(s.epoch), dataset_.size());
   s.delivered.assign(s.plan.num_batches);
   s.stream = stream_progress(s.epoch, s.delivered);
   if (elastic_.enabled()) s.elastic = elastic_.upcoming(job_ ? &*job_ : nullptr);
@@ -304,8 +291,7 @@ ResumeState EpochState::state() const {
 
 std::optional<ElasticProgress> EpochState::running_elastic(const SequenceSet& delivered) const {
   if (!elastic_.enabled()) return std::nullopt;
-  static const std::vector<std::vector<int64_t>> kNone;
-  return elastic_.running(stream_ ? stream_->plan(epoch_, running_streams_).batches : kNone,
+  return elastic_.running(stream_ ? stream_->plan_ptr(epoch_, running_streams_).get() : nullptr,
                           delivered);
 }
 
@@ -343,9 +329,11 @@ void EpochState::load(const std::string& text) {
     now->rank = stream_->settings().rank;
   }
   check_same_stream(saved, now);
-  const auto saved_plan = stream_ ? stream_->plan(saved.epoch, saved.stream->streams).batches
-                                  : plan_of(saved.epoch);
-  check_same_plan(saved, fingerprint(saved_plan, dataset_.size()), settings_);
+  const std::shared_ptr<const BatchList> saved_plan =
+      stream_ ? std::make_shared<StreamBatches>(
+                    stream_->plan_ptr(saved.epoch, saved.stream->streams))
+              : plan_of(saved.epoch);
+  check_same_plan(saved, fingerprint(*saved_plan, dataset_.size()), settings_);
   resume_at(saved.epoch, saved.quarantined);
   resume_ = std::move(saved);
 }

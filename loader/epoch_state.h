@@ -6,6 +6,7 @@
 // Used by one thread (the Loader's).
 #pragma once
 
+#include "loader/batch_list.h"
 #include "loader/elastic_epoch.h"
 #include "loader/job_state.h"
 #include "loader/resume_state.h"
@@ -24,15 +25,11 @@
 
 namespace mploader::detail {
 
-// The batches of one epoch to run, and each one's sequence in the epoch's full plan (empty:
-// all of them, in order).
+// The batches of one epoch to run: the whole plan, or a resumed epoch's rest (each batch then
+// knows its sequence in the whole plan, and, for a StreamingDataset, its stream).
 struct EpochPlan {
   uint64_t epoch = 0;
-  std::vector<std::vector<int64_t>> batches;
-  std::vector<uint64_t> sequences;
-  // StreamingDataset: the stream each batch belongs to; stream k is read by worker
-  // k % num_workers, so a shard stays with one worker. Empty: any worker.
-  std::vector<int32_t> streams;
+  std::shared_ptr<const BatchList> batches;
   // StreamingDataset: the shards each batch's stream reads from then on. Null: none.
   std::shared_ptr<const ShardPrefetchPlan> prefetch;
 };
@@ -85,13 +82,13 @@ class EpochState {
   void set_fresh_streams(int64_t streams) { fresh_streams_ = streams; }
 
  private:
-  std::vector<std::vector<int64_t>> plan_of(uint64_t epoch) const;
+  std::shared_ptr<const BatchList> plan_of(uint64_t epoch) const;
   // The stream split that `epoch` is planned with now: a loaded state's, else a fresh one.
   int64_t streams_for(uint64_t epoch) const;
   // The stream part of a state of `epoch` with `delivered` batches.
   std::optional<StreamProgress> stream_progress(uint64_t epoch,
                                                 const SequenceSet& delivered) const;
-  void attach_streams(EpochPlan& plan, const SequenceSet& delivered) const;
+  void attach_prefetch(EpochPlan& plan) const;
   void load_job(JobState job);
   // The next iteration runs `epoch`, with these samples quarantined.
   void resume_at(uint64_t epoch, const std::vector<QuarantinedSample>& quarantined);

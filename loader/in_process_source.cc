@@ -11,11 +11,8 @@
 
 namespace mploader::detail {
 
-void InProcessSource::start_epoch(std::vector<std::vector<int64_t>> batches,
-                                  std::vector<uint64_t> sequences, std::vector<int32_t>,
-                                  uint64_t epoch) {
+void InProcessSource::start_epoch(std::shared_ptr<const BatchList> batches, uint64_t epoch) {
   batches_ = std::move(batches);
-  sequences_ = std::move(sequences);
   epoch_ = epoch;
   position_ = 0;
 }
@@ -70,10 +67,14 @@ void BatchBufferPool::give_back(at::Tensor buffer) {
 }
 
 std::optional<Batch> InProcessSource::next() {
-  if (position_ >= batches_.size()) return std::nullopt;
-  const uint64_t position = position_++;
-  const uint64_t sequence = plan_sequence(sequences_, position);
-  std::vector<int64_t>& indices = batches_[position];
+  std::vector<int64_t> indices;
+  uint64_t position = 0;
+  do {  // a batch whose samples were all quarantined is passed over
+    if (!batches_ || position_ >= batches_->size()) return std::nullopt;
+    position = position_++;
+    indices = batches_->indices(position);
+  } while (indices.empty());
+  const uint64_t sequence = batches_->sequence(position);
   PooledSink sink(*buffers_);
   PlannedBatch plan;
   const ScopedLoadingScope scope(skips_.get(), LoadingContext{seed_, epoch_});

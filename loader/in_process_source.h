@@ -41,9 +41,8 @@ class InProcessSource : public BatchSource {
   InProcessSource(Dataset& dataset, Collator& collator, std::shared_ptr<SkipLedger> skips,
                   uint64_t seed)
       : dataset_(dataset), collator_(collator), skips_(std::move(skips)), seed_(seed) {}
-  // One stream of work here: `streams` does not matter.
-  void start_epoch(std::vector<std::vector<int64_t>> batches, std::vector<uint64_t> sequences,
-                   std::vector<int32_t> streams, uint64_t epoch) override;
+  // One stream of work here: the batches' streams do not matter.
+  void start_epoch(std::shared_ptr<const BatchList> batches, uint64_t epoch) override;
   std::optional<Batch> next() override;
 
  private:
@@ -52,8 +51,7 @@ class InProcessSource : public BatchSource {
   std::shared_ptr<SkipLedger> skips_;
   uint64_t seed_;
   std::shared_ptr<BatchBufferPool> buffers_ = std::make_shared<BatchBufferPool>();
-  std::vector<std::vector<int64_t>> batches_;
-  std::vector<uint64_t> sequences_;  // as in BatchSource::start_epoch
+  std::shared_ptr<const BatchList> batches_;
   uint64_t epoch_ = 0;
   size_t position_ = 0;
 };

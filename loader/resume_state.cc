@@ -1,5 +1,6 @@
 #include "loader/resume_state.h"
 
+#include "loader/batch_list.h"
 #include "loader/state_json.h"
 #include "util/fnv1a.h"
 
@@ -19,9 +20,9 @@ using namespace state_json;
 
 constexpr const char* kVersionKey = "mploader_loader_state";
 constexpr uint64_t kVersion = 1;
-// A plan holds every batch's index list (at least 32 bytes each): 2^32 batches are over
-// 128 GiB, so no saved epoch had more, and a bigger count would only allocate `delivered`.
-constexpr uint64_t kMaxBatches = uint64_t{1} << 32;
+// A count of batches costs no memory (SequenceSet keeps the delivered ranges), and no epoch
+// has more batches than int64 indices.
+constexpr uint64_t kMaxBatches = uint64_t{INT64_MAX};
 json settings_json(const RecordedSettings& s) {
   return json{{"batch_size", s.batch_size}, {"drop_last", s.drop_last},
               {"shuffle", s.shuffle},       {"seed", s.seed},
@@ -166,15 +167,8 @@ ElasticProgress elastic_from(const json& j) {
 
 }  // namespace
 
-PlanFingerprint fingerprint(const std::vector<std::vector<int64_t>>& batches,
-                            size_t dataset_size) {
-  Fnv1a h;
-  h.add(static_cast<uint64_t>(batches.size()));
-  for (const std::vector<int64_t>& batch : batches) {
-    h.add(static_cast<uint64_t>(batch.size()));
-    for (int64_t index : batch) h.add(static_cast<uint64_t>(index));
-  }
-  return PlanFingerprint{dataset_size, batches.size(), h.value()};
+PlanFingerprint fingerprint(const BatchList& batches, size_t dataset_size) {
+  return PlanFingerprint{dataset_size, batches.size(), batches.hash()};
 }
 
 std::string to_text(const ResumeState& state) {
@@ -201,7 +195,7 @@ ResumeState from_text(const std::string& text) {
   if (state.plan.num_batches > kMaxBatches) {
     refuse("the field \"num_batches\" is " + std::to_string(state.plan.num_batches) +
            ", more than the " + std::to_string(kMaxBatches) + " batches any Loader's epoch "
-           "plan can hold in memory");
+           "can have");
   }
   state.plan.hash = hex_field(body, "plan_hash");
   state.delivered = delivered_from(field(body, "delivered"), state.plan.num_batches);

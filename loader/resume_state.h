@@ -25,11 +25,11 @@ namespace mploader::detail {
 struct PlanFingerprint {
   uint64_t dataset_size = 0;
   uint64_t num_batches = 0;
-  uint64_t hash = 0;  // FNV-1a over every batch's length and indices, in order
+  uint64_t hash = 0;  // BatchList::hash(): of every batch's length and indices, in order
 };
 
-PlanFingerprint fingerprint(const std::vector<std::vector<int64_t>>& batches,
-                            size_t dataset_size);
+class BatchList;
+PlanFingerprint fingerprint(const BatchList& batches, size_t dataset_size);
 
 // Options recorded so that a refused state can name what changed; the fingerprint alone
 // decides whether a state applies.

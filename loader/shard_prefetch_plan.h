@@ -11,13 +11,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace mploader::detail {
 
 class ShardPrefetchPlan {
  public:
-  ShardPrefetchPlan(const StreamEpoch& plan, const StreamingDataset& dataset);
+  ShardPrefetchPlan(std::shared_ptr<const StreamEpoch> plan, const StreamingDataset& dataset);
 
   // Writes up to `n` shards of the stream of batch `sequence` (its place in the epoch's full
   // plan) to `out`, in read order: the one its reader has reached once the batch is read, then
@@ -26,9 +27,10 @@ class ShardPrefetchPlan {
   size_t upcoming_shards(uint64_t sequence, int64_t* out, size_t n) const;
 
  private:
+  std::shared_ptr<const StreamEpoch> plan_;
   std::vector<std::vector<int64_t>> stream_shards_;  // per stream: its shards in read order
-  std::vector<int32_t> stream_of_batch_;
-  std::vector<int32_t> shard_position_of_batch_;  // index into its stream's stream_shards_
+  // Per stream, per range: the index into stream_shards_ of its shard.
+  std::vector<std::vector<int32_t>> shard_position_of_unit_;
 };
 
 }  // namespace mploader::detail

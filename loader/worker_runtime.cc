@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 
 namespace mploader::detail {
 
@@ -125,35 +124,17 @@ void WorkerRuntime::stop_workers() {
 }
 
 void WorkerRuntime::start_epoch(EpochPlan plan) {
-  leave_out_quarantined(plan);
   epoch_ = plan.epoch;
   apply_pending_workers();
   if (!source_) start_workers(plan.epoch);
   if (pool_) epochs_.start(plan.epoch, stats());
   if (dispatcher_) dispatcher_->set_prefetch_plan(std::move(plan.prefetch));
-  source_->start_epoch(std::move(plan.batches), std::move(plan.sequences),
-                       std::move(plan.streams), plan.epoch);
-}
-
-// Samples quarantined in an earlier epoch or named by a loaded state: no worker sees them
-// again. The sequences stay those of the full plan, so state_dict() is unchanged by this.
-void WorkerRuntime::leave_out_quarantined(EpochPlan& plan) const {
-  if (quarantine_->empty()) return;
-  std::map<int64_t, std::string> reasons;
-  for (const QuarantinedSample& q : quarantine_->list()) reasons[q.index] = quarantine_reason(q);
-  EpochPlan kept;
-  kept.epoch = plan.epoch;
-  kept.prefetch = plan.prefetch;
-  for (size_t i = 0; i < plan.batches.size(); ++i) {
-    for (int64_t index : quarantine_->leave_out(plan.batches[i])) {
-      skips_->add(index, -1, plan.epoch, "", reasons[index]);
-    }
-    if (plan.batches[i].empty()) continue;
-    kept.batches.push_back(std::move(plan.batches[i]));
-    kept.sequences.push_back(plan_sequence(plan.sequences, i));
-    if (!plan.streams.empty()) kept.streams.push_back(plan.streams[i]);
-  }
-  plan = std::move(kept);
+  // Samples quarantined in an earlier epoch, named by a loaded state or quarantined during
+  // this one: no worker sees them again. Sequences stay those of the full plan, so
+  // state_dict() is unchanged by this.
+  source_->start_epoch(std::make_shared<LeaveOutQuarantined>(std::move(plan.batches), quarantine_,
+                                                             skips_, plan.epoch),
+                       plan.epoch);
 }
 
 std::optional<Batch> WorkerRuntime::next() {

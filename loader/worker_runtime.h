@@ -65,8 +65,6 @@ class WorkerRuntime {
   void run_preflight() const;
   void start_workers(uint64_t epoch);
   void stop_workers();
-  // Leaves quarantined samples out of `plan` (a batch left with none goes), as skips.
-  void leave_out_quarantined(EpochPlan& plan) const;
   // Ends the epoch's record and logs where its time went.
   void finish_epoch();
   // With kAuto: the autotuner's limits, after the shared memory capped the slots.

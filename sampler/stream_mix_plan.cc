@@ -225,7 +225,7 @@ StreamEpoch plan_mixed_stream_epoch(const SourceRanges& sources, const StreamMix
   }
   for (size_t k = 0; k < own.size(); ++k) cut_stream(own[k], plan.streams[k], cut);
   cut_and_interleave(plan, std::move(own), s, epoch);
-  plan.batches_before_evening = plan.batches.size();
+  plan.batches_before_evening = plan.listed.batches.size();
   if (resumed) {
     split_to(plan, s.drop_last ? plan.fewest_batches : plan.most_batches);
   } else {
@@ -244,17 +244,10 @@ uint64_t stream_mix_fingerprint(const StreamMixSpec& mix) {
 }
 
 SourceRanges remaining_of_sources(const SourceRanges& sources, const SequenceSet& delivered) {
+  const std::vector<SequenceSet::Range> done = delivered.ranges();
   SourceRanges out(sources.size());
   for (size_t k = 0; k < sources.size(); ++k) {
-    for (const SampleRange& range : sources[k]) {
-      int64_t at = range.begin;
-      while (at < range.end) {
-        while (at < range.end && delivered.contains(static_cast<uint64_t>(at))) ++at;
-        const int64_t begin = at;
-        while (at < range.end && !delivered.contains(static_cast<uint64_t>(at))) ++at;
-        if (at > begin) out[k].push_back({begin, at});
-      }
-    }
+    for (const SampleRange& range : sources[k]) append_not_delivered(range, done, out[k]);
   }
   return out;
 }

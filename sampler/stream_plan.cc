@@ -1,6 +1,8 @@
 #include "sampler/stream_plan.h"
 
+#include "sampler/block_shuffle.h"
 #include "sampler/elastic_plan.h"
+#include "util/fnv1a.h"
 #include "util/splitmix.h"
 
 #include <mploader/errors.h>
@@ -19,10 +21,6 @@ using SplitMix = SplitMix64;
 // the seed so far is mixed in (mix_seed(value, so_far)): the order these plans were made in.
 uint64_t order_seed(uint64_t seed, uint64_t epoch) {
   return mix_seed(0x5348, mix_seed(epoch, seed));
-}
-uint64_t stream_seed(uint64_t seed, uint64_t epoch, int64_t rank, int64_t stream) {
-  const uint64_t for_rank = mix_seed(static_cast<uint64_t>(rank), mix_seed(epoch, seed));
-  return mix_seed(static_cast<uint64_t>(stream), for_rank);
 }
 
 // The epoch's nonempty shards as whole units, shuffled per (seed, epoch) when asked.
@@ -56,15 +54,6 @@ std::vector<std::vector<SampleRange>> streams_of_rank(const std::vector<SampleRa
   return out;
 }
 
-std::vector<int64_t> indices_of(const std::vector<SampleRange>& ranges) {
-  std::vector<int64_t> out;
-  out.reserve(static_cast<size_t>(total_of(ranges)));
-  for (const SampleRange& r : ranges) {
-    for (int64_t i = r.begin; i < r.end; ++i) out.push_back(i);
-  }
-  return out;
-}
-
 [[noreturn]] void refuse_empty_rank(int64_t rank, const StreamPlanSettings& s, int64_t samples) {
   throw OptionError(
       "world_size",
@@ -73,21 +62,6 @@ std::vector<int64_t> indices_of(const std::vector<SampleRange>& ranges) {
           std::to_string(s.batch_size) + (s.drop_last ? ", drop_last" : "") +
           "), so the ranks cannot take equal steps. Give the job more data, fewer ranks, a "
           "smaller batch_size, or drop_last = false");
-}
-
-// Each stream's ranges read in order, each read naming the range it falls in.
-std::vector<StreamReads> sequential_reads(const std::vector<std::vector<SampleRange>>& streams) {
-  std::vector<StreamReads> out(streams.size());
-  for (size_t k = 0; k < streams.size(); ++k) {
-    out[k].order = indices_of(streams[k]);
-    out[k].unit_reached.reserve(out[k].order.size());
-    for (size_t u = 0; u < streams[k].size(); ++u) {
-      out[k].unit_reached.insert(out[k].unit_reached.end(),
-                                 static_cast<size_t>(streams[k][u].size()),
-                                 static_cast<int32_t>(u));
-    }
-  }
-  return out;
 }
 
 // This rank's share of `units` (in read order), in streams, cut into interleaved batches; the
@@ -105,12 +79,22 @@ StreamEpoch plan_units(const std::vector<SampleRange>& units, const StreamPlanSe
   }
   const auto [from, to] = even_share(total, s.world_size, s.rank);
   plan.streams = streams_of_rank(slice_ranges(units, from, to), s);
-  cut_and_interleave(plan, sequential_reads(plan.streams), s, epoch);
-  plan.batches_before_evening = plan.batches.size();
+  std::vector<uint64_t> keys;
+  for (size_t k = 0; k < plan.streams.size(); ++k) {
+    keys.push_back(stream_shuffle_key(s.seed, epoch, s.rank, static_cast<int64_t>(k)));
+  }
+  plan.layout = std::make_shared<StreamLayout>(plan.streams, s.batch_size, s.drop_last,
+                                               s.shuffle_buffer, keys);
+  plan.batches_before_evening = plan.layout->own_batches();
   return plan;
 }
 
 }  // namespace
+
+uint64_t stream_shuffle_key(uint64_t seed, uint64_t epoch, int64_t rank, int64_t stream) {
+  const uint64_t for_rank = mix_seed(static_cast<uint64_t>(rank), mix_seed(epoch, seed));
+  return mix_seed(static_cast<uint64_t>(stream), for_rank);
+}
 
 int64_t total_of(const std::vector<SampleRange>& ranges) {
   int64_t n = 0;
@@ -140,17 +124,24 @@ size_t batches_in(int64_t samples, int64_t batch_size, bool drop_last) {
 
 // Repeats batches from the epoch's start (kPad) or leaves the last out (kDrop) until `target`.
 void pad_or_drop(StreamEpoch& plan, size_t target) {
-  if (plan.batches.size() > target) {
-    plan.dropped_batches = plan.batches.size() - target;
-    plan.batches.resize(target);
-    plan.stream_of_batch.resize(target);
-    plan.read_unit_of_batch.resize(target);
+  if (plan.layout) {
+    const int64_t change = plan.layout->pad_or_drop(target);
+    (change > 0 ? plan.padded_batches : plan.dropped_batches) +=
+        static_cast<size_t>(change > 0 ? change : -change);
+    return;
   }
-  for (size_t i = 0; plan.batches.size() < target; ++i) {
-    std::vector<int64_t> again = plan.batches[i];
-    plan.batches.push_back(std::move(again));
-    plan.stream_of_batch.push_back(plan.stream_of_batch[i]);
-    plan.read_unit_of_batch.push_back(plan.read_unit_of_batch[i]);
+  StreamEpoch::Listed& l = plan.listed;
+  if (l.batches.size() > target) {
+    plan.dropped_batches = l.batches.size() - target;
+    l.batches.resize(target);
+    l.stream_of_batch.resize(target);
+    l.read_unit_of_batch.resize(target);
+  }
+  for (size_t i = 0; l.batches.size() < target; ++i) {
+    std::vector<int64_t> again = l.batches[i];
+    l.batches.push_back(std::move(again));
+    l.stream_of_batch.push_back(l.stream_of_batch[i]);
+    l.read_unit_of_batch.push_back(l.read_unit_of_batch[i]);
     ++plan.padded_batches;
   }
 }
@@ -159,12 +150,17 @@ void pad_or_drop(StreamEpoch& plan, size_t target) {
 // `target`: the rank takes as many steps as the others with every sample still once. A batch
 // of one sample cannot split; pad_or_drop() then repeats.
 void split_to(StreamEpoch& plan, size_t target) {
-  plan.split_batches = split_until(plan.batches, target, [&plan](size_t b) {
-    const auto after = static_cast<ptrdiff_t>(b + 1);
-    plan.stream_of_batch.insert(plan.stream_of_batch.begin() + after, plan.stream_of_batch[b]);
-    plan.read_unit_of_batch.insert(plan.read_unit_of_batch.begin() + after,
-                                   plan.read_unit_of_batch[b]);
-  });
+  if (plan.layout) {
+    plan.split_batches = plan.layout->split_to(target);
+  } else {
+    StreamEpoch::Listed& l = plan.listed;
+    plan.split_batches = split_until(l.batches, target, [&l](size_t b) {
+      const auto after = static_cast<ptrdiff_t>(b + 1);
+      l.stream_of_batch.insert(l.stream_of_batch.begin() + after, l.stream_of_batch[b]);
+      l.read_unit_of_batch.insert(l.read_unit_of_batch.begin() + after,
+                                  l.read_unit_of_batch[b]);
+    });
+  }
   pad_or_drop(plan, target);
 }
 
@@ -177,54 +173,27 @@ void cut_and_interleave(StreamEpoch& plan, std::vector<StreamReads> reads,
   for (size_t k = 0; k < reads.size(); ++k) {
     const std::vector<int32_t>& reached = reads[k].unit_reached;
     const std::vector<int64_t> order =
-        buffer_shuffle(reads[k].order, s.shuffle_buffer,
-                       stream_seed(s.seed, epoch, s.rank, static_cast<int64_t>(k)));
+        block_shuffle(reads[k].order, s.shuffle_buffer,
+                      stream_shuffle_key(s.seed, epoch, s.rank, static_cast<int64_t>(k)));
+    const BlockShuffle blocks(static_cast<int64_t>(order.size()), s.shuffle_buffer, 0);
     for (size_t at = 0; at < order.size(); at += b) {
       const size_t end = std::min(order.size(), at + b);
       if (end - at < b && s.drop_last) break;
       per_stream[k].emplace_back(order.begin() + at, order.begin() + end);
-      // A full buffer lets out its n-th sample as it reads sample n + buffer.
-      const size_t read = end + (s.shuffle_buffer > 1 ? static_cast<size_t>(s.shuffle_buffer) : 0);
-      read_units[k].push_back(reached[std::min(read, order.size()) - 1]);
+      // The reader has read the block of the batch's last sample through.
+      const auto read = static_cast<size_t>(blocks.reads_done(static_cast<int64_t>(end)));
+      read_units[k].push_back(reached[read - 1]);
     }
     longest = std::max(longest, per_stream[k].size());
   }
   for (size_t round = 0; round < longest; ++round) {
     for (size_t k = 0; k < per_stream.size(); ++k) {
       if (round >= per_stream[k].size()) continue;
-      plan.batches.push_back(std::move(per_stream[k][round]));
-      plan.stream_of_batch.push_back(static_cast<int32_t>(k));
-      plan.read_unit_of_batch.push_back(read_units[k][round]);
+      plan.listed.batches.push_back(std::move(per_stream[k][round]));
+      plan.listed.stream_of_batch.push_back(static_cast<int32_t>(k));
+      plan.listed.read_unit_of_batch.push_back(read_units[k][round]);
     }
   }
-}
-
-std::vector<int64_t> buffer_shuffle(const std::vector<int64_t>& in, int64_t buffer,
-                                    uint64_t seed) {
-  if (buffer <= 1) return in;
-  SplitMix rng(seed);
-  const size_t capacity = static_cast<size_t>(buffer);
-  std::vector<int64_t> held;
-  held.reserve(std::min(capacity, in.size()));
-  std::vector<int64_t> out;
-  out.reserve(in.size());
-  for (int64_t sample : in) {
-    if (held.size() < capacity) {
-      held.push_back(sample);
-      continue;
-    }
-    // Full: one leaves at random, and the sample just read takes its place.
-    const size_t j = static_cast<size_t>(rng.below(capacity));
-    out.push_back(held[j]);
-    held[j] = sample;
-  }
-  while (!held.empty()) {
-    const size_t j = static_cast<size_t>(rng.below(held.size()));
-    out.push_back(held[j]);
-    held[j] = held.back();
-    held.pop_back();
-  }
-  return out;
 }
 
 StreamEpoch plan_stream_epoch(const std::vector<int64_t>& shard_sizes,
@@ -250,17 +219,26 @@ StreamEpoch plan_stream_epoch(const std::vector<int64_t>& shard_sizes,
 std::vector<SampleRange> remaining_in_read_order(const std::vector<int64_t>& shard_sizes,
                                                  const StreamPlanSettings& s, uint64_t epoch,
                                                  const SequenceSet& delivered) {
+  const std::vector<SequenceSet::Range> done = delivered.ranges();
   std::vector<SampleRange> out;
   for (const SampleRange& shard : shard_units(shard_sizes, s, epoch)) {
-    int64_t at = shard.begin;
-    while (at < shard.end) {
-      while (at < shard.end && delivered.contains(static_cast<uint64_t>(at))) ++at;
-      const int64_t begin = at;
-      while (at < shard.end && !delivered.contains(static_cast<uint64_t>(at))) ++at;
-      if (at > begin) out.push_back({begin, at});
-    }
+    append_not_delivered(shard, done, out);
   }
   return out;
+}
+
+void append_not_delivered(const SampleRange& unit, const std::vector<SequenceSet::Range>& done,
+                          std::vector<SampleRange>& out) {
+  // The first delivered range that ends past the unit's start, then each one within it.
+  auto it = std::upper_bound(done.begin(), done.end(), static_cast<uint64_t>(unit.begin),
+                             [](uint64_t v, const SequenceSet::Range& r) { return v < r.second; });
+  int64_t at = unit.begin;
+  for (; it != done.end() && static_cast<int64_t>(it->first) < unit.end; ++it) {
+    const auto begin = static_cast<int64_t>(it->first);
+    if (begin > at) out.push_back({at, begin});
+    at = std::max(at, static_cast<int64_t>(it->second));
+  }
+  if (at < unit.end) out.push_back({at, unit.end});
 }
 
 StreamEpoch plan_resumed_stream_epoch(const std::vector<SampleRange>& remaining,

@@ -5,12 +5,15 @@
 // Pure functions and a value type; no shared state.
 #pragma once
 
+#include "sampler/stream_layout.h"
 #include "util/sequence_set.h"
 
 #include <mploader/streaming.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,17 +34,9 @@ struct StreamPlanSettings {
   UnevenRanks uneven = UnevenRanks::kPad;
 };
 
-// A run of consecutive global sample indices [begin, end), all in one shard.
-struct SampleRange {
-  int64_t begin = 0;
-  int64_t end = 0;
-  int64_t size() const { return end - begin; }
-};
-
-// One rank's epoch.
+// One rank's epoch. A single corpus's is computed on demand (layout: memory in its shards, not
+// its samples); a StreamMixture's is listed batch by batch.
 struct StreamEpoch {
-  std::vector<std::vector<int64_t>> batches;  // global indices, in delivery order
-  std::vector<int32_t> stream_of_batch;       // which stream (worker) reads each batch
   size_t batches_before_evening = 0;  // this rank's own count, before padding or dropping
   size_t fewest_batches = 0;          // of any rank, before evening out
   size_t most_batches = 0;            // of any rank, before evening out
@@ -49,10 +44,28 @@ struct StreamEpoch {
   size_t dropped_batches = 0;         // left out to reach it (kDrop)
   size_t split_batches = 0;           // split in two to reach it (a resumed epoch)
   std::vector<std::vector<SampleRange>> streams;  // each stream's ranges, in read order
-  // Per batch: the range of its stream (an index into streams[stream_of_batch[b]]) that the
-  // stream's reader has reached once the batch is read, its shuffle buffer filled ahead of
-  // it; the shards after that one are what the stream reads next (prefetching).
-  std::vector<int32_t> read_unit_of_batch;
+
+  // One corpus: the batches as a rule. Null for a listed epoch.
+  std::shared_ptr<StreamLayout> layout;
+  // A mixture: global indices per batch in delivery order, the stream (worker) of each, and
+  // per batch the range of its stream (an index into streams[stream]) that the stream's reader
+  // has reached once the batch is read; the shards after that one are what it reads next.
+  struct Listed {
+    std::vector<std::vector<int64_t>> batches;
+    std::vector<int32_t> stream_of_batch;
+    std::vector<int32_t> read_unit_of_batch;
+  } listed;
+
+  size_t size() const { return layout ? layout->size() : listed.batches.size(); }
+  std::vector<int64_t> batch(size_t position) const;
+  int32_t stream_of(size_t position) const;
+  int32_t read_unit_of(size_t position) const;
+  // Calls emit(stream, begin, end) for runs of the global indices that the batches at the
+  // positions in `delivered` hold, each sample once (repeated batches left out).
+  void for_each_delivered(const SequenceSet& delivered,
+                          const std::function<void(size_t, int64_t, int64_t)>& emit) const;
+  // A hash of every batch, in order (Loader states name their plan by it).
+  uint64_t hash() const;
 };
 
 // One stream's reads before its shuffle buffer: global indices in read order, and for each
@@ -63,8 +76,8 @@ struct StreamReads {
   std::vector<int32_t> unit_reached;
 };
 
-// Each stream's reads let out through its shuffle buffer and cut into batches (drop_last: its
-// short batch left out), the streams' batches alternating, appended to `plan`.
+// Each stream's reads let out through its BlockShuffle and cut into batches (drop_last: its
+// short batch left out), the streams' batches alternating, listed in `plan`.
 void cut_and_interleave(StreamEpoch& plan, std::vector<StreamReads> reads,
                         const StreamPlanSettings& settings, uint64_t epoch);
 
@@ -101,6 +114,11 @@ std::vector<SampleRange> remaining_in_read_order(const std::vector<int64_t>& sha
                                                  const StreamPlanSettings& settings,
                                                  uint64_t epoch, const SequenceSet& delivered);
 
+// Appends the runs of `unit` not in `done` (a SequenceSet's ranges) to `out`, in order: time in
+// the ranges, not the samples.
+void append_not_delivered(const SampleRange& unit, const std::vector<SequenceSet::Range>& done,
+                          std::vector<SampleRange>& out);
+
 // The rest of `epoch` on settings.world_size ranks after a job state: `remaining` (from
 // remaining_in_read_order) is shared out as plan_stream_epoch shares a corpus, and a rank one
 // step short splits its largest batch instead of repeating one, so that every remaining sample
@@ -109,10 +127,7 @@ std::vector<SampleRange> remaining_in_read_order(const std::vector<int64_t>& sha
 StreamEpoch plan_resumed_stream_epoch(const std::vector<SampleRange>& remaining,
                                       const StreamPlanSettings& settings, uint64_t epoch);
 
-// The order in which a buffer of `buffer` samples, filled from `in` in order and emptied at
-// random (generator seeded `seed`), lets them out: the most samples a reader holds at once is
-// `buffer`. buffer <= 1 returns `in`.
-std::vector<int64_t> buffer_shuffle(const std::vector<int64_t>& in, int64_t buffer,
-                                    uint64_t seed);
+// The key of a stream's BlockShuffle in `epoch`.
+uint64_t stream_shuffle_key(uint64_t seed, uint64_t epoch, int64_t rank, int64_t stream);
 
 }  // namespace mploader::detail

@@ -8,10 +8,13 @@ StreamSampler::StreamSampler(const StreamingDataset& dataset, StreamPlanSettings
 }
 
 std::vector<std::vector<int64_t>> StreamSampler::batches(size_t, uint64_t epoch) {
-  return plan(epoch, settings_.streams).batches;
+  const StreamEpoch& p = plan(epoch, settings_.streams);
+  std::vector<std::vector<int64_t>> out;
+  for (size_t b = 0; b < p.size(); ++b) out.push_back(p.batch(b));
+  return out;
 }
 
-const StreamEpoch& StreamSampler::plan(uint64_t epoch, int64_t streams) {
+std::shared_ptr<const StreamEpoch> StreamSampler::plan_ptr(uint64_t epoch, int64_t streams) {
   const bool resumed = resume_delivered_ != nullptr && resume_epoch_ == epoch;
   if (!cached_ || cached_epoch_ != epoch || cached_streams_ != streams ||
       cached_resumed_ != resumed) {
@@ -20,18 +23,20 @@ const StreamEpoch& StreamSampler::plan(uint64_t epoch, int64_t streams) {
     if (const StreamMixSpec* mix = dataset_.stream_mix()) {
       SourceRanges sources = mixture_sources(shard_sizes_, *mix, s, epoch);
       if (resumed) sources = remaining_of_sources(sources, *resume_delivered_);
-      cached_ = plan_mixed_stream_epoch(sources, *mix, s, epoch, resumed);
+      cached_ = std::make_shared<StreamEpoch>(
+          plan_mixed_stream_epoch(sources, *mix, s, epoch, resumed));
     } else {
-      cached_ = resumed ? plan_resumed_stream_epoch(
-                              remaining_in_read_order(shard_sizes_, s, epoch, *resume_delivered_),
-                              s, epoch)
-                        : plan_stream_epoch(shard_sizes_, s, epoch);
+      cached_ = std::make_shared<StreamEpoch>(
+          resumed ? plan_resumed_stream_epoch(
+                        remaining_in_read_order(shard_sizes_, s, epoch, *resume_delivered_), s,
+                        epoch)
+                  : plan_stream_epoch(shard_sizes_, s, epoch));
     }
     cached_epoch_ = epoch;
     cached_streams_ = streams;
     cached_resumed_ = resumed;
   }
-  return *cached_;
+  return cached_;
 }
 
 void StreamSampler::resume(uint64_t epoch, std::shared_ptr<const SequenceSet> delivered) {

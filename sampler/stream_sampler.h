@@ -27,7 +27,8 @@ class StreamSampler : public BatchSampler {
   size_t max_batch_size() const override { return static_cast<size_t>(settings_.batch_size); }
 
   // `epoch` split into `streams` per rank (a resumed epoch keeps its saved split).
-  const StreamEpoch& plan(uint64_t epoch, int64_t streams);
+  const StreamEpoch& plan(uint64_t epoch, int64_t streams) { return *plan_ptr(epoch, streams); }
+  std::shared_ptr<const StreamEpoch> plan_ptr(uint64_t epoch, int64_t streams);
   int64_t fresh_streams() const { return settings_.streams; }
   // Until clear_resume(), `epoch` is planned as the rest of a job state: the samples not in
   // `delivered` (global indices), shared out over this job's ranks (elastic resume).
@@ -44,7 +45,7 @@ class StreamSampler : public BatchSampler {
   std::vector<int64_t> shard_sizes_;
   std::shared_ptr<const SequenceSet> resume_delivered_;  // set by resume()
   uint64_t resume_epoch_ = 0;
-  std::optional<StreamEpoch> cached_;
+  std::shared_ptr<const StreamEpoch> cached_;
   bool cached_resumed_ = false;
   uint64_t cached_epoch_ = 0;
   int64_t cached_streams_ = 0;

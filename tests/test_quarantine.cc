@@ -3,6 +3,7 @@
 // arrives exactly once; the quarantined samples are in stats(), the crash reports and
 // state_dict(), and a resumed loader leaves them out without a worker dying on them.
 #include "crash_test_support.h"
+#include "loader/batch_list.h"
 #include "loader/resume_state.h"
 
 #include <catch2/catch.hpp>
@@ -233,7 +234,7 @@ TEST_CASE("quarantine: the state keeps the samples, and a state without them loa
           "[quarantine][resume]") {
   mploader::detail::ResumeState s;
   s.epoch = 3;
-  s.plan = mploader::detail::fingerprint({{0, 1}, {2, 3}}, 4);
+  s.plan = mploader::detail::fingerprint(mploader::detail::ListedBatches({{0, 1}, {2, 3}}), 4);
   s.delivered.assign(2);
   s.delivered.insert(0);
   const std::string plain = mploader::detail::to_text(s);

@@ -116,7 +116,7 @@ std::vector<int64_t> job_samples(const StreamMixture& mix, int64_t world, int64_
   for (int64_t r = 0; r < world; ++r) {
     const StreamEpoch plan = plan_of(mix, settings(world, r, streams), 0);
     for (size_t b = 0; b < plan.batches_before_evening; ++b) {
-      out.insert(out.end(), plan.batches[b].begin(), plan.batches[b].end());
+      out.insert(out.end(), plan.listed.batches[b].begin(), plan.listed.batches[b].end());
     }
   }
   return out;
@@ -148,8 +148,8 @@ TEST_CASE("stream mixture: each worker reads every source's shards front to back
   std::set<std::pair<int32_t, size_t>> shards_left;  // (stream, shard)
   std::set<size_t> sources_read;
   for (size_t b = 0; b < plan.batches_before_evening; ++b) {
-    const int32_t stream = plan.stream_of_batch[b];
-    for (int64_t i : plan.batches[b]) {
+    const int32_t stream = plan.stream_of(b);
+    for (int64_t i : plan.batch(b)) {
       const size_t source = mix->source_of(i);
       const size_t shard = mix->locate(i).shard;
       sources_read.insert(source);
@@ -175,8 +175,8 @@ TEST_CASE("stream mixture: first_exhausted repeats nothing, ranks take equal ste
   size_t steps = 0;
   for (int64_t r = 0; r < 3; ++r) {
     const StreamEpoch plan = plan_of(*mix, settings(3, r, 2), 0);
-    if (r == 0) steps = plan.batches.size();
-    CHECK(plan.batches.size() == steps);
+    if (r == 0) steps = plan.size();
+    CHECK(plan.size() == steps);
     // Every stream stops where the job's first run is read through: equal before evening.
     CHECK(plan.fewest_batches == plan.most_batches);
     CHECK(plan.batches_before_evening == steps);
@@ -198,7 +198,7 @@ TEST_CASE("stream mixture: the rest after a job state comes once, on another wor
   for (int64_t r = 0; r < 4; ++r) {
     const StreamEpoch plan = plan_of(*mix, settings(4, r, 2), 0);
     for (size_t b = 0; b < 20; ++b) {
-      for (int64_t i : plan.batches[b]) {
+      for (int64_t i : plan.batch(b)) {
         delivered.insert(static_cast<uint64_t>(i));
         before.push_back(i);
       }
@@ -211,9 +211,9 @@ TEST_CASE("stream mixture: the rest after a job state comes once, on another wor
     const SourceRanges rest = remaining_of_sources(
         mixture_sources(shard_sizes(*mix), *mix->stream_mix(), s, 0), delivered);
     const StreamEpoch plan = plan_mixed_stream_epoch(rest, *mix->stream_mix(), s, 0, true);
-    if (r == 0) steps = plan.batches.size();
-    CHECK(plan.batches.size() == steps);
-    for (const auto& batch : plan.batches) after.insert(after.end(), batch.begin(), batch.end());
+    if (r == 0) steps = plan.size();
+    CHECK(plan.size() == steps);
+    for (const auto& batch : plan.listed.batches) after.insert(after.end(), batch.begin(), batch.end());
   }
   std::set<int64_t> all(before.begin(), before.end());
   for (int64_t i : after) CHECK(all.insert(i).second);  // nothing twice
@@ -245,7 +245,7 @@ TEST_CASE("stream mixture: a Loader delivers the plan from 2 workers, every samp
   s.seed = 3;
   const StreamEpoch plan = plan_of(*mix, s, 0);
   std::set<int64_t> planned;
-  for (const auto& batch : plan.batches) planned.insert(batch.begin(), batch.end());
+  for (const auto& batch : plan.listed.batches) planned.insert(batch.begin(), batch.end());
   CHECK(seen == planned);
   const double n = static_cast<double>(seen.size());
   CHECK(std::abs(count[0] / n - 0.5) < 0.05);

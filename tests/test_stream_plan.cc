@@ -2,6 +2,7 @@
 // job as each rank computes it alone: equal steps, every sample once, a shard with one worker
 // of one rank, a shuffle buffer that never holds more than its size.
 #include "loader/shard_prefetch_plan.h"
+#include "sampler/block_shuffle.h"
 #include "sampler/stream_plan.h"
 
 #include <mploader/errors.h>
@@ -17,7 +18,7 @@ namespace test_stream_plan {
 
 using mploader::OptionError;
 using mploader::UnevenRanks;
-using mploader::detail::buffer_shuffle;
+using mploader::detail::block_shuffle;
 using mploader::detail::plan_stream_epoch;
 using mploader::detail::StreamEpoch;
 using mploader::detail::StreamPlanSettings;
@@ -31,6 +32,13 @@ std::vector<StreamEpoch> plan_all_ranks(const std::vector<int64_t>& sizes, Strea
     s.rank = r;
     out.push_back(plan_stream_epoch(sizes, s, epoch));
   }
+  return out;
+}
+
+// Every batch of a plan, computed.
+std::vector<std::vector<int64_t>> batches_of(const StreamEpoch& p) {
+  std::vector<std::vector<int64_t>> out;
+  for (size_t b = 0; b < p.size(); ++b) out.push_back(p.batch(b));
   return out;
 }
 
@@ -62,14 +70,13 @@ TEST_CASE("stream plan: every rank takes equal steps, and each sample comes once
     const auto plans = plan_all_ranks(sizes, s, epoch);
     std::map<int64_t, int> seen;
     for (const StreamEpoch& p : plans) {
-      CHECK(p.batches.size() == plans[0].batches.size());
-      CHECK(p.stream_of_batch.size() == p.batches.size());
-      for (size_t b = 0; b < p.batches_before_evening; ++b) {
-        for (int64_t i : p.batches[b]) ++seen[i];
+      CHECK(p.size() == plans[0].size());
+            for (size_t b = 0; b < p.batches_before_evening; ++b) {
+        for (int64_t i : p.batch(b)) ++seen[i];
       }
       // A padded batch repeats one of the rank's own.
-      for (size_t b = p.batches_before_evening; b < p.batches.size(); ++b) {
-        CHECK(p.batches[b] == p.batches[b - p.batches_before_evening]);
+      for (size_t b = p.batches_before_evening; b < p.size(); ++b) {
+        CHECK(p.batch(b) == p.batch(b - p.batches_before_evening));
       }
     }
     CHECK(static_cast<int64_t>(seen.size()) == total);
@@ -90,16 +97,16 @@ TEST_CASE("stream plan: drop stops every rank at the shortest, nothing comes twi
   std::set<int64_t> seen;
   size_t dropped = 0;
   for (const StreamEpoch& p : plans) {
-    CHECK(p.batches.size() == plans[0].batches.size());
+    CHECK(p.size() == plans[0].size());
     CHECK(p.padded_batches == 0);
     dropped += p.dropped_batches;
-    for (const auto& batch : p.batches) {
+    for (const auto& batch : batches_of(p)) {
       for (int64_t i : batch) CHECK(seen.insert(i).second);
     }
   }
   size_t fewest = SIZE_MAX;
   for (const StreamEpoch& p : plans) fewest = std::min(fewest, p.batches_before_evening);
-  CHECK(plans[0].batches.size() == fewest);
+  CHECK(plans[0].size() == fewest);
   size_t own = 0;
   for (const StreamEpoch& p : plans) own += p.batches_before_evening;
   CHECK(dropped == own - fewest * plans.size());
@@ -121,7 +128,7 @@ TEST_CASE("stream plan: workers read runs of the shard sequence, shared only at 
     for (int64_t r = 0; r < s.world_size; ++r) {
       const StreamEpoch& p = plans[static_cast<size_t>(r)];
       for (size_t b = 0; b < p.batches_before_evening; ++b) {
-        for (int64_t i : p.batches[b]) shards_of_reader[{r, p.stream_of_batch[b]}].insert(shard_of[i]);
+        for (int64_t i : p.batch(b)) shards_of_reader[{r, p.stream_of(b)}].insert(shard_of[i]);
       }
     }
     for (const auto& [reader, shards] : shards_of_reader) pairs += shards.size();
@@ -185,10 +192,10 @@ TEST_CASE("stream plan: the shard order changes with the epoch and is the same e
   s.streams = 2;
   s.shuffle = true;
   s.seed = 3;
-  CHECK(plan_stream_epoch(sizes, s, 1).batches == plan_stream_epoch(sizes, s, 1).batches);
-  CHECK(plan_stream_epoch(sizes, s, 1).batches != plan_stream_epoch(sizes, s, 2).batches);
+  CHECK(batches_of(plan_stream_epoch(sizes, s, 1)) == batches_of(plan_stream_epoch(sizes, s, 1)));
+  CHECK(batches_of(plan_stream_epoch(sizes, s, 1)) != batches_of(plan_stream_epoch(sizes, s, 2)));
   s.shuffle = false;
-  CHECK(plan_stream_epoch(sizes, s, 1).batches == plan_stream_epoch(sizes, s, 2).batches);
+  CHECK(batches_of(plan_stream_epoch(sizes, s, 1)) == batches_of(plan_stream_epoch(sizes, s, 2)));
 }
 
 TEST_CASE("stream plan: fewer shards than ranks are split into sample ranges", "[stream]") {
@@ -199,8 +206,8 @@ TEST_CASE("stream plan: fewer shards than ranks are split into sample ranges", "
   const auto plans = plan_all_ranks({100}, s, 0);
   std::set<int64_t> seen;
   for (const StreamEpoch& p : plans) {
-    CHECK(p.batches.size() == 4);  // 25 samples each: 3 full batches and one of 1
-    for (const auto& batch : p.batches) {
+    CHECK(p.size() == 4);  // 25 samples each: 3 full batches and one of 1
+    for (const auto& batch : batches_of(p)) {
       for (int64_t i : batch) CHECK(seen.insert(i).second);
     }
   }
@@ -219,20 +226,21 @@ TEST_CASE("stream plan: fewer shards than workers are split so that no worker id
     for (const auto& r : ranges) n += r.size();
     CHECK(n == 8);
   }
-  std::set<int32_t> used(p.stream_of_batch.begin(), p.stream_of_batch.end());
+  std::set<int32_t> used;
+  for (size_t b = 0; b < p.size(); ++b) used.insert(p.stream_of(b));
   CHECK(used.size() == 5);
   // The workers' batches alternate: 0, 1, 2, 3, 4, 0, 1, ...
-  for (size_t b = 0; b < p.stream_of_batch.size(); ++b) {
-    CHECK(p.stream_of_batch[b] == static_cast<int32_t>(b % 5));
+  for (size_t b = 0; b < p.size(); ++b) {
+    CHECK(p.stream_of(b) == static_cast<int32_t>(b % 5));
   }
 }
 
-TEST_CASE("stream plan: a shuffle buffer holds at most its size and keeps every sample",
+TEST_CASE("stream plan: a shuffle block holds at most its size and keeps every sample",
           "[stream]") {
   std::vector<int64_t> in(500);
   std::iota(in.begin(), in.end(), 1000);
   for (int64_t buffer : {2, 7, 64, 1000}) {
-    const std::vector<int64_t> out = buffer_shuffle(in, buffer, 42);
+    const std::vector<int64_t> out = block_shuffle(in, buffer, 42);
     std::vector<int64_t> sorted = out;
     std::sort(sorted.begin(), sorted.end());
     CHECK(sorted == in);
@@ -244,11 +252,11 @@ TEST_CASE("stream plan: a shuffle buffer holds at most its size and keeps every 
       read = std::max(read, out[i] - 1000 + 1);
       CHECK(read - static_cast<int64_t>(i) <= buffer);
     }
-    CHECK(buffer_shuffle(in, buffer, 42) == out);
-    CHECK(buffer_shuffle(in, buffer, 43) != out);
+    CHECK(block_shuffle(in, buffer, 42) == out);
+    CHECK(block_shuffle(in, buffer, 43) != out);
   }
-  CHECK(buffer_shuffle(in, 1, 42) == in);
-  CHECK(buffer_shuffle(in, 0, 42) == in);
+  CHECK(block_shuffle(in, 1, 42) == in);
+  CHECK(block_shuffle(in, 0, 42) == in);
 }
 
 TEST_CASE("stream plan: a job without enough data for every rank is refused", "[stream]") {
@@ -266,7 +274,7 @@ TEST_CASE("stream plan: a job without enough data for every rank is refused", "[
                         Catch::Contains("drop_last"));
   CHECK_THROWS_AS(plan_stream_epoch({6}, s, 0), OptionError);
   // 10: 5 per rank, which whole-batch streams cut into one full batch and one left out.
-  CHECK(plan_stream_epoch({10}, s, 0).batches.size() == 1);
+  CHECK(plan_stream_epoch({10}, s, 0).size() == 1);
 }
 
 namespace {
@@ -295,24 +303,25 @@ TEST_CASE("stream plan: each batch names the shards its stream reads from then o
   s.streams = 3;
   for (int64_t buffer : {0, 9}) {
     s.shuffle_buffer = buffer;
-    const StreamEpoch plan = plan_stream_epoch(sizes, s, 1);
-    const mploader::detail::ShardPrefetchPlan prefetch(plan, dataset);
+    const auto shared = std::make_shared<StreamEpoch>(plan_stream_epoch(sizes, s, 1));
+    const StreamEpoch& plan = *shared;
+    const mploader::detail::ShardPrefetchPlan prefetch(shared, dataset);
     std::vector<int32_t> last_unit(plan.streams.size(), 0);
     for (size_t b = 0; b < plan.batches_before_evening; ++b) {
-      const auto k = static_cast<size_t>(plan.stream_of_batch[b]);
+      const auto k = static_cast<size_t>(plan.stream_of(b));
       const std::vector<mploader::detail::SampleRange>& units = plan.streams[k];
-      const int32_t reached = plan.read_unit_of_batch[b];
+      const int32_t reached = plan.read_unit_of(b);
       INFO("buffer " << buffer << ", batch " << b << ", stream " << k);
       // The reader only moves forward, and has read every sample of the batch.
       CHECK(reached >= last_unit[k]);
       last_unit[k] = reached;
-      for (int64_t index : plan.batches[b]) {
+      for (int64_t index : plan.batch(b)) {
         size_t u = 0;
         while (!(units[u].begin <= index && index < units[u].end)) ++u;
         CHECK(static_cast<int32_t>(u) <= reached);
       }
       // Unbuffered, the batch's last sample is in the range reached.
-      const int64_t last = plan.batches[b].back();
+      const int64_t last = plan.batch(b).back();
       if (buffer == 0) CHECK((units[reached].begin <= last && last < units[reached].end));
       // The shards named are that range's, then those of the ranges after it, in order, each
       // once.
@@ -330,6 +339,76 @@ TEST_CASE("stream plan: each batch names the shards its stream reads from then o
       CHECK(std::vector<int64_t>(got, got + n) == expected);
     }
   }
+}
+
+}  // namespace test_stream_plan
+
+namespace test_stream_plan {
+
+TEST_CASE("stream plan: the samples of delivered batches are named once each, from the rule",
+          "[stream]") {
+  using mploader::detail::plan_resumed_stream_epoch;
+  using mploader::detail::SampleRange;
+  using mploader::detail::SequenceSet;
+  uint64_t state = 777;
+  auto draw = [&state](int64_t below) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(below));
+  };
+  int splits = 0, pads = 0;  // layouts that split a batch, and that repeat one
+  for (int layout = 0; layout < 60; ++layout) {
+    std::vector<int64_t> sizes(static_cast<size_t>(1 + draw(12)));
+    for (int64_t& n : sizes) n = 1 + draw(200);
+    StreamPlanSettings s;
+    s.batch_size = 1 + draw(9);
+    s.world_size = 1 + draw(3);
+    s.rank = draw(s.world_size);
+    s.streams = 1 + draw(4);
+    s.shuffle = true;
+    s.seed = static_cast<uint64_t>(layout);
+    s.shuffle_buffer = draw(3) == 0 ? 0 : 1 + draw(40);
+    const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+    if (total / s.world_size < s.batch_size) continue;
+    // A resumed epoch's plan, with a batch split where this rank is one step short.
+    std::vector<SampleRange> remaining;
+    int64_t start = 0;
+    for (int64_t n : sizes) {
+      remaining.push_back({start + n / 3, start + n});
+      start += n;
+    }
+    const StreamEpoch p = layout % 2 == 0 ? plan_stream_epoch(sizes, s, 3)
+                                          : plan_resumed_stream_epoch(remaining, s, 3);
+    // Delivered: a prefix, then some positions past it, repeats included.
+    SequenceSet delivered(p.size());
+    const uint64_t prefix = static_cast<uint64_t>(draw(static_cast<int64_t>(p.size()) + 1));
+    if (prefix > 0) delivered.insert_range(0, prefix);
+    for (int extra = 0; extra < 4 && p.size() > 0; ++extra) {
+      delivered.insert(static_cast<uint64_t>(draw(static_cast<int64_t>(p.size()))));
+    }
+    std::set<int64_t> expected;
+    const size_t own = p.batches_before_evening + p.split_batches;
+    for (size_t b = 0; b < p.size() && b < own; ++b) {
+      if (!delivered.contains(b)) continue;
+      for (int64_t i : p.batch(b)) CHECK(expected.insert(i).second);
+    }
+    std::multiset<int64_t> named;
+    p.for_each_delivered(delivered, [&](size_t k, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        named.insert(i);
+        // Each run lies in one of stream k's ranges.
+        bool inside = false;
+        for (const SampleRange& r : p.streams[k]) inside |= r.begin <= i && i < r.end;
+        CHECK(inside);
+      }
+    });
+    INFO("layout " << layout << ": batch " << s.batch_size << ", " << s.streams
+                   << " streams, block " << s.shuffle_buffer << ", prefix " << prefix);
+    CHECK(std::multiset<int64_t>(expected.begin(), expected.end()) == named);
+    splits += p.split_batches > 0 ? 1 : 0;
+    pads += p.padded_batches > 0 ? 1 : 0;
+  }
+  CHECK(splits > 0);
+  CHECK(pads > 0);
 }
 
 }  // namespace test_stream_plan

@@ -104,9 +104,10 @@ struct LoaderOptions {
   /// does not need and a StreamingDataset refuses. A StreamingDataset shares its shards out
   /// among the ranks.
   int64_t world_size = 0;
-  /// StreamingDataset only: each worker shuffles its stream through a buffer of this many
-  /// samples (0 or 1: read order). It is also the most samples a worker holds read ahead of
-  /// the batch it builds. The order is the same in every run with the same seed and epoch.
+  /// StreamingDataset only: each worker cuts its stream into blocks of this many samples and
+  /// hands each block out in a random order (0 or 1: read order). It is also the most samples
+  /// a worker holds read ahead of the batch it builds. The order is the same in every run
+  /// with the same seed and epoch, and is computed per sample, so it costs no memory.
   int64_t shuffle_buffer = 0;
   /// StreamingDataset only: how ranks with different numbers of batches are evened out.
   UnevenRanks uneven_ranks = UnevenRanks::kPad;

@@ -17,8 +17,8 @@
 ///   2. the shards in that order are read as one sequence, cut into one run per rank
 ///      (LoaderOptions::world_size and rank, or the launcher's), the runs equal to a sample;
 ///   3. each rank's run is cut into one run per worker, a whole number of batches each but the
-///      last, and a worker reads its run in order, through a shuffle buffer of
-///      LoaderOptions::shuffle_buffer samples;
+///      last, and a worker reads its run in order, each block of
+///      LoaderOptions::shuffle_buffer samples handed out in a random order;
 ///   4. each worker's stream is cut into batches of batch_size (drop_last drops the rank's short
 ///      last batch), and the batches of the workers alternate, as with PyTorch's
 ///      IterableDataset;
@@ -89,7 +89,7 @@ struct StreamMixSpec {
 /// its epochs. Subclasses call declare_shards() in their constructor and implement get() or
 /// sample_layout() and write() (Dataset) for global indices, which locate() turns into a shard
 /// and a position. A Loader asks for the samples of one shard in increasing order within a
-/// worker, except after a shuffle buffer (which reorders within its size) or a restart, so a
+/// worker, except within a shuffle block (LoaderOptions::shuffle_buffer) or after a restart, so a
 /// reader that keeps its place in the current shard reads each shard once, front to back.
 ///
 /// Not thread-safe: each worker process has its own copy (Dataset).
