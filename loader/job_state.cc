@@ -121,6 +121,7 @@ std::string to_text(const JobState& job) {
 }
 
 bool looks_like_job_state(const std::string& text) {
+  if (nesting_depth(text) > kMaxNesting) return false;  // from_text() refuses it
   const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   return body.is_object() && body.contains(kVersionKey);
 }

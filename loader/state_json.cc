@@ -4,6 +4,7 @@
 
 #include <mploader/errors.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -82,8 +83,38 @@ uint64_t checksum(const json& body) {
   return h.value();
 }
 
+int nesting_depth(const std::string& text) {
+  bool in_string = false, escaped = false;
+  int depth = 0, most = 0;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      most = std::max(most, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return most;
+}
+
 json checked_body(const std::string& text, const char* version_key, uint64_t version,
                   const char* what) {
+  // The JSON parser allocates per level of nesting (10 MB of '[' took 0.75 GiB): a state
+  // nests 6 deep, so anything deeper is refused before it is parsed.
+  if (const int depth = nesting_depth(text); depth > kMaxNesting) {
+    refuse("the text (" + std::to_string(text.size()) + " bytes) nests lists and objects " +
+           std::to_string(depth) + " deep, and a state nests " + std::to_string(kMaxNesting) +
+           " at most: it is not a state");
+  }
   json body;
   try {
     body = json::parse(text);
@@ -143,6 +174,7 @@ SequenceSet positions_from(const json& runs, uint64_t size, const char* name) {
   if (!runs.is_array()) refuse(std::string("the field \"") + name + "\" is not a list of runs");
   SequenceSet set(size);
   uint64_t previous = 0;
+  uint64_t strided = 0;  // positions named by runs with a step
   for (const json& r : runs) {
     const bool triple = r.is_array() && r.size() == 3 && r[0].is_number_unsigned() &&
                         r[1].is_number_unsigned() && r[2].is_number_unsigned();
@@ -160,6 +192,12 @@ SequenceSet positions_from(const json& runs, uint64_t size, const char* name) {
     if (step == 1) {
       set.insert_range(first, first + count);
     } else {
+      strided += count;
+      if (strided > kMaxStridedPositions) {
+        refuse(std::string("the field \"") + name + "\" names more than " +
+               std::to_string(kMaxStridedPositions) + " positions in runs with a step, more "
+               "than any sampler's order holds");
+      }
       for (uint64_t i = 0; i < count; ++i) set.insert(first + i * step);
     }
     previous = first;

@@ -19,9 +19,17 @@ namespace mploader::detail::state_json {
 
 using nlohmann::json;
 
-// The most positions a saved epoch may name: a set of them is one bit each (512 MiB here),
-// and no sampler plans more than 10^9 samples; a bigger count would only allocate.
-constexpr uint64_t kMaxPositions = uint64_t{1} << 32;
+// The most positions a saved epoch may name: sample indices are int64. A count costs no memory
+// (SequenceSet keeps ranges); what a state names does, in the ranges of its text.
+constexpr uint64_t kMaxPositions = uint64_t{INT64_MAX};
+// The most positions runs with a step (a rank's share of a map-style order, which no sampler
+// makes over 10^9 samples) may name in one state: each is a range of its own once read.
+constexpr uint64_t kMaxStridedPositions = uint64_t{1} << 32;
+
+// The deepest nesting of lists and objects a state may have.
+constexpr int kMaxNesting = 16;
+// How deep `text` nests lists and objects (outside strings), read without parsing it.
+int nesting_depth(const std::string& text);
 
 // Throws OptionError("state"): "cannot load the loader state: <what>." and how to fix it.
 [[noreturn]] void refuse(const std::string& what);
