@@ -88,6 +88,25 @@ std::string changed(const ParquetFileInfo& file, const std::string& what) {
          "instead of changing these while a job reads them";
 }
 
+// Parquet stores a row in at least a bit of one of its columns' pages, and no writer packs more
+// than a few rows per byte: a footer that counts more rows than the file has bytes is damaged
+// (or forged), and planning its rows would be planning nothing real. `rows` are the row
+// groups' counts, each already checked to be 0 or more.
+void check_row_count(const std::string& path, uint64_t bytes, const std::vector<int64_t>& rows,
+                     int columns) {
+  if (columns == 0) return;  // rows without columns take no bytes
+  uint64_t total = 0;
+  for (size_t g = 0; g < rows.size() && total <= bytes; ++g) {
+    total += static_cast<uint64_t>(rows[g]);
+    if (total <= bytes) continue;
+    throw OptionError("paths", error_prefix(path) + "its footer counts " +
+                      std::to_string(total) + " rows by row group " + std::to_string(g) +
+                      " in a file of " + std::to_string(bytes) + " bytes: more rows than "
+                      "bytes, which no Parquet writer produces, so the footer is damaged. Fix: "
+                      "write or copy the file again");
+  }
+}
+
 }  // namespace
 
 FooterScan scan_footer(const std::string& path) {
@@ -113,6 +132,8 @@ FooterScan scan_footer(const std::string& path) {
     }
     scan.info.row_group_rows.push_back(rows);
   }
+  check_row_count(path, static_cast<uint64_t>(stamp.size), scan.info.row_group_rows,
+                  meta->num_columns());
   const arrow::Status status = reader->GetSchema(&scan.schema);
   if (!status.ok()) {
     throw OptionError("paths", error_prefix(path) + "its schema has no Arrow equivalent (" +

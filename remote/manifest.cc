@@ -70,6 +70,12 @@ Manifest parse_manifest(const std::string& text, const std::string& source) {
     }
     ManifestEntry entry{e["name"].get<std::string>(), count_field(e, "bytes", source, i),
                         count_field(e, "samples", source, i), checksum_field(e, source, i)};
+    // A tar sample is at least one member: a 512-byte header.
+    if (entry.samples > entry.bytes / 512) {
+      bad(source, "counts " + std::to_string(entry.samples) + " samples in shard \"" +
+                      entry.name + "\" of " + std::to_string(entry.bytes) + " bytes, more than "
+                      "one per 512-byte tar header");
+    }
     if (!m.by_name.emplace(entry.name, m.shards.size()).second) {
       bad(source, "lists \"" + entry.name + "\" twice");
     }

@@ -130,6 +130,18 @@ TEST_CASE("parquet: a missing, foreign, truncated or damaged file is a clear err
   CHECK_THAT(construction_error({pq_test::folder()}), Catch::Contains("not a regular file"));
 }
 
+TEST_CASE("parquet: a footer that counts more rows than the file has bytes is refused",
+          "[parquet]") {
+  // A fuzzed footer: row group 0 claims 543,964,460,664 rows in a file of 5,292 bytes. Its
+  // epoch plan would have held every row.
+  const std::string forged =
+      std::string(MPLOADER_TEST_DATA_DIR) + "/fuzz/parquet-rows-past-bytes.parquet";
+  const std::string what = construction_error({forged});
+  CHECK_THAT(what, Catch::Contains("parquet-rows-past-bytes.parquet: its footer counts "
+                                   "543964460664 rows by row group 0 in a file of 5292 bytes"));
+  CHECK_THAT(what, Catch::Contains("write or copy the file again"));
+}
+
 TEST_CASE("parquet: a file changed after the dataset was built fails the read, naming it",
           "[parquet]") {
   PQ_TEST_NEEDS_FILES();

@@ -224,14 +224,20 @@ TEST_CASE("remote: brace patterns, URLs, sizes and manifests parse or say what i
   const std::string head = R"({"format": "mploader-manifest", "version": 1, "shards": [)";
   CHECK_THROWS_WITH(mrd::parse_manifest(head + R"({"name": "a", "bytes": 1}]})", "m"),
                     Contains("\"samples\""));
-  CHECK_THROWS_WITH(mrd::parse_manifest(head + R"({"name": "a", "bytes": 1, "samples": 1},
-                                                  {"name": "a", "bytes": 1, "samples": 1}]})",
+  CHECK_THROWS_WITH(mrd::parse_manifest(head + R"({"name": "a", "bytes": 1024, "samples": 1},
+                                                  {"name": "a", "bytes": 1024, "samples": 1}]})",
                                         "m"), Contains("twice"));
-  CHECK_THROWS_WITH(mrd::parse_manifest(head + R"({"name": "a", "bytes": 1, "samples": 1,
+  CHECK_THROWS_WITH(mrd::parse_manifest(head + R"({"name": "a", "bytes": 1024, "samples": 1,
                                                    "sha256": "xyz"}]})", "m"),
                     Contains("64 lowercase hex"));
+  // A count no tar of that size can hold: its epoch would be planned for nothing real.
+  CHECK_THROWS_WITH(mrd::parse_manifest(head + R"({"name": "a.tar", "bytes": 10240,
+                                                   "samples": 1000000000000}]})", "m"),
+                    Contains("counts 1000000000000 samples in shard \"a.tar\" of 10240 bytes") &&
+                        Contains("mploader-manifest"));
   const mrd::Manifest m = mrd::parse_manifest(
-      mrd::manifest_text({{"d/a.tar", 10, 2, std::string(64, 'f')}, {"b.tar", 5, 1, ""}}), "m");
+      mrd::manifest_text({{"d/a.tar", 10240, 2, std::string(64, 'f')}, {"b.tar", 5120, 1, ""}}),
+      "m");
   REQUIRE(m.shards.size() == 2);
   CHECK(m.shards[0].name == "d/a.tar");
   CHECK(m.shards[0].sha256 == std::string(64, 'f'));
