@@ -88,9 +88,12 @@ class Loader {
   /// persistent_workers, in_order and start_method may differ): the epoch's batch plan is
   /// recomputed and checked against a fingerprint. set_epoch() with another epoch before the
   /// next iteration discards the loaded state. Throws OptionError("state") naming the field
-  /// and the fix for a corrupt, truncated or altered text, another version, or a state from
-  /// another dataset size, batch_size, drop_last, shuffle, seed or sampler. Do not combine
-  /// with a sampler's own load_state_dict (DistributedBucketSampler): use one or the other.
+  /// and the fix for a corrupt, truncated or altered text, another version, or a rank's own
+  /// state from another dataset size, batch_size, drop_last, shuffle, seed or sampler. A job
+  /// state (merge_loader_states(), elastic.h) plans the rest of its epoch anew, so it also
+  /// resumes with another batch_size, drop_last or world size; it is refused for other data,
+  /// another seed or shuffle, or other sampler options. Do not combine with a sampler's own
+  /// load_state_dict (DistributedBucketSampler): use one or the other.
   void load_state_dict(const std::string& state);
 
   /// What every rank must agree on before the next epoch: pass it to verify_ranks_agree()
