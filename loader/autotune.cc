@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 
 namespace mploader::detail {
@@ -18,6 +19,9 @@ constexpr double kLoopWaits = 0.10;      // the loop waited for data this share 
 constexpr double kLoopFed = 0.05;        // below this the loop is fed
 constexpr double kWorkersBusy = 0.80;    // the workers are busy
 constexpr double kRemainingBusy = 0.85;  // one fewer would still be below this
+// Workers that wait off the CPU grow while their CPU time is under this share of the CPUs the
+// loop leaves them: past it, more of them would queue for the CPUs rather than wait on I/O.
+constexpr double kCpusFull = 0.90;
 
 std::atomic<int64_t> churn_for_testing{0};
 
@@ -36,15 +40,16 @@ std::string numbers_of(const AutotuneWindow& w) {
          ", on a CPU " + percent(w.on_cpu()) + " of that";
 }
 
+// `count`: the workers a kAddWorker step adds.
 AutotuneVerdict verdict(AutotuneStep step, const AutotuneWindow& w, const AutotuneLimits& l,
-                        std::string why) {
+                        std::string why, int64_t count = 1) {
   AutotuneVerdict v;
   v.step = step;
   v.reason = std::move(why);
   AutotuneChange& c = v.change;
   c.workers_before = c.workers_after = w.workers;
   c.prefetch_before = c.prefetch_after = w.prefetch;
-  if (step == AutotuneStep::kAddWorker) ++c.workers_after;
+  if (step == AutotuneStep::kAddWorker) c.workers_after += count;
   if (step == AutotuneStep::kRemoveWorker) --c.workers_after;
   if (step == AutotuneStep::kRaisePrefetch) ++c.prefetch_after;
   if (step == AutotuneStep::kLowerPrefetch) --c.prefetch_after;
@@ -57,19 +62,42 @@ AutotuneVerdict verdict(AutotuneStep step, const AutotuneWindow& w, const Autotu
   return v;
 }
 
-// Whether one more worker fits: within the CPU budget, or waiting off the CPU with the CPU
-// time of all of them within half of it.
-std::optional<std::string> room_for_one_more(const AutotuneWindow& w, const AutotuneLimits& l) {
-  if (w.workers >= l.max_workers) return std::nullopt;
-  if (w.workers + 1 <= l.cpu_budget) return "a CPU is free";
-  const double cpus_now = w.wall_ns > 0 ? w.cpu_ns / w.wall_ns : 0;
-  const double cpus_then = cpus_now * static_cast<double>(w.workers + 1) /
-                           static_cast<double>(std::max<int64_t>(1, w.workers));
-  if (w.on_cpu() < kWaitingOnCpuShare && cpus_then <= 0.5 * static_cast<double>(l.cpu_budget)) {
-    return "the workers wait off the CPU (I/O), so more of them may share the " +
-           std::to_string(l.cpu_budget) + " CPU(s)";
+struct Growth {
+  int64_t add = 0;
+  std::string why;
+};
+
+// Workers that wait off the CPU: as many more as the loop is short of being fed (waiting a
+// share f of the time, it could take 1 / (1 - f) times the batches), up to doubling, while
+// their CPU time stays under kCpusFull of the CPUs the loop's own thread leaves them.
+Growth io_growth(const AutotuneWindow& w, const AutotuneLimits& l) {
+  const double cpus_used = w.wall_ns > 0 ? w.cpu_ns / w.wall_ns : 0;
+  const double cpus_left = static_cast<double>(l.cpu_budget) - (1 - w.loop_waiting());
+  char numbers[160];
+  std::snprintf(numbers, sizeof numbers, "their CPU time is %.2f of the %.2f CPU(s) the loop "
+                "leaves them (budget %lld, %s)", cpus_used, cpus_left,
+                static_cast<long long>(l.cpu_budget), l.cpu_source.c_str());
+  if (cpus_used >= kCpusFull * cpus_left) return {};
+  const double wanted = std::min(2.0, 1 / std::max(0.5, 1 - w.loop_waiting()));
+  const auto more = static_cast<int64_t>(std::ceil(static_cast<double>(w.workers) * (wanted - 1)));
+  return {std::max<int64_t>(1, more),
+          "they wait off the CPU (I/O), and " + std::string(numbers)};
+}
+
+// How many workers to add: computing ones one at a time within the CPU budget, waiting ones
+// by io_growth; never past the pool's slots.
+Growth room_to_grow(const AutotuneWindow& w, const AutotuneLimits& l) {
+  const int64_t slots_left = l.max_workers - w.workers;
+  if (slots_left <= 0) return {};
+  Growth g;
+  if (w.on_cpu() < kWaitingOnCpuShare) g = io_growth(w, l);
+  if (g.add == 0 && w.workers + 1 <= l.cpu_budget) g = {1, "a CPU is free"};
+  if (g.add > slots_left) {
+    g.add = slots_left;
+    g.why += "; " + std::to_string(l.max_workers) + " workers at most (" + l.max_workers_reason +
+             ")";
   }
-  return std::nullopt;
+  return g;
 }
 
 }  // namespace
@@ -84,9 +112,12 @@ AutotuneVerdict judge_autotune_window(const AutotuneWindow& w, const AutotuneLim
                                                static_cast<double>(w.workers - 1)
                                          : 2;
   if (l.workers && waits && busy) {
-    if (std::optional<std::string> room = room_for_one_more(w, l)) {
+    const Growth g = room_to_grow(w, l);
+    if (g.add > 0) {
       AutotuneVerdict v = verdict(AutotuneStep::kAddWorker, w, l,
-                                  "the loop waits on busy workers and " + *room + ": adding one");
+                                  "the loop waits on busy workers: " + g.why + ": adding " +
+                                      (g.add == 1 ? "one" : std::to_string(g.add)),
+                                  g.add);
       v.trial = true;
       return v;
     }
@@ -123,6 +154,7 @@ AutotuneVerdict Autotuner::after_batch(const AutotuneCounters& now, int64_t work
                                        int64_t prefetch, bool all_started) {
   if (limits_.between_epochs && pending_workers_ && !limits_.prefetch) return {};
   if (limits_.churn_every > 0) return churn(now, workers, prefetch);
+  if (std::optional<AutotuneVerdict> undo = continue_undo(workers, prefetch)) return *undo;
   if (!all_started) {  // a starting worker is idle, which says nothing of the count
     window_start_.reset();
     return {};
@@ -152,21 +184,47 @@ AutotuneVerdict Autotuner::after_batch(const AutotuneCounters& now, int64_t work
     return {};
   }
   rate_judged_ = w.batches_per_s();
-  if (trial_) {
-    // Judged over kTrialWindows windows together: one window's rate is too noisy to undo by.
-    trial_wall_ns_ += w.wall_ns;
-    trial_batches_ += w.batches;
-    if (++trial_windows_ < kTrialWindows) return {};
-    AutotuneWindow whole = w;
-    whole.wall_ns = trial_wall_ns_;
-    whole.batches = trial_batches_;
-    if (std::optional<AutotuneVerdict> undo = judge_trial(whole)) return *undo;
-  }
+  if (std::optional<AutotuneVerdict> v = follow_trial(w)) return *v;
   AutotuneVerdict v = judge_autotune_window(w, limits_);
   if (limits_.between_epochs && pending_workers_ &&
       (v.step == AutotuneStep::kAddWorker || v.step == AutotuneStep::kRemoveWorker)) {
     return {};  // this epoch's change is decided; the next epoch is judged afresh
   }
+  return v;
+}
+
+// Judged over kTrialWindows windows together: one window's rate is too noisy to undo by. A
+// first window kClearGain faster than before needs no second.
+std::optional<AutotuneVerdict> Autotuner::follow_trial(const AutotuneWindow& w) {
+  if (!trial_) return std::nullopt;
+  trial_wall_ns_ += w.wall_ns;
+  trial_batches_ += w.batches;
+  const bool clear = *trial_ != AutotuneStep::kRemoveWorker &&
+                     w.batches_per_s() >= kClearGain * rate_before_trial_;
+  if (clear) {
+    trial_.reset();
+    return std::nullopt;
+  }
+  if (++trial_windows_ < kTrialWindows) return AutotuneVerdict{};
+  AutotuneWindow whole = w;
+  whole.wall_ns = trial_wall_ns_;
+  whole.batches = trial_batches_;
+  return judge_trial(whole);
+}
+
+std::optional<AutotuneVerdict> Autotuner::continue_undo(int64_t workers, int64_t prefetch) {
+  if (!undo_to_) return std::nullopt;
+  if (workers <= *undo_to_) {
+    undo_to_.reset();
+    return std::nullopt;
+  }
+  AutotuneWindow w;
+  w.workers = workers;
+  w.prefetch = prefetch;
+  AutotuneVerdict v = verdict(AutotuneStep::kRemoveWorker, w, limits_,
+                              "the added workers did not pay: removing them, one at a time, "
+                              "down to " + std::to_string(*undo_to_));
+  v.undoes = true;
   return v;
 }
 
@@ -181,7 +239,9 @@ std::optional<AutotuneVerdict> Autotuner::judge_trial(const AutotuneWindow& w) {
   std::string what;
   if (step == AutotuneStep::kAddWorker && still_waits && w.workers > 1 &&
       now < kMinGain * before) {
-    undo = AutotuneStep::kRemoveWorker, what = "the added worker";
+    undo = AutotuneStep::kRemoveWorker;
+    what = w.workers - trial_from_workers_ > 1 ? "the added workers" : "the added worker";
+    if (w.workers - 1 > trial_from_workers_) undo_to_ = trial_from_workers_;
   } else if (step == AutotuneStep::kRaisePrefetch && still_waits && w.prefetch > 1 &&
              now < kMinGain * before) {
     undo = AutotuneStep::kLowerPrefetch, what = "the raised prefetch";
@@ -202,7 +262,7 @@ AutotuneVerdict Autotuner::churn(const AutotuneCounters& now, int64_t workers,
   if (limits_.between_epochs && pending_workers_) return {};  // one change per epoch
   if (now.batches < last_churn_batch_ + static_cast<uint64_t>(limits_.churn_every)) return {};
   last_churn_batch_ = now.batches;
-  if (workers >= limits_.max_workers) churn_growing_ = false;
+  if (workers >= std::min(limits_.max_workers, kChurnMostWorkers)) churn_growing_ = false;
   if (workers <= 1) churn_growing_ = true;
   AutotuneWindow w;
   w.workers = workers;
@@ -223,6 +283,7 @@ void Autotuner::applied(const AutotuneVerdict& v, uint64_t epoch, uint64_t batch
   trial_.reset();
   if (v.trial && !(workers && limits_.between_epochs)) {  // judged once it took effect
     trial_ = v.step;
+    trial_from_workers_ = v.change.workers_before;
     rate_before_trial_ = rate_judged_;
     trial_wall_ns_ = 0;
     trial_batches_ = 0;

@@ -3,16 +3,17 @@
 // Autotuner: num_workers = kAuto and prefetch_factor = kAuto. The runtime feeds it the loop's
 // and the workers' counters after each batch; it cuts them into windows (at least 200 ms and
 // 4 batches, once every running worker has started) and judges each one:
-// - add a worker while the loop waits for data, the workers are busy, and a CPU is free; past
-//   the CPU budget only for workers that wait off the CPU (I/O), with their CPU time within
-//   half of it (the tuning rule's test, tune_rule.cc);
+// - add workers while the loop waits for data and the workers are busy: workers that compute
+//   one at a time while a CPU is free; workers that wait off the CPU (I/O) past the CPU budget,
+//   as many at once as the loop is short of being fed (up to doubling), while their CPU time
+//   leaves some of the CPUs the loop does not use;
 // - remove one while the workers wait for the loop: the rest would still be under 85 % busy;
 // - while the loop waits for workers that are not busy (the hand-off costs more than the
 //   work), try one worker fewer (less contention for the CPUs), else one more batch in flight.
-// Steps taken while the loop waits are trials: the rate of the next two windows judges them. An added
-// worker or a raised prefetch that did not raise the rate by 5 %, or a removed worker that
-// lowered it by 5 %, is undone, and an undoing step holds everything for kHoldWindows windows:
-// the count settles.
+// Steps taken while the loop waits are trials: the rate of the next two windows judges them
+// (one, when it rose by kClearGain). Added workers or a raised prefetch that did not raise the
+// rate by 5 %, or a removed worker that lowered it by 5 %, are undone, and an undoing step
+// holds everything for kHoldWindows windows: the count settles.
 //
 // Used by one thread (the Loader's).
 #pragma once
@@ -32,7 +33,9 @@ struct AutotuneLimits {
   bool prefetch = false;  // prefetch_factor = kAuto
   int64_t cpu_budget = 1;
   std::string cpu_source;  // where the budget comes from, for the log
-  int64_t max_workers = 1;  // worker slots in the pool: CPUs, I/O allowance and shared memory
+  // Worker slots in the pool: descriptors, shared memory and memory (component_settings.h,
+  // shm_budget.h); the runtime bounds each growth by memory again as the workers use it.
+  int64_t max_workers = 1;
   std::string max_workers_reason;
   int64_t max_prefetch = 1;  // descriptors per worker
   // StreamingDataset: the split follows the worker count, so changes wait for the next epoch.
@@ -75,8 +78,10 @@ struct AutotuneWindow {
 AutotuneVerdict judge_autotune_window(const AutotuneWindow& w, const AutotuneLimits& limits);
 
 // Forced changes for tests: every `every` batches one worker is added or removed, up to the
-// pool's slots and down to one, whatever the counters say. 0 turns it off; read when a Loader
+// pool's slots (at most kChurnMostWorkers: forking hundreds would only slow the tests) and down
+// to one, whatever the counters say. 0 turns it off; read when a Loader
 // is constructed.
+inline constexpr int64_t kChurnMostWorkers = 8;
 void set_autotune_churn_for_testing(int64_t every);
 int64_t autotune_churn_for_testing();
 
@@ -84,6 +89,9 @@ class Autotuner {
  public:
   static constexpr int kHoldWindows = 20;
   static constexpr double kMinGain = 1.05;
+  // A trial whose first window shows this gain is kept without waiting for the second: growth
+  // by doubling then takes a window per step, not two.
+  static constexpr double kClearGain = 1.25;
   static constexpr int kTrialWindows = 2;  // windows a trial's rate is measured over
 
   explicit Autotuner(AutotuneLimits limits) : limits_(std::move(limits)) {}
@@ -101,16 +109,26 @@ class Autotuner {
   std::optional<int64_t> pending_workers() const { return pending_workers_; }
   void clear_pending() { pending_workers_.reset(); }
   void set_pending(int64_t workers) { pending_workers_ = workers; }
+  // What memory allows, as the runtime last measured it before a growth: for the log lines.
+  void set_memory_bound(std::string bound) { memory_bound_ = std::move(bound); }
+  const std::string& memory_bound() const { return memory_bound_; }
 
  private:
   AutotuneVerdict churn(const AutotuneCounters& now, int64_t workers, int64_t prefetch);
-  // The first window after a trial: its verdict, undoing the trial when the rate says so.
+  // The windows after a trial: its verdict, undoing the trial when the rate says so.
   std::optional<AutotuneVerdict> judge_trial(const AutotuneWindow& w);
+  // A window's trial bookkeeping: nullopt to judge the window, else the verdict to return.
+  std::optional<AutotuneVerdict> follow_trial(const AutotuneWindow& w);
+  // The next removal of an undo of several added workers; nullopt once it is done.
+  std::optional<AutotuneVerdict> continue_undo(int64_t workers, int64_t prefetch);
 
   AutotuneLimits limits_;
   std::optional<AutotuneCounters> window_start_;
   AutotuneStep last_step_ = AutotuneStep::kNone;  // of workers
   std::optional<AutotuneStep> trial_;  // a trial applied and not yet judged
+  int64_t trial_from_workers_ = 0;     // the count before it
+  // Added workers that did not pay go one at a time (the dispatcher drains one at a time).
+  std::optional<int64_t> undo_to_;
   double rate_before_trial_ = 0;       // batches/s in the window that decided it
   double rate_judged_ = 0;             // of the window now being judged
   double trial_wall_ns_ = 0;           // the windows since the trial, so far
@@ -120,6 +138,7 @@ class Autotuner {
   bool churn_growing_ = true;
   uint64_t last_churn_batch_ = 0;
   std::optional<int64_t> pending_workers_;
+  std::string memory_bound_ = "memory not measured yet";
   std::deque<AutotuneChange> history_;
 };
 

@@ -1,9 +1,13 @@
 #include "loader/component_settings.h"
 #include "sampler/stream_mix_plan.h"
+#include "supervise/preflight.h"
 #include "util/cpu_budget.h"
 #include "util/fnv1a.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include <mploader/streaming.h>
 
@@ -34,9 +38,32 @@ int64_t most_prefetch(const LoaderOptions& options) {
   return options.prefetch_factor == kAuto ? kAutoPrefetchMost : options.prefetch_factor;
 }
 
-int64_t most_workers_by_cpu(const LoaderOptions& options, int64_t cpu_budget) {
+AutoWorkerSlots auto_worker_slots() {
+  AutoWorkerSlots slots{kMostAutoWorkers, "the most mploader makes room for, a ring and " +
+                                              std::to_string(kFdsPerWorker) +
+                                              " descriptors each at start"};
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return slots;
+  int64_t open_fds = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)entry;
+    ++open_fds;
+  }
+  const auto soft = static_cast<int64_t>(limit.rlim_cur);
+  const int64_t fit = (soft - open_fds - kFdsPerLoader - kFdHeadroom) / kFdsPerWorker;
+  if (fit < slots.count) {
+    slots = {std::max<int64_t>(2, fit),
+             "the RLIMIT_NOFILE soft limit of " + std::to_string(soft) + " descriptors, " +
+                 std::to_string(open_fds) + " open, " + std::to_string(kFdsPerWorker) +
+                 " per worker and " + std::to_string(kFdHeadroom) +
+                 " left for the program; raise it (ulimit -n) for more"};
+  }
+  return slots;
+}
+
+int64_t most_workers(const LoaderOptions& options, int64_t cpu_budget) {
   if (options.num_workers != kAuto) return options.num_workers;
-  return std::clamp<int64_t>(kIoWorkersPerCpu * cpu_budget, 2, 1024);
+  return std::max(auto_worker_slots().count, starting_workers(options, cpu_budget));
 }
 
 int64_t starting_workers(const LoaderOptions& options, int64_t cpu_budget) {
@@ -47,7 +74,7 @@ int64_t starting_workers(const LoaderOptions& options, int64_t cpu_budget) {
 PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset) {
   const int64_t budget = cpu_budget().cpus();
   PoolConfig c;
-  c.num_workers = static_cast<int>(most_workers_by_cpu(options, budget));
+  c.num_workers = static_cast<int>(most_workers(options, budget));
   c.running_workers = static_cast<int>(std::min<int64_t>(starting_workers(options, budget),
                                                          c.num_workers));
   c.num_descriptors = static_cast<uint32_t>(most_prefetch(options));

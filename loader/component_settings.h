@@ -21,18 +21,27 @@ worker::WorkerSettings worker_settings(const LoaderOptions& options, const Datas
 // and slots each region has).
 inline constexpr int64_t kAutoPrefetchStart = 2;
 inline constexpr int64_t kAutoPrefetchMost = 4;
-// With num_workers = kAuto: workers that wait on I/O may number this many per CPU.
-inline constexpr int64_t kIoWorkersPerCpu = 4;
+// With num_workers = kAuto, the most worker slots a pool has: every slot's ring and
+// descriptors are made at start, and workers that wait on I/O rarely gain past this many.
+inline constexpr int64_t kMostAutoWorkers = 128;
 int64_t starting_prefetch(const LoaderOptions& options);
 int64_t most_prefetch(const LoaderOptions& options);
+// With kAuto, the worker slots before shared memory and memory cap them (shm_budget.h):
+// kMostAutoWorkers, or fewer where the RLIMIT_NOFILE soft limit has descriptors for fewer
+// (raising it past 1024 would break a program that uses select()), and why.
+struct AutoWorkerSlots {
+  int64_t count = 0;
+  std::string reason;
+};
+AutoWorkerSlots auto_worker_slots();
 // The worker slots a pool has before shared memory caps them: num_workers, or with kAuto
-// kIoWorkersPerCpu per CPU of `cpu_budget`.
-int64_t most_workers_by_cpu(const LoaderOptions& options, int64_t cpu_budget);
+// auto_worker_slots(), never under the workers that start.
+int64_t most_workers(const LoaderOptions& options, int64_t cpu_budget);
 // The workers that run first: num_workers, or with kAuto one per CPU of the budget.
 int64_t starting_workers(const LoaderOptions& options, int64_t cpu_budget);
 // A StreamingDataset's split per rank when planned afresh: the starting workers.
 int64_t stream_split(const LoaderOptions& options);
-// The pool of options.num_workers workers (kAuto: see most_workers_by_cpu), with
+// The pool of options.num_workers workers (kAuto: see most_workers), with
 // worker_settings(); its slot_bytes is left for probe_slot_bytes() to fill in.
 PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset);
 DispatcherSettings dispatcher_settings(const LoaderOptions& options);

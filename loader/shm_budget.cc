@@ -9,11 +9,23 @@
 
 #include <unistd.h>
 
+#include <fstream>
+
 namespace mploader::detail {
 namespace {
 
 void tighten(std::optional<ShmBudget>& budget, uint64_t bytes, std::string source) {
   if (!budget || bytes < budget->bytes) budget = ShmBudget{bytes, std::move(source)};
+}
+
+int64_t mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  int64_t kb = 0;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return -1;
 }
 
 uint64_t region_bytes_of(const PoolConfig& c) {
@@ -36,6 +48,12 @@ std::optional<ShmBudget> shm_budget(const LoaderOptions& options) {
       tighten(budget, static_cast<uint64_t>(free_bytes),
               "the free space of '" + options.shm_dir + "'");
     }
+  }
+  // memfd rings take memory as they are written, as the rings in shm_dir do.
+  const int64_t available = mem_available_bytes();
+  if (available >= 0) {
+    tighten(budget, static_cast<uint64_t>(available / 2),
+            "half of the memory available (MemAvailable " + human_bytes(available) + ")");
   }
   const OomCounter cgroup = read_oom_counter(getpid());
   if (cgroup.limit_bytes > 0) {

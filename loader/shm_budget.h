@@ -1,9 +1,10 @@
 // loader/: the Loader itself: options, epochs and resume, dispatching batches.
 //
 // The shared memory the rings may take: LoaderOptions::max_shm_bytes, the free space of
-// shm_dir's file system, and half of what the memory cgroup has left (ring pages count
-// against it, and the workers need the rest). With num_workers = kAuto it caps the worker
-// slots; with a fixed count, rings that do not fit are refused before any is made.
+// shm_dir's file system, and half of the memory available and of what the memory cgroup has
+// left (ring pages count against it, and the workers need the rest). With num_workers = kAuto
+// it caps the worker slots; with a fixed count, rings that do not fit are refused before any
+// is made.
 //
 // Pure functions of the options and the machine; no shared state.
 #pragma once

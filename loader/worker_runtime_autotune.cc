@@ -3,15 +3,50 @@
 // epochs.
 #include "loader/component_settings.h"
 #include "loader/worker_runtime.h"
+#include "supervise/memory_evidence.h"
 #include "util/cpu_budget.h"
 #include "util/log.h"
+#include "util/units.h"
 
 #include <mploader/streaming.h>
+
+#include <unistd.h>
+
+#include <fstream>
 
 namespace mploader::detail {
 namespace {
 
-std::string describe_change(const AutotuneChange& c, bool next_epoch) {
+// Of what is free, the share more workers may take: the rest stays for the training process,
+// the workers' growth within an epoch and the page cache.
+constexpr double kWorkersMemoryShare = 0.5;
+
+int64_t mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  int64_t kb = 0;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return -1;
+}
+
+// The memory free to more workers, and where that number comes from: MemAvailable, or what
+// the memory cgroup has left when that is less.
+std::pair<int64_t, std::string> free_memory() {
+  std::pair<int64_t, std::string> free{mem_available_bytes(), "MemAvailable"};
+  const OomCounter cgroup = read_oom_counter(getpid());
+  if (cgroup.limit_bytes > 0) {
+    const int64_t room = cgroup.limit_bytes - std::max<int64_t>(0, cgroup_usage_bytes(cgroup));
+    if (free.first < 0 || room < free.first) {
+      free = {std::max<int64_t>(0, room), "what the memory cgroup has left (limit " +
+                                              mebibytes(cgroup.limit_bytes) + ")"};
+    }
+  }
+  return free;
+}
+
+std::string describe_change(const AutotuneChange& c, bool next_epoch, const std::string& bound) {
   std::string what;
   if (c.workers_after != c.workers_before) {
     what = std::to_string(c.workers_before) + " -> " + std::to_string(c.workers_after) +
@@ -22,7 +57,51 @@ std::string describe_change(const AutotuneChange& c, bool next_epoch) {
   }
   return "mploader: autotune: " + what + " (epoch " + std::to_string(c.epoch) + ", batch " +
          std::to_string(c.batch) + "; CPU budget " + std::to_string(c.cpu_budget) +
-         ", at most " + std::to_string(c.max_workers) + " workers): " + c.reason;
+         ", at most " + std::to_string(c.max_workers) + " workers, " + bound + "): " + c.reason;
+}
+
+// Growth beyond what memory holds is cut: each worker more is taken to need as much private
+// memory as the largest running one, and more workers get kWorkersMemoryShare of what is free.
+// Records the bound for the log line; false when not one more fits.
+bool fit_growth_to_memory(WorkerPool& pool, Autotuner& tuner, AutotuneVerdict& v) {
+  int64_t largest = 0;
+  for (size_t w = 0; w < pool.size(); ++w) {
+    const WorkerChannel& c = pool.channel(w);
+    if (c.parked || c.process.pid <= 0) continue;
+    if (std::optional<MemorySplit> m = read_memory_split(c.process.pid)) {
+      largest = std::max(largest, m->private_bytes);
+    }
+  }
+  const auto [free, source] = free_memory();
+  if (largest <= 0 || free < 0) {
+    tuner.set_memory_bound("memory not measured");
+    return true;
+  }
+  const auto fit = static_cast<int64_t>(kWorkersMemoryShare * static_cast<double>(free) /
+                                        static_cast<double>(largest));
+  tuner.set_memory_bound("memory for " + std::to_string(v.change.workers_before + fit) +
+                         " (half of " + mebibytes(free) + " of " + source + ", " +
+                         mebibytes(largest) + " per worker)");
+  const int64_t add = v.change.workers_after - v.change.workers_before;
+  if (fit >= add) return true;
+  if (fit <= 0) {
+    log().debug("mploader: autotune: no worker added: {}", tuner.memory_bound());
+    return false;
+  }
+  v.change.workers_after = v.change.workers_before + fit;
+  v.change.reason += "; cut to " + std::to_string(fit) + " more by memory";
+  return true;
+}
+
+// Starts the added workers one at a time; where the slots run out first, the change says so.
+bool add_workers(Dispatcher& dispatcher, AutotuneVerdict& v) {
+  for (int64_t n = v.change.workers_before; n < v.change.workers_after; ++n) {
+    if (!dispatcher.add_worker()) {
+      v.change.workers_after = n;
+      break;
+    }
+  }
+  return v.change.workers_after > v.change.workers_before;
 }
 
 }  // namespace
@@ -36,8 +115,7 @@ void WorkerRuntime::make_autotuner(const LoaderOptions& options, const std::stri
   l.cpu_source = budget.source();
   l.max_workers = config_.num_workers;
   l.max_workers_reason = !l.workers      ? "num_workers is fixed"
-                         : shm_cap.empty() ? std::to_string(kIoWorkersPerCpu) +
-                                                 " per CPU, for workers that wait on I/O"
+                         : shm_cap.empty() ? auto_worker_slots().reason
                                            : shm_cap;
   l.max_prefetch = static_cast<int64_t>(config_.num_descriptors);
   l.between_epochs = dynamic_cast<const StreamingDataset*>(&dataset_) != nullptr;
@@ -73,13 +151,19 @@ void WorkerRuntime::autotune_step() {
   const AutotuneVerdict verdict =
       autotune_->after_batch(now, static_cast<int64_t>(dispatcher_->taking_tasks()),
                              dispatcher_->prefetch_factor(), all_started);
-  if (verdict.step == AutotuneStep::kNone || !take_step(verdict)) return;
-  autotune_->applied(verdict, epoch_, batches_taken_);
+  if (verdict.step == AutotuneStep::kNone) return;
+  AutotuneVerdict taken = verdict;
+  const bool adds = taken.step == AutotuneStep::kAddWorker;
+  if (adds && !fit_growth_to_memory(*pool_, *autotune_, taken)) return;
+  const bool adds_now = adds && !autotune_->limits().between_epochs;
+  if (adds_now ? !add_workers(*dispatcher_, taken) : !take_step(taken)) return;
+  autotune_->applied(taken, epoch_, batches_taken_);
   const bool next_epoch = autotune_->limits().between_epochs &&
-                          (verdict.step == AutotuneStep::kAddWorker ||
-                           verdict.step == AutotuneStep::kRemoveWorker);
-  if (!next_epoch) epochs_.set_num_workers(verdict.change.workers_after);
-  const std::string line = describe_change(autotune_->history().back(), next_epoch);
+                          (taken.step == AutotuneStep::kAddWorker ||
+                           taken.step == AutotuneStep::kRemoveWorker);
+  if (!next_epoch) epochs_.set_num_workers(taken.change.workers_after);
+  const std::string line = describe_change(autotune_->history().back(), next_epoch,
+                                           autotune_->memory_bound());
   if (autotune_->limits().churn_every > 0) {
     log().debug(line);
   } else {
