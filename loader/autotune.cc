@@ -20,8 +20,9 @@ constexpr double kLoopFed = 0.05;        // below this the loop is fed
 constexpr double kWorkersBusy = 0.80;    // the workers are busy
 constexpr double kRemainingBusy = 0.85;  // one fewer would still be below this
 // Workers that wait off the CPU grow while their CPU time is under this share of the CPUs the
-// loop leaves them: past it, more of them would queue for the CPUs rather than wait on I/O.
-constexpr double kCpusFull = 0.90;
+// loop leaves them: the rest goes to handing batches over (the loop's process, the kernel's
+// wake-ups), and past it more workers would queue for the CPUs rather than wait on I/O.
+constexpr double kCpusFull = 0.80;
 
 std::atomic<int64_t> churn_for_testing{0};
 
