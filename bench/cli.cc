@@ -112,6 +112,7 @@ struct RawOptions {
   std::string sample_shape = "3,224,224";
   std::string context = "1024";
   std::string io_latency_us = "2000";
+  std::string io_cpu_us = "0";
   std::string step_ms = "0";
   std::string workers = "2";
   std::string batch_size = "64";
@@ -181,6 +182,8 @@ void add_options(CLI::App& app, RawOptions& raw) {
                  "/usr/share/common-licenses")->capture_default_str();
   app.add_option("--io-latency-us", raw.io_latency_us, "io: each sample's read latency, a "
                  "blocking read that keeps the worker off the CPU")->capture_default_str();
+  app.add_option("--io-cpu-us", raw.io_cpu_us, "io: each sample's CPU time besides its read, "
+                 "spun on the worker's thread clock")->capture_default_str();
   app.add_option("--step-ms", raw.step_ms, "the training step: how long the loop holds each "
                  "batch before asking for the next (a slow consumer)")->capture_default_str();
   app.add_option("--workers", raw.workers, "worker count; a comma list sweeps, e.g. 0,1,2,4")
@@ -422,6 +425,7 @@ void validate(const RawOptions& raw, Plan& plan) {
   // Checked whatever the workload, so that a typo never waits for a sweep to reach stream.
   plan.base.context = parse_count("--context", raw.context, 1, "1024");
   plan.base.io_latency_us = parse_count("--io-latency-us", raw.io_latency_us, 0, "2000");
+  plan.base.io_cpu_us = parse_count("--io-cpu-us", raw.io_cpu_us, 0, "300");
   plan.base.step_ms = parse_count("--step-ms", raw.step_ms, 0, "20");
   plan.batch_sizes = parse_count_list("--batch-size", raw.batch_size, 1, "64,256");
   plan.base.batch_size = plan.batch_sizes.front();

@@ -70,6 +70,7 @@ std::string json_line(const RunResult& r) {
     j["memory_growth_warnings"] = r.memory_growth_warnings;
     j["worker_private_growth_mb"] = r.worker_private_growth_mb;
   }
+  j["second_half_samples_per_s"] = r.second_half_samples_per_s;
   if (r.settle_batches >= 0) {
     j["settle_batches"] = r.settle_batches;
     j["autotune_changes"] = r.autotune_changes;
@@ -114,6 +115,7 @@ RunResult parse_json_line(const RunConfig& config, const std::string& line) try 
   r.epochs = j.value("epochs", int64_t{-1});
   r.memory_growth_warnings = j.value("memory_growth_warnings", int64_t{-1});
   r.worker_private_growth_mb = j.value("worker_private_growth_mb", -1.0);
+  r.second_half_samples_per_s = j.value("second_half_samples_per_s", -1.0);
   r.settle_batches = j.value("settle_batches", int64_t{-1});
   r.autotune_changes = j.value("autotune_changes", int64_t{-1});
   r.auto_workers = j.value("auto_workers", int64_t{-1});
@@ -273,6 +275,36 @@ std::string against(const RunResult* best, const RunResult& auto_row) {
   return text;
 }
 
+// Every mploader row of the autotuned row's workload and batch size, by the rate over the
+// second half of its batches, each against the best fixed row's: "  second half (...): w=2
+// p=2 1062.0 0.17x; ...; auto w=16 p=2 6400.0 0.99x;".
+void print_second_half(std::ostream& out, const std::vector<RunResult>& results,
+                       const RunResult& auto_row) {
+  double best = 0;
+  std::vector<const RunResult*> rows;
+  for (const RunResult& r : results) {
+    if ((r.config.loader != "mploader" && &r != &auto_row) ||
+        r.config.workload != auto_row.config.workload ||
+        r.config.batch_size != auto_row.config.batch_size || r.second_half_samples_per_s < 0) {
+      continue;
+    }
+    rows.push_back(&r);
+    if (&r != &auto_row) best = std::max(best, r.second_half_samples_per_s);
+  }
+  if (best <= 0) return;
+  out << "  second half (s/s, against the best fixed):";
+  for (const RunResult* r : rows) {
+    char text[100];
+    const bool is_auto = r == &auto_row;
+    std::snprintf(text, sizeof text, " %s=%lld p=%lld %.1f %.2fx;", is_auto ? "auto w" : "w",
+                  static_cast<long long>(is_auto ? r->auto_workers : r->config.workers),
+                  static_cast<long long>(is_auto ? r->auto_prefetch : r->config.prefetch),
+                  r->second_half_samples_per_s, r->second_half_samples_per_s / best);
+    out << text;
+  }
+  out << '\n';
+}
+
 }  // namespace
 
 void print_autotune(std::ostream& out, const std::vector<RunResult>& results, int64_t cpus) {
@@ -297,6 +329,7 @@ void print_autotune(std::ostream& out, const std::vector<RunResult>& results, in
                   against(best_fixed(results, r, cpus), r).c_str(),
                   against(best_fixed(results, r, 0), r).c_str());
     out << line << '\n';
+    print_second_half(out, results, r);
   }
   if (any) {
     out << "  (settled: the batch of the autotuner's last change; settled s/s: samples/s after "

@@ -36,6 +36,7 @@ struct RunConfig {
   std::string tar_dir;   // tar: folder of .tar shards (--data-dir, or the packed set)
   int64_t context = 1024;  // stream: tokens per window
   int64_t io_latency_us = 2000;  // io: each sample's read latency
+  int64_t io_cpu_us = 0;         // io: each sample's CPU time besides, spun after the read
   // The training step: the loop holds each batch this long before asking for the next (every
   // loader, PyTorch's included), as a slow consumer does. 0: no step.
   int64_t step_ms = 0;
@@ -65,6 +66,8 @@ struct RunResult {
   int64_t samples = 0;       // in all batches
   double first_batch_s = 0;  // loader construction start -> first batch in hand
   double samples_per_s = 0;
+  // Over the second half of the batches: after a start that an autotuner spends choosing.
+  double second_half_samples_per_s = -1;
   double mb_per_s = 0;       // MB = bytes of all tensors of a batch / 1e6
   // stream: samples_per_s x context, the rate a language model trains at; 0 elsewhere.
   double tokens_per_s() const {

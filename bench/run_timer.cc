@@ -57,6 +57,7 @@ RunResult RunTimer::finish(const RunConfig& config, size_t dataset_size) const {
   const double steady = seconds(last_ - first_);
   result.samples_per_s = steady > 0 ? steady_samples_ / steady : 0.0;
   result.mb_per_s = steady > 0 ? steady_bytes_ / 1e6 / steady : 0.0;
+  result.second_half_samples_per_s = samples_per_s_after(batches_ / 2);
   result.wall_s = seconds(last_ - start_);
   result.teardown_s = seconds(teardown_end_ - loop_end_);
   std::vector<double> waits = waits_ms_;

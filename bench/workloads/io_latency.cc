@@ -50,17 +50,35 @@ int thread_timer() {
   return timer.fd();
 }
 
+int64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+// On the thread's CPU clock, so that time spent waiting for a CPU does not count.
+void spin_for(std::chrono::microseconds cpu) {
+  if (cpu.count() <= 0) return;
+  const int64_t until = thread_cpu_ns() + cpu.count() * 1000;
+  while (thread_cpu_ns() < until) {
+  }
+}
+
 }  // namespace
 
-IoLatencyDataset::IoLatencyDataset(size_t size, std::chrono::microseconds latency)
-    : size_(size), latency_(latency) {}
+IoLatencyDataset::IoLatencyDataset(size_t size, std::chrono::microseconds latency,
+                                   std::chrono::microseconds cpu)
+    : size_(size), latency_(latency), cpu_(cpu) {}
 
 void IoLatencyDataset::wait_for_read(int64_t index) {
   if (index < 0 || static_cast<size_t>(index) >= size_) {
     throw std::out_of_range("io: index " + std::to_string(index) + " out of range [0, " +
                             std::to_string(size_) + ")");
   }
-  if (latency_.count() <= 0) return;
+  if (latency_.count() <= 0) {
+    spin_for(cpu_);
+    return;
+  }
   const int fd = thread_timer();
   itimerspec due{};
   due.it_value.tv_sec = latency_.count() / 1000000;
@@ -76,6 +94,7 @@ void IoLatencyDataset::wait_for_read(int64_t index) {
                                std::strerror(errno));
     }
   }
+  spin_for(cpu_);
 }
 
 mploader::Sample IoLatencyDataset::get(int64_t index) {
@@ -99,15 +118,17 @@ void IoLatencyDataset::write(int64_t index, mploader::SampleWriter& out) {
 
 std::optional<mploader::DatasetRecipe> IoLatencyDataset::recipe() const {
   return mploader::DatasetRecipe{"bench-io", std::to_string(size_) + " " +
-                                                 std::to_string(latency_.count())};
+                                                 std::to_string(latency_.count()) + " " +
+                                                 std::to_string(cpu_.count())};
 }
 
 MPLOADER_REGISTER_DATASET("bench-io", [](const std::string& config) {
   std::istringstream in(config);
   size_t size = 0;
-  int64_t latency_us = 0;
-  in >> size >> latency_us;
-  return std::make_shared<IoLatencyDataset>(size, std::chrono::microseconds(latency_us));
+  int64_t latency_us = 0, cpu_us = 0;
+  in >> size >> latency_us >> cpu_us;  // a recipe without the CPU time leaves it 0
+  return std::make_shared<IoLatencyDataset>(size, std::chrono::microseconds(latency_us),
+                                            std::chrono::microseconds(cpu_us));
 });
 
 }  // namespace bench

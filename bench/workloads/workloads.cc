@@ -132,7 +132,8 @@ std::shared_ptr<mploader::Dataset> make_workload(const RunConfig& config) {
   if (config.workload == "io") {
     return std::make_shared<IoLatencyDataset>(
         static_cast<size_t>(config.batches * config.batch_size),
-        std::chrono::microseconds(config.io_latency_us));
+        std::chrono::microseconds(config.io_latency_us),
+        std::chrono::microseconds(config.io_cpu_us));
   }
   throw UsageError("--workload: unknown workload '" + config.workload +
                    "'; use synthetic, fmnist, jpeg, stream, tar or io");
