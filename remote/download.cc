@@ -119,7 +119,7 @@ void read_once(Transport& transport, const std::string& url, const ExpectedObjec
 }  // namespace
 
 int64_t download_to_fd(Transport& transport, const std::string& url, const ExpectedObject& expect,
-                       int fd, const RemoteOptions& options) {
+                       int fd, const RemoteOptions& options, std::string* sha256) {
   Progress p;
   for (int attempt = 0;; ++attempt) {
     try {
@@ -140,8 +140,9 @@ int64_t download_to_fd(Transport& transport, const std::string& url, const Expec
       std::this_thread::sleep_for(wait);
     }
   }
+  const std::string got = p.hash.hex();
+  if (sha256 != nullptr) *sha256 = got;
   if (!expect.sha256.empty()) {
-    const std::string got = p.hash.hex();
     if (got != expect.sha256) {
       throw TransportError("GET " + url + ": the " + std::to_string(p.written) + " bytes "
                            "downloaded have SHA-256 " + got + " but the manifest says " +

@@ -5,7 +5,9 @@
 #include <mploader/errors.h>
 
 #include "ipc/unique_fd.h"
+#include "remote/sha256.h"
 #include "util/fnv1a.h"
+#include "util/log.h"
 #include "util/units.h"
 
 #include <dirent.h>
@@ -22,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -53,11 +56,59 @@ bool same_file(int fd, const std::string& path) {
          a.st_ino == b.st_ino;
 }
 
+// Beside each copy, hidden from the space count: "<sha256> <bytes> <mtime_ns>" of the download.
+std::string checksum_path(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return path.substr(0, slash + 1) + "." + path.substr(slash + 1) + ".sha256";
+}
+
+int64_t mtime_of(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+// Records the download's checksum, size and time (best effort: a copy without one is read as
+// it is, as copies from before there were records).
+void write_checksum(int fd, const std::string& path, const std::string& sha256) {
+  struct stat st {};
+  if (sha256.empty() || ::fstat(fd, &st) != 0) return;
+  const std::string record = checksum_path(path);
+  const std::string part = record + "." + std::to_string(::getpid());
+  {
+    std::ofstream out(part);
+    out << sha256 << ' ' << st.st_size << ' ' << mtime_of(st) << '\n';
+  }
+  if (::rename(part.c_str(), record.c_str()) != 0) ::unlink(part.c_str());
+}
+
+// False when the copy changed after its download (its size or modification time differ from
+// the record beside it, and so does its SHA-256): it is then removed, to be downloaded again.
+// A copy whose time alone changed is hashed once, and its record updated.
+bool still_as_downloaded(int fd, const std::string& path) {
+  std::ifstream in(checksum_path(path));
+  std::string sha256;
+  int64_t bytes = -1, mtime_ns = -1;
+  struct stat st {};
+  if (!(in >> sha256 >> bytes >> mtime_ns) || ::fstat(fd, &st) != 0) return true;
+  if (st.st_size == bytes && mtime_of(st) == mtime_ns) return true;
+  const std::string now = sha256_of_file(path);
+  if (now == sha256) {
+    write_checksum(fd, path, sha256);
+    return true;
+  }
+  mploader::detail::log().warn(
+      "mploader: the shard cache's copy \"{}\" changed after it was downloaded (now {} bytes, "
+      "SHA-256 {}; downloaded: {} bytes, {}): it is removed and downloaded again",
+      path, static_cast<int64_t>(st.st_size), now, bytes, sha256);
+  ::unlink(path.c_str());
+  ::unlink(checksum_path(path).c_str());
+  return false;
+}
+
 // One file of the folder, as the space count sees it.
 struct Entry {
   std::string name;
   int64_t bytes;
-  int64_t mtime_ns;
+  int64_t used_ns;  // its last use: the access time, which every lease sets
 };
 
 std::vector<Entry> list_folder(const std::string& dir) {
@@ -70,8 +121,8 @@ std::vector<Entry> list_folder(const std::string& dir) {
     struct stat st {};
     if (::stat((dir + "/" + name).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     out.push_back(Entry{name, static_cast<int64_t>(st.st_size),
-                        static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 +
-                            st.st_mtim.tv_nsec});
+                        static_cast<int64_t>(st.st_atim.tv_sec) * 1000000000 +
+                            st.st_atim.tv_nsec});
   }
   ::closedir(d);
   return out;
@@ -83,6 +134,7 @@ bool evict_if_unused(const std::string& path) {
   if (f.get() < 0) return false;
   if (flock_retrying(f.get(), LOCK_EX | LOCK_NB) != 0) return false;  // leased
   if (!same_file(f.get(), path)) return false;
+  ::unlink(checksum_path(path).c_str());
   return ::unlink(path.c_str()) == 0;
 }
 
@@ -183,7 +235,11 @@ std::unique_ptr<CachedShard> ShardCache::try_lease(const std::string& path) cons
   // Shared: many readers at once; an evictor's exclusive try then fails. Checked after the
   // lock: an evictor may have unlinked the file between our open and our lock.
   if (flock_retrying(f.get(), LOCK_SH) != 0 || !same_file(f.get(), path)) return nullptr;
-  ::futimens(f.get(), nullptr);  // its last use, for eviction (best effort: another user's file)
+  if (!still_as_downloaded(f.get(), path)) return nullptr;
+  // Its last use, for eviction: the access time alone, so that the modification time stays
+  // the download's, which the checksum beside it records (best effort: another user's file).
+  const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+  ::futimens(f.get(), times);
   return std::make_unique<CachedShard>(path, std::move(f));
 }
 
@@ -216,7 +272,8 @@ std::unique_ptr<CachedShard> ShardCache::download(const std::string& url,
   const std::string part = path + ".part";
   UniqueFd f = reserve(part, std::max<int64_t>(expect.bytes, 0));
   try {
-    const int64_t bytes = download_to_fd(transport, url, expect, f.get(), options);
+    std::string sha256;
+    const int64_t bytes = download_to_fd(transport, url, expect, f.get(), options, &sha256);
     if (::ftruncate(f.get(), bytes) != 0 || ::fdatasync(f.get()) != 0) {
       throw CacheError("the shard cache cannot finish \"" + part + "\" (" +
                                std::strerror(errno) + "): is the file system full?");
@@ -227,6 +284,7 @@ std::unique_ptr<CachedShard> ShardCache::download(const std::string& url,
       throw CacheError("the shard cache cannot rename \"" + part + "\" into place (" +
                                std::strerror(errno) + ")");
     }
+    write_checksum(f.get(), path, sha256);
     ++downloads_;
     downloaded_bytes_ += bytes;
   } catch (...) {
@@ -271,7 +329,7 @@ int64_t total_bytes(const std::vector<Entry>& entries) {
 // Evicts the least recently used shard no reader holds; false when there is none.
 bool evict_one(const std::string& dir, std::vector<Entry>& entries) {
   std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.mtime_ns < b.mtime_ns; });
+            [](const Entry& a, const Entry& b) { return a.used_ns < b.used_ns; });
   for (auto it = entries.begin(); it != entries.end(); ++it) {
     if (ends_with(it->name, ".part")) continue;
     if (evict_if_unused(dir + "/" + it->name)) {

@@ -5,6 +5,7 @@
 
 #include "tests/shards/epoch_check.h"
 #include "tests/shards/remote_test_support.h"
+#include "tests/stderr_capture.h"
 #include "tests/tmpfs_mount.h"
 
 #include <mploader/errors.h>
@@ -72,6 +73,11 @@ std::string read_all(int fd) {
 
 int64_t file_size(const std::string& path) {
   return static_cast<int64_t>(std::filesystem::file_size(path));
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace
@@ -164,6 +170,42 @@ TEST_CASE("remote: a killed reader's lease dies with it, and its shard can then 
   const std::vector<std::string> left = cached_files(corpus.cache_dir());
   REQUIRE(left.size() == 1);  // shard 0's copy was evicted for shard 1's
   CHECK(corpus.cache_dir() + "/" + left[0] == second->path());
+}
+
+TEST_CASE("remote: a cached copy changed after its download is noticed, and downloaded again",
+          "[remote]") {
+  ServedCorpus corpus("changed-copy", {10}, 1 << 10);
+  REQUIRE_SERVER(corpus);
+  const auto options = corpus.options();
+  const std::string url = corpus.urls()[0];
+  const int64_t bytes = file_size(corpus.paths()[0]);
+  auto transport = remote::make_transport(url, options.remote);
+  mrd::ShardCache cache(mrd::resolve_cache_config(options.remote));
+  const auto downloads = [&] { return corpus.server().count("/shard-0.tar", 200); };
+  std::string copy;
+  {
+    const auto lease = cache.acquire(url, {bytes, ""}, *transport, options.remote);
+    copy = lease->path();
+  }
+  REQUIRE(downloads() == 1);
+  const std::string original = read_file(copy);
+  // Touched alone: hashed once, found the same, kept.
+  std::filesystem::last_write_time(copy, std::filesystem::file_time_type::clock::now());
+  CHECK(read_file(cache.acquire(url, {bytes, ""}, *transport, options.remote)->path()) ==
+        original);
+  CHECK(downloads() == 1);
+  // Written over in place, at the same size: removed and downloaded again.
+  {
+    std::fstream f(copy, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(600);
+    f << "tampered";
+  }
+  REQUIRE(file_size(copy) == bytes);
+  testing_datasets::StderrCapture err;
+  CHECK(read_file(cache.acquire(url, {bytes, ""}, *transport, options.remote)->path()) ==
+        original);
+  CHECK(downloads() == 2);
+  CHECK_THAT(err.text(), Contains("changed after it was downloaded") && Contains(copy));
 }
 
 TEST_CASE("remote: a cache on a full tmpfs evicts and goes on, or says what holds the space",
