@@ -250,13 +250,20 @@ namespace {
   }
 }
 
+// `target`: the URL requested (an S3 object's at its endpoint).
 [[noreturn]] void fail_status(const ReadRequest& r, long status, const std::string& body,
-                              const std::string& denied) {
+                              const std::string& denied, const std::string& target) {
   const std::string head = what_request(r) + ": HTTP " + std::to_string(status);
   const std::string said = body_snippet(body);
+  if (status == 404 && body.find("<Code>NoSuchBucket</Code>") != std::string::npos) {
+    throw TransportError(head + " NoSuchBucket: the bucket this URL names does not exist at this "
+                         "endpoint (" + target + "); check the bucket's name, and the endpoint "
+                         "(RemoteOptions::endpoint_url, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)",
+                         false, 404);
+  }
   if (status == 404) {
     throw TransportError(head + " Not Found: the store has no object at this URL" + said +
-                         "; check the name (and the manifest, which lists it)", false, 404);
+                         "; check the name", false, 404);
   }
   if (status == 401 || status == 403) {
     throw TransportError(head + " (access denied)" + said + ": " + denied, false,
@@ -329,8 +336,9 @@ void HttpTransport::fetch(const std::string& target, const ReadRequest& request,
   if (x.failure) std::rethrow_exception(x.failure);
   if (code != CURLE_OK) fail_transfer(request, code, detail, options_);
   const long status = status_of(curl);
-  if (status != 200 && status != 206) fail_status(request, status, x.error_body,
-                                                  denied_fix(request.url));
+  if (status != 200 && status != 206) {
+    fail_status(request, status, x.error_body, denied_fix(request.url), target);
+  }
   send_info(x, status);  // an empty body calls no write callback
 }
 

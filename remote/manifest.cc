@@ -5,10 +5,13 @@
 
 #include "remote/http_transport.h"
 #include "remote/url.h"
+#include "util/fnv1a.h"
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -118,16 +121,14 @@ std::string fetch_text(const std::string& url_or_path, const RemoteOptions& opti
 
 namespace {
 
-std::string fetch_manifest(const std::string& where, const RemoteOptions& options) {
+// The manifest's text, or nullopt when the store says it is not there (HTTP 404, S3 NoSuchKey).
+std::optional<std::string> fetch_manifest(const std::string& where, const RemoteOptions& options) {
   for (int attempt = 0;; ++attempt) {
     try {
       return fetch_text(where, options);
     } catch (const TransportError& e) {
-      if (e.http_status() == 404) {
-        throw OptionError("manifest", "there is no manifest at \"" + where + "\" (HTTP 404): "
-                          "write one beside the shards with `mploader-manifest FOLDER` and "
-                          "upload it there, or name it in RemoteOptions::manifest");
-      }
+      const bool no_bucket = std::string(e.what()).find("NoSuchBucket") != std::string::npos;
+      if (e.http_status() == 404 && !no_bucket) return std::nullopt;
       if (!e.transient() || attempt >= options.max_retries) throw;
       std::this_thread::sleep_for(std::chrono::milliseconds(100 << std::min(attempt, 5)));
     }
@@ -136,13 +137,8 @@ std::string fetch_manifest(const std::string& where, const RemoteOptions& option
 
 }  // namespace
 
-std::vector<ManifestEntry> manifest_entries(const std::vector<std::string>& urls,
-                                            const RemoteOptions& options) {
-  if (urls.empty()) return {};
-  const std::string where =
-      options.manifest.empty() ? url_folder(urls[0]) + kDefaultName : options.manifest;
-  const Manifest m = parse_manifest(fetch_manifest(where, options), where);
-  const std::string folder = url_folder(where);
+std::vector<ManifestEntry> entries_for(const Manifest& m, const std::vector<std::string>& urls,
+                                       const std::string& folder) {
   std::vector<ManifestEntry> out;
   for (const std::string& url : urls) {
     const std::string name = url.compare(0, folder.size(), folder) == 0
@@ -150,14 +146,37 @@ std::vector<ManifestEntry> manifest_entries(const std::vector<std::string>& urls
                                  : url.substr(url.rfind('/') + 1);
     const auto it = m.by_name.find(name);
     if (it == m.by_name.end()) {
-      throw OptionError("manifest", "the manifest \"" + where + "\" does not list \"" + name +
-                        "\" (for " + url + "), so its samples cannot be counted without "
+      throw OptionError("manifest", "the manifest \"" + m.source + "\" does not list \"" +
+                        name + "\" (for " + url + "), so its samples cannot be counted without "
                         "downloading it: write the manifest again with `mploader-manifest "
                         "FOLDER` over the shards as they are now");
     }
     out.push_back(m.shards[it->second]);
   }
   return out;
+}
+
+std::optional<std::vector<ManifestEntry>> find_manifest_entries(
+    const std::vector<std::string>& urls, const RemoteOptions& options) {
+  if (urls.empty()) return std::vector<ManifestEntry>{};
+  const std::string where =
+      options.manifest.empty() ? url_folder(urls[0]) + kDefaultName : options.manifest;
+  const std::optional<std::string> text = fetch_manifest(where, options);
+  if (!text) {
+    if (options.manifest.empty()) return std::nullopt;  // the shards are counted instead
+    throw OptionError("manifest", "there is no manifest at \"" + where + "\" (HTTP 404), the "
+                      "one RemoteOptions::manifest names: check the URL, or leave it empty to "
+                      "look beside the shards");
+  }
+  return entries_for(parse_manifest(*text, where), urls, url_folder(where));
+}
+
+std::string kept_manifest_path(const std::string& cache_dir, const std::string& folder) {
+  mploader::detail::Fnv1a hash;
+  hash.add(folder);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash.value()));
+  return cache_dir + "/.manifests/" + hex + ".json";
 }
 
 }  // namespace mploader::remote::detail

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,21 @@ std::string manifest_text(const std::vector<ManifestEntry>& shards);
 // TransportError / OptionError naming it.
 std::string fetch_text(const std::string& url_or_path, const RemoteOptions& options);
 
+// The entry of each URL in `urls` in `m`, a manifest of `folder` (names are relative to it).
+// Throws OptionError naming the manifest and the URL it lacks, with the command that writes one.
+std::vector<ManifestEntry> entries_for(const Manifest& m, const std::vector<std::string>& urls,
+                                       const std::string& folder);
+
 // The manifest entry of each URL in `urls`: from options.manifest, else from
-// "mploader-manifest.json" in the first URL's folder. Throws OptionError naming the manifest
-// and the URL it lacks, with the command that writes one.
-std::vector<ManifestEntry> manifest_entries(const std::vector<std::string>& urls,
-                                            const RemoteOptions& options);
+// "mploader-manifest.json" in the first URL's folder; nullopt when that default one is not
+// there (HTTP 404), for the caller to count the shards itself. Throws OptionError for a
+// manifest that options.manifest names and that is not there, one that does not list a URL,
+// and a bucket that does not exist (TransportError).
+std::optional<std::vector<ManifestEntry>> find_manifest_entries(
+    const std::vector<std::string>& urls, const RemoteOptions& options);
+
+// Where the manifest mploader writes after counting the shards of `folder` (a URL) itself is
+// kept, in the shard cache `cache_dir`: a hidden folder, which eviction leaves alone.
+std::string kept_manifest_path(const std::string& cache_dir, const std::string& folder);
 
 }  // namespace mploader::remote::detail

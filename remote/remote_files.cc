@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,8 +64,18 @@ class CachedFileAccess : public mploader::detail::RemoteFileAccess {
     const RemoteOptions& o = options(cache_dir);
     auto& cache = caches_[cache_dir];
     if (!cache) cache = std::make_unique<ShardCache>(resolve_cache_config(o));
-    return std::make_unique<CachedFile>(
-        cache->acquire(url, ExpectedObject{bytes, "", ""}, transport(url, cache_dir), o));
+    if (auto it = refused_.find(url); it != refused_.end()) {
+      throw TransportError(it->second + " (asked once; this process does not ask again: "
+                           "restart the job once the object is there)", false, 404);
+    }
+    try {
+      return std::make_unique<CachedFile>(
+          cache->acquire(url, ExpectedObject{bytes, "", ""}, transport(url, cache_dir), o));
+    } catch (const TransportError& e) {
+      const int status = e.http_status();
+      if (status == 404 || status == 403 || status == 401) refused_.emplace(url, e.what());
+      throw;
+    }
   }
 
   void prefetch(const std::vector<std::pair<std::string, int64_t>>& files,
@@ -101,9 +112,17 @@ class CachedFileAccess : public mploader::detail::RemoteFileAccess {
     o.cache_dir = cache_dir;  // the rest from the environment (AWS_*, MPLOADER_CACHE_*)
     return o;
   }
+  // One per scheme and store: the endpoint, region and profile come from the environment
+  // when the transport is made, so a process whose variables change gets a new one.
   Transport& transport(const std::string& url, const std::string& cache_dir) {
     const RemoteOptions& o = options(cache_dir);
-    std::unique_ptr<Transport>& t = transports_[url.substr(0, url.find("://"))];
+    std::string key = url.substr(0, url.find("://")) + "|" + cache_dir;
+    for (const char* name : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION",
+                             "AWS_DEFAULT_REGION", "AWS_PROFILE"}) {
+      const char* value = std::getenv(name);
+      key += std::string("|") + (value != nullptr ? value : "");
+    }
+    std::unique_ptr<Transport>& t = transports_[key];
     if (!t) t = make_transport(url, o);
     return *t;
   }
@@ -111,7 +130,10 @@ class CachedFileAccess : public mploader::detail::RemoteFileAccess {
   std::mutex mutex_;  // TokenStream may be read from several threads (libtorch's loader)
   pid_t owner_ = ::getpid();
   std::map<std::string, RemoteOptions> options_;                     // by cache folder
-  std::map<std::string, std::unique_ptr<Transport>> transports_;     // by scheme
+  std::map<std::string, std::unique_ptr<Transport>> transports_;  // by scheme, folder, store
+  // Objects the store said are not there or may not be read: asked once per process, so that
+  // every batch over a missing file does not make a request of its own.
+  std::map<std::string, std::string> refused_;
   std::map<std::string, std::unique_ptr<ShardCache>> caches_;        // by cache folder
   std::map<std::string, std::unique_ptr<ShardPrefetcher>> prefetchers_;  // by cache folder
 };

@@ -118,14 +118,35 @@ std::vector<std::string> S3Transport::extra_headers(const std::string& http_url,
   return s.headers;
 }
 
+std::pair<std::string, std::string> S3Transport::named_by(const std::string& url) const {
+  if (url.compare(0, 5, "s3://") == 0) return bucket_and_key(url);
+  const Url u = parse_url(url);
+  std::string path = u.path;
+  const auto query = query_of(path);
+  std::string bucket, key;
+  if (!endpoint_.empty()) {  // path style: /bucket/key
+    const size_t slash = path.find('/', 1);
+    bucket = path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
+    key = slash == std::string::npos ? "" : uri_decode(path.substr(slash + 1));
+  } else {  // virtual-hosted: bucket.s3.region.amazonaws.com/key
+    bucket = u.host.substr(0, u.host.find(".s3."));
+    key = path.size() > 1 ? uri_decode(path.substr(1)) : "";
+  }
+  for (const auto& [name, value] : query) {
+    if (name == "prefix") key = value;
+  }
+  return {bucket, key};
+}
+
 std::string S3Transport::denied_fix(const std::string& url) const {
-  const auto [bucket, key] = bucket_and_key(url);
+  const auto [bucket, key] = named_by(url);
+  const bool listing = url.find("list-type=") != std::string::npos;
   std::string id = credentials_ ? credentials_->access_key_id : "";
   if (id.size() > 4) id = "..." + id.substr(id.size() - 4);
   return "the store refused the credentials from " +
          (credentials_ ? credentials_->source : std::string("(none resolved)")) +
-         " (access key " + id + ") for bucket \"" + bucket + "\", key \"" + key +
-         "\": check the key and secret, that they may read this bucket, and the region \"" +
+         " (access key " + id + ") for bucket \"" + bucket + "\", " +
+         (listing ? "listing the prefix \"" : "key \"") + key + "\": check the key and secret, that they may read this bucket, and the region \"" +
          region_ + "\" (AWS_REGION)" + (endpoint_.empty() ? "" : ", at " + endpoint_);
 }
 

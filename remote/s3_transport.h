@@ -29,6 +29,9 @@ class S3Transport : public HttpTransport {
 
  private:
   const AwsCredentials& credentials();
+  // The bucket and key `url` names: an s3:// URL, or the HTTP URL of a request (path style at
+  // an endpoint, virtual-hosted at AWS); a listing's key is its prefix.
+  std::pair<std::string, std::string> named_by(const std::string& url) const;
 
   std::string endpoint_;  // "http://127.0.0.1:9000", or empty: AWS, virtual-hosted
   std::string region_;

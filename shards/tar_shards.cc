@@ -10,6 +10,7 @@
 #include "shards/sample_decode.h"
 #include "shards/text.h"
 #include "shards/sample_source.h"
+#include "shards/shard_count.h"
 #include "shards/tar_reader.h"
 #include "util/file_stat.h"
 #include "util/folder_files.h"
@@ -101,19 +102,21 @@ void refuse_same_file(const std::vector<std::string>& paths) {
 std::vector<ShardScan> scan_all(const std::vector<std::string>& paths,
                                 const TarShardsOptions& options) {
   check_options(paths, options);
-  // URLs are counted from their manifest (one request), never by downloading the shards.
+  // URLs are counted from their manifest (one request); without one, by downloading them once
+  // per machine (shard_count.h).
   std::vector<std::string> urls;
   for (const std::string& p : paths) {
     if (remote::is_url(p)) urls.push_back(p);
   }
-  const std::vector<remote::detail::ManifestEntry> listed =
-      remote::detail::manifest_entries(urls, options.remote);
+  std::optional<std::vector<remote::detail::ManifestEntry>> listed =
+      remote::detail::find_manifest_entries(urls, options.remote);
+  if (!listed) listed = detail::count_without_manifest(urls, options.remote);
   std::vector<ShardScan> scans;
   scans.reserve(paths.size());
   size_t next_listed = 0;
   for (const std::string& p : paths) {
     if (remote::is_url(p)) {
-      const remote::detail::ManifestEntry& e = listed[next_listed++];
+      const remote::detail::ManifestEntry& e = (*listed)[next_listed++];
       scans.push_back(ShardScan{e.samples, e.bytes, 0, e.sha256});
     } else {
       scans.push_back(detail::scan_shard(p));
@@ -206,11 +209,12 @@ Sample TarShards::get(int64_t index) {
     try {
       raw = reading_->source.fetch(at.shard, sample, /*keep=*/step > 0);
     } catch (const std::runtime_error& e) {
-      // A changed shard, a failed download and a full cache say what to do themselves; any
-      // other failure is the tar's.
+      // A changed shard, a failed download, a full cache and a bad setting (the cache's
+      // folder or limit) say what to do themselves; any other failure is the tar's.
       const bool damaged = dynamic_cast<const detail::ShardChanged*>(&e) == nullptr &&
                            dynamic_cast<const remote::TransportError*>(&e) == nullptr &&
-                           dynamic_cast<const remote::detail::CacheError*>(&e) == nullptr;
+                           dynamic_cast<const remote::detail::CacheError*>(&e) == nullptr &&
+                           dynamic_cast<const OptionError*>(&e) == nullptr;
       throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what() +
                                (damaged ? ": the tar is damaged; check it (tar tvf " + path +
                                               ") and write it again, or leave it out of the "

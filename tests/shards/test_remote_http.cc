@@ -5,6 +5,7 @@
 
 #include "tests/shards/epoch_check.h"
 #include "tests/shards/remote_test_support.h"
+#include "tests/stderr_capture.h"
 #include "tests/tmpfs_mount.h"
 
 #include <mploader/errors.h>
@@ -199,6 +200,73 @@ TEST_CASE("remote: a missing shard and a missing manifest are errors that name t
   TarShards data(corpus.urls(), options);
   std::filesystem::remove(corpus.paths()[1]);
   REQUIRE_THROWS_WITH(data.get(4), Contains("HTTP 404") && Contains(corpus.urls()[1]));
+  // Asked once: every later batch over the missing shard fails without a request.
+  REQUIRE_THROWS_WITH(data.get(5), Contains("HTTP 404") && Contains("asked once"));
+  CHECK(corpus.server().count("/shard-1.tar", 404) == 1);
+}
+
+TEST_CASE("remote: shards published without a manifest are counted once per machine, then read",
+          "[remote][process]") {
+  ServedCorpus corpus("no-manifest", {9, 14, 5, 11});
+  REQUIRE_SERVER(corpus);
+  std::filesystem::remove(std::filesystem::path(corpus.paths()[0]).parent_path() /
+                          "mploader-manifest.json");
+  std::shared_ptr<TarShards> data;
+  {
+    testing_datasets::StderrCapture err;
+    data = std::make_shared<TarShards>(corpus.urls(), corpus.options());
+    const std::string said = err.text();
+    CHECK_THAT(said, Contains("there is no manifest at") && Contains("4 shards are downloaded") &&
+                         Contains("mploader-manifest.json") && Contains(corpus.cache_dir()));
+  }
+  REQUIRE(data->size() == 39);
+  // Each shard came whole once, into the cache the Loader's workers read.
+  auto whole = [&corpus] {
+    std::vector<int> out;
+    for (size_t i = 0; i < 4; ++i) {
+      out.push_back(corpus.server().count("/shard-" + std::to_string(i) + ".tar", 200));
+    }
+    return out;
+  };
+  CHECK(whole() == std::vector<int>(4, 1));
+  mploader::Loader loader(data, loader_options(mploader::StartMethod::kFork));
+  check_once(run_epoch(loader, 0), 39);
+  CHECK(whole() == std::vector<int>(4, 1));
+  // The next dataset over the same folder reads the counts kept in the cache: no download.
+  {
+    testing_datasets::StderrCapture err;
+    TarShards again(corpus.urls(), corpus.options());
+    CHECK(again.size() == 39);
+    CHECK_THAT(err.text(), !Contains("downloaded into the shard cache"));
+  }
+  CHECK(whole() == std::vector<int>(4, 1));
+  CHECK(corpus.server().count("/mploader-manifest.json", 404) == 2);
+}
+
+TEST_CASE("remote: a cache limit below one shard fails the batch saying so, not that the tar is "
+          "damaged", "[remote][process]") {
+  ServedCorpus corpus("tiny-cache", {20, 20}, 4 << 10);
+  REQUIRE_SERVER(corpus);
+  // Below one shard, and a limit that is no size: set where the workers read it.
+  for (const char* limit : {"1K", "ten"}) {
+    ::setenv("MPLOADER_CACHE_LIMIT", limit, 1);
+    auto data = std::make_shared<TarShards>(corpus.urls(), corpus.options());
+    for (int workers : {0, 1}) {
+      INFO("MPLOADER_CACHE_LIMIT=" << limit << ", " << workers << " worker(s)");
+      mploader::LoaderOptions o = loader_options(mploader::StartMethod::kFork);
+      o.num_workers = workers;
+      try {
+        mploader::Loader loader(data, o);
+        (void)loader.next();
+        FAIL("a batch came through");
+      } catch (const std::exception& e) {
+        INFO(e.what());
+        CHECK_THAT(e.what(), Contains("MPLOADER_CACHE_LIMIT") && !Contains("damaged"));
+        if (std::string(limit) == "1K") CHECK_THAT(e.what(), Contains("cannot hold a shard of"));
+      }
+    }
+  }
+  ::unsetenv("MPLOADER_CACHE_LIMIT");
 }
 
 TEST_CASE("remote: a shard rewritten under its URL with a new manifest is downloaded again",

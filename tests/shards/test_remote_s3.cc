@@ -10,6 +10,7 @@
 #include "tests/shards/s3_server.h"
 
 #include <mploader/loader.h>
+#include <mploader/token_stream.h>
 
 #include <ATen/ATen.h>
 
@@ -28,12 +29,15 @@ namespace {
 
 // The corpus written locally, and a bucket "corpus" holding it under "train/".
 struct Bucket {
-  explicit Bucket(const std::vector<int64_t>& sizes)
+  // `manifest`: with mploader-manifest.json beside the shards; else as WebDataset publishes.
+  explicit Bucket(const std::vector<int64_t>& sizes, bool manifest = true)
       : local("s3-local"), state("s3-state"), cache("s3-cache") {
     paths = write_corpus(local, sizes);
-    write_manifest(local.path().string(), paths);
     std::vector<std::string> files = paths;
-    files.push_back(local.file("mploader-manifest.json"));
+    if (manifest) {
+      write_manifest(local.path().string(), paths);
+      files.push_back(local.file("mploader-manifest.json"));
+    }
     server.emplace(state.path().string(), "corpus", "train/", files);
   }
   mploader::shards::TarShardsOptions options() const {
@@ -83,6 +87,57 @@ TEST_CASE("remote: a Loader reads tar shards from an S3 bucket given only its UR
   check_once(run_epoch(loader, 0), 39);
 }
 
+TEST_CASE("remote: shards in a bucket with no manifest are counted into the cache, then read",
+          "[remote][s3][process]") {
+  Bucket bucket({9, 14, 5, 11}, /*manifest=*/false);
+  if (!bucket.server->ok()) {
+    WARN("skipped: " << bucket.server->why_not());
+    return;
+  }
+  AwsEnvironment env;
+  env.set("AWS_ACCESS_KEY_ID", bucket.server->key_id());
+  env.set("AWS_SECRET_ACCESS_KEY", bucket.server->secret());
+  auto data = std::make_shared<TarShards>(std::vector<std::string>{"s3://corpus/train/"},
+                                          bucket.options());
+  REQUIRE(data->size() == 39);
+  mploader::LoaderOptions lo;
+  lo.num_workers = 2;
+  lo.batch_size = 4;
+  lo.collate = mploader::pad_collate();
+  mploader::Loader loader(data, lo);
+  check_once(run_epoch(loader, 0), 39);
+  // A bucket that does not exist is said to be missing, not to lack a manifest.
+  CHECK_THROWS_WITH(TarShards({"s3://no-such-bucket/train/shard-0.tar"}, bucket.options()),
+                    Contains("NoSuchBucket") && Contains("does not exist") &&
+                        !Contains("no manifest"));
+}
+
+TEST_CASE("remote: TokenStream follows the S3 endpoint the environment names now",
+          "[remote][s3][tokens]") {
+  TempDir local("s3-tokens-local"), state("s3-tokens-state");
+  const std::string file = local.file("tok.bin");
+  std::ofstream(file, std::ios::binary) << std::string(4096, '\0');
+  MotoServer server(state.path().string(), "corpus", "train/", {file});
+  if (!server.ok()) {
+    WARN("skipped: " << server.why_not());
+    return;
+  }
+  AwsEnvironment env;
+  env.set("AWS_ACCESS_KEY_ID", server.key_id());
+  env.set("AWS_SECRET_ACCESS_KEY", server.secret());
+  mploader::TokenStreamOptions to;
+  to.context = 16;
+  to.cache_dir = local.file("cache");
+  // First an endpoint under which the bucket is not: the store says so at once.
+  env.set("AWS_ENDPOINT_URL", server.endpoint() + "/elsewhere");
+  CHECK_THROWS_WITH(mploader::TokenStream({"s3://corpus/train/tok.bin"}, to),
+                    Contains("elsewhere"));
+  // Then the right one, in the same process: a new transport, not the first one's.
+  env.set("AWS_ENDPOINT_URL", server.endpoint());
+  mploader::TokenStream data({"s3://corpus/train/tok.bin"}, to);
+  CHECK(data.size() > 0);
+}
+
 TEST_CASE("remote: wrong S3 credentials are refused at the first read, naming their source",
           "[remote][s3]") {
   Bucket bucket({4, 4});
@@ -98,6 +153,10 @@ TEST_CASE("remote: wrong S3 credentials are refused at the first read, naming th
                       Contains("HTTP 403") && Contains("AWS_ACCESS_KEY_ID") &&
                           Contains("mploader-manifest.json") && Contains("bucket \"corpus\""));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  // A listing refused names the bucket, not the endpoint.
+  REQUIRE_THROWS_WITH(TarShards({"s3://corpus/train/"}, bucket.options()),
+                      Contains("HTTP 403") && Contains("bucket \"corpus\"") &&
+                          Contains("listing the prefix \"train/\""));
   // The right key from a profile of a credentials file, and none in the environment.
   TempDir home("s3-home");
   std::filesystem::create_directories(home.path() / ".aws");
