@@ -175,6 +175,8 @@ SequenceSet positions_from(const json& runs, uint64_t size, const char* name) {
   SequenceSet set(size);
   uint64_t previous = 0;
   uint64_t strided = 0;  // positions named by runs with a step
+  const uint64_t strided_budget =
+      size <= kMaxStridedOrder ? size : 4 * static_cast<uint64_t>(runs.size()) + 4096;
   for (const json& r : runs) {
     const bool triple = r.is_array() && r.size() == 3 && r[0].is_number_unsigned() &&
                         r[1].is_number_unsigned() && r[2].is_number_unsigned();
@@ -193,10 +195,11 @@ SequenceSet positions_from(const json& runs, uint64_t size, const char* name) {
       set.insert_range(first, first + count);
     } else {
       strided += count;
-      if (strided > kMaxStridedPositions) {
+      if (strided > strided_budget) {
         refuse(std::string("the field \"") + name + "\" names more than " +
-               std::to_string(kMaxStridedPositions) + " positions in runs with a step, more "
-               "than any sampler's order holds");
+               std::to_string(strided_budget) + " of its " + std::to_string(size) +
+               " positions one by one in runs with a step, which no state of an order that "
+               "large holds");
       }
       for (uint64_t i = 0; i < count; ++i) set.insert(first + i * step);
     }

@@ -22,9 +22,11 @@ using nlohmann::json;
 // The most positions a saved epoch may name: sample indices are int64. A count costs no memory
 // (SequenceSet keeps ranges); what a state names does, in the ranges of its text.
 constexpr uint64_t kMaxPositions = uint64_t{INT64_MAX};
-// The most positions runs with a step (a rank's share of a map-style order, which no sampler
-// makes over 10^9 samples) may name in one state: each is a range of its own once read.
-constexpr uint64_t kMaxStridedPositions = uint64_t{1} << 32;
+// Runs with a step expand into a range per position. In an order of at most this many
+// positions (a map-style sampler's: none makes over 10^9) they may name every position, whose
+// set then costs 128 MiB at most, as bits; in a larger one (a stream's), positions come in
+// runs of consecutive ones, and runs with a step may name a few positions per run of the text.
+constexpr uint64_t kMaxStridedOrder = uint64_t{1} << 30;
 
 // The deepest nesting of lists and objects a state may have.
 constexpr int kMaxNesting = 16;

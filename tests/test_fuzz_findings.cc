@@ -4,6 +4,9 @@
 // The files are in tests/data/fuzz/; the fuzz corpora hold them too.
 #include "test_datasets.h"
 
+#include "loader/job_state.h"
+#include "loader/state_json.h"
+
 #include <mploader/errors.h>
 #include <mploader/loader.h>
 #include <mploader/npy.h>
@@ -75,6 +78,43 @@ TEST_CASE("fuzz findings: a loader state of 2^62 batches is refused, its count c
   // std::vector<bool>(num_batches) asked for 2^59 bytes; the delivered set is ranges now.
   CHECK_THAT(state_error(file_text("state-num-batches-2-62.json")),
              Catch::Contains("batches in the epoch 4611686018427387904 then, 3 now"));
+}
+
+namespace {
+
+int64_t resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      int64_t kib = 0;
+      status >> kib;
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("fuzz findings: forged job states cost memory in their text, not in what they claim",
+          "[fuzz][resume]") {
+  namespace d = mploader::detail;
+  d::JobState job;
+  job.positions = uint64_t{1} << 40;
+  job.world_size = 2;
+  job.delivered.assign(job.positions);
+  job.delivered.insert_range(0, uint64_t{1} << 39);  // half of 2^40 delivered: one range
+  const int64_t before = resident_bytes();
+  // A state of 2^32 positions allocated 0.5 GiB of bits before it was refused.
+  CHECK_THAT(state_error(d::to_text(job)), Catch::Contains("cannot resume the job state"));
+  // Runs with a step that name 2^31 positions one by one, in 25 bytes of text.
+  d::state_json::json body = d::state_json::json::parse(d::to_text(job));
+  body["delivered"] = d::state_json::json::array({d::state_json::json::array(
+      {uint64_t{0}, uint64_t{2}, uint64_t{1} << 31})});
+  body.erase("checksum");
+  CHECK_THAT(state_error(d::state_json::sealed_text(body)), Catch::Contains("one by one"));
+  CHECK(resident_bytes() - before < (int64_t{64} << 20));
 }
 
 TEST_CASE("fuzz findings: a state nested deeper than any state is refused before parsing",
