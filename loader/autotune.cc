@@ -23,6 +23,9 @@ constexpr double kRemainingBusy = 0.85;  // one fewer would still be below this
 // loop leaves them: the rest goes to handing batches over (the loop's process, the kernel's
 // wake-ups), and past it more workers would queue for the CPUs rather than wait on I/O.
 constexpr double kCpusFull = 0.80;
+// Workers queued for a CPU this share of their busy time find the CPUs full, whatever their own
+// CPU time: other processes take them. No more are added for I/O then.
+constexpr double kQueuedFull = 0.20;
 
 std::atomic<int64_t> churn_for_testing{0};
 
@@ -38,7 +41,8 @@ std::string numbers_of(const AutotuneWindow& w) {
                 w.wall_ns / 1e9, static_cast<unsigned long long>(w.batches), w.batches_per_s());
   return text + std::string("the loop waited ") + percent(w.loop_waiting()) + ", the " +
          std::to_string(w.workers) + " workers were busy " + percent(w.workers_busy()) +
-         ", on a CPU " + percent(w.on_cpu()) + " of that";
+         ", on a CPU " + percent(w.on_cpu()) + " of that" +
+         (w.queued_ns >= 0 ? ", queued for one " + percent(w.queued()) : std::string());
 }
 
 // `count`: the workers a kAddWorker step adds.
@@ -78,7 +82,7 @@ Growth io_growth(const AutotuneWindow& w, const AutotuneLimits& l) {
   std::snprintf(numbers, sizeof numbers, "their CPU time is %.2f of the %.2f CPU(s) the loop "
                 "leaves them (budget %lld, %s)", cpus_used, cpus_left,
                 static_cast<long long>(l.cpu_budget), l.cpu_source.c_str());
-  if (cpus_used >= kCpusFull * cpus_left) return {};
+  if (cpus_used >= kCpusFull * cpus_left || w.queued() >= kQueuedFull) return {};
   const double wanted = std::min(2.0, 1 / std::max(0.5, 1 - w.loop_waiting()));
   const auto more = static_cast<int64_t>(std::ceil(static_cast<double>(w.workers) * (wanted - 1)));
   return {std::max<int64_t>(1, more),
@@ -91,7 +95,7 @@ Growth room_to_grow(const AutotuneWindow& w, const AutotuneLimits& l) {
   const int64_t slots_left = l.max_workers - w.workers;
   if (slots_left <= 0) return {};
   Growth g;
-  if (w.on_cpu() < kWaitingOnCpuShare) g = io_growth(w, l);
+  if (w.on_io() > kWaitingOnCpuShare) g = io_growth(w, l);
   if (g.add == 0 && w.workers + 1 <= l.cpu_budget) g = {1, "a CPU is free"};
   if (g.add > slots_left) {
     g.add = slots_left;
@@ -151,6 +155,15 @@ AutotuneVerdict judge_autotune_window(const AutotuneWindow& w, const AutotuneLim
   return {};
 }
 
+bool Autotuner::window_due(const AutotuneCounters& now) const {
+  if (limits_.churn_every > 0) return false;
+  if (!window_start_) return true;
+  const auto elapsed = now.at - window_start_->at;
+  const uint64_t batches = now.batches - window_start_->batches;
+  return (elapsed >= kMinWindow && batches >= kMinWindowBatches) ||
+         (elapsed >= kLongWindow && batches >= 1);
+}
+
 AutotuneVerdict Autotuner::after_batch(const AutotuneCounters& now, int64_t workers,
                                        int64_t prefetch, bool all_started) {
   if (limits_.between_epochs && pending_workers_ && !limits_.prefetch) return {};
@@ -176,6 +189,9 @@ AutotuneVerdict Autotuner::after_batch(const AutotuneCounters& now, int64_t work
   // A process started in a slot counts its CPU time from zero again.
   w.busy_ns = static_cast<double>(now.busy_ns >= from.busy_ns ? now.busy_ns - from.busy_ns : 0);
   w.cpu_ns = static_cast<double>(now.cpu_ns >= from.cpu_ns ? now.cpu_ns - from.cpu_ns : 0);
+  if (now.queued_known && from.queued_known && now.queued_ns >= from.queued_ns) {
+    w.queued_ns = static_cast<double>(now.queued_ns - from.queued_ns);
+  }
   w.batches = batches;
   w.workers = workers;
   w.prefetch = prefetch;

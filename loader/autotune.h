@@ -51,6 +51,10 @@ struct AutotuneCounters {
   uint64_t wait_ns = 0;  // the loop's, in next()
   uint64_t busy_ns = 0;  // every worker's, summed
   uint64_t cpu_ns = 0;
+  // Runnable but waiting for a CPU, every running worker's summed (/proc/<pid>/schedstat);
+  // read only when Autotuner::window_due() says so, else not known.
+  uint64_t queued_ns = 0;
+  bool queued_known = false;
 };
 
 enum class AutotuneStep { kNone, kAddWorker, kRemoveWorker, kRaisePrefetch, kLowerPrefetch };
@@ -66,6 +70,7 @@ struct AutotuneVerdict {
 // A window's shares, judged alone (the rule without memory).
 struct AutotuneWindow {
   double wall_ns = 0, wait_ns = 0, busy_ns = 0, cpu_ns = 0;
+  double queued_ns = -1;  // -1: not known
   uint64_t batches = 0;
   int64_t workers = 1, prefetch = 1;
   double loop_waiting() const { return wall_ns > 0 ? wait_ns / wall_ns : 0; }
@@ -73,6 +78,11 @@ struct AutotuneWindow {
     return wall_ns > 0 && workers > 0 ? busy_ns / (wall_ns * static_cast<double>(workers)) : 0;
   }
   double on_cpu() const { return busy_ns > 0 ? std::min(1.0, cpu_ns / busy_ns) : 1; }
+  // Of the busy time, waiting for a CPU (0 when not known), and waiting for neither: on I/O.
+  double queued() const {
+    return busy_ns > 0 && queued_ns > 0 ? std::min(1.0, queued_ns / busy_ns) : 0;
+  }
+  double on_io() const { return std::max(0.0, 1 - on_cpu() - queued()); }
   double batches_per_s() const { return wall_ns > 0 ? batches * 1e9 / wall_ns : 0; }
 };
 AutotuneVerdict judge_autotune_window(const AutotuneWindow& w, const AutotuneLimits& limits);
@@ -96,6 +106,9 @@ class Autotuner {
 
   explicit Autotuner(AutotuneLimits limits) : limits_(std::move(limits)) {}
 
+  // Whether after_batch() would start or judge a window with these counters: the runtime reads
+  // the workers' queued time (a /proc read each) only then.
+  bool window_due(const AutotuneCounters& now) const;
   // After each batch: the counters now, the running workers and whether each has started.
   // Returns the step to take now (kNone mostly).
   AutotuneVerdict after_batch(const AutotuneCounters& now, int64_t workers, int64_t prefetch,

@@ -93,6 +93,21 @@ bool fit_growth_to_memory(WorkerPool& pool, Autotuner& tuner, AutotuneVerdict& v
   return true;
 }
 
+// The running workers' time runnable but waiting for a CPU: the second field of
+// /proc/<pid>/schedstat. Not known when one cannot be read (a kernel without it, a worker gone).
+void read_queued(WorkerPool& pool, AutotuneCounters& now) {
+  now.queued_ns = 0;
+  now.queued_known = true;
+  for (size_t w = 0; w < pool.size() && now.queued_known; ++w) {
+    const WorkerChannel& c = pool.channel(w);
+    if (c.parked || c.process.pid <= 0) continue;
+    std::ifstream in("/proc/" + std::to_string(c.process.pid) + "/schedstat");
+    uint64_t on_cpu = 0, queued = 0;
+    now.queued_known = static_cast<bool>(in >> on_cpu >> queued);
+    now.queued_ns += queued;
+  }
+}
+
 // Starts the added workers one at a time; where the slots run out first, the change says so.
 bool add_workers(Dispatcher& dispatcher, AutotuneVerdict& v) {
   for (int64_t n = v.change.workers_before; n < v.change.workers_after; ++n) {
@@ -148,6 +163,7 @@ void WorkerRuntime::autotune_step() {
     all_started &= c.parked || h.phase.load(std::memory_order_relaxed) !=
                                    static_cast<uint32_t>(ipc::WorkerPhase::kStarting);
   }
+  if (autotune_->window_due(now)) read_queued(*pool_, now);
   const AutotuneVerdict verdict =
       autotune_->after_batch(now, static_cast<int64_t>(dispatcher_->taking_tasks()),
                              dispatcher_->prefetch_factor(), all_started);

@@ -417,6 +417,13 @@ TEST_CASE("autotune: workers that wait off the CPU grow by more than one at a ti
   REQUIRE(v.step == Step::kAddWorker);
   CHECK(v.change.workers_after == 10);
   CHECK_THAT(v.reason, Catch::Contains("10 workers at most (the test's slots)"));
+  // Workers queued for a CPU (other processes take them) do not wait on I/O: none added.
+  mpd::AutotuneWindow queued = io_window(2, 1.0, 0.2);
+  queued.queued_ns = 0.5 * queued.busy_ns;
+  CHECK(mpd::judge_autotune_window(queued, l).step == Step::kNone);
+  queued = io_window(8, 1.0, 0.17);
+  queued.queued_ns = 0.25 * queued.busy_ns;  // waiting on I/O the rest, but the CPUs are full
+  CHECK(mpd::judge_autotune_window(queued, l).step == Step::kNone);
   // Computing workers still come one at a time, within the CPUs.
   v = mpd::judge_autotune_window(io_window(1, 1.0, 0.9), l);
   REQUIRE(v.step == Step::kAddWorker);
