@@ -92,9 +92,8 @@ std::string fit_workers_to_shm(PoolConfig& config, const LoaderOptions& options,
   }
   config.num_workers = static_cast<int>(fit);
   config.running_workers = std::min(config.running_workers, config.num_workers);
-  return "at most " + std::to_string(fit) + " workers: their rings of " + human_bytes(region) +
-         " each fit " + std::to_string(fit) + " times in the " + human_bytes(budget->bytes) +
-         " of " + budget->source;
+  return "their rings of " + human_bytes(region) + " each fit " + std::to_string(fit) +
+         " times in the " + human_bytes(budget->bytes) + " of " + budget->source;
 }
 
 }  // namespace mploader::detail
