@@ -6,7 +6,7 @@
 // - add workers while the loop waits for data and the workers are busy: workers that compute
 //   one at a time while a CPU is free; workers that wait off the CPU (I/O) past the CPU budget,
 //   as many at once as the loop is short of being fed (up to doubling), while their CPU time
-//   leaves some of the CPUs the loop does not use;
+//   leaves some of the CPUs the loop does not use and they seldom queue for a CPU;
 // - remove one while the workers wait for the loop: the rest would still be under 85 % busy;
 // - while the loop waits for workers that are not busy (the hand-off costs more than the
 //   work), try one worker fewer (less contention for the CPUs), else one more batch in flight.
@@ -89,8 +89,7 @@ AutotuneVerdict judge_autotune_window(const AutotuneWindow& w, const AutotuneLim
 
 // Forced changes for tests: every `every` batches one worker is added or removed, up to the
 // pool's slots (at most kChurnMostWorkers: forking hundreds would only slow the tests) and down
-// to one, whatever the counters say. 0 turns it off; read when a Loader
-// is constructed.
+// to one, whatever the counters say. 0 turns it off; read when a Loader is constructed.
 inline constexpr int64_t kChurnMostWorkers = 8;
 void set_autotune_churn_for_testing(int64_t every);
 int64_t autotune_churn_for_testing();
