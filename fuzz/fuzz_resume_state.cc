@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -37,7 +38,18 @@ std::string signed_text(const std::string& text) {
 }
 
 const PlanFingerprint& loader_plan() {
-  static const PlanFingerprint plan = fingerprint({{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}, 10);
+  // A listed plan's fingerprint (BatchList::hash): the count, then each batch's length and
+  // indices.
+  static const PlanFingerprint plan = [] {
+    const std::vector<std::vector<int64_t>> batches = {{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}};
+    mploader::detail::Fnv1a h;
+    h.add(static_cast<uint64_t>(batches.size()));
+    for (const std::vector<int64_t>& b : batches) {
+      h.add(static_cast<uint64_t>(b.size()));
+      for (int64_t i : b) h.add(static_cast<uint64_t>(i));
+    }
+    return PlanFingerprint{10, batches.size(), h.value()};
+  }();
   return plan;
 }
 

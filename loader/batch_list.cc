@@ -20,6 +20,10 @@ uint64_t BatchList::hash() const {
   return h.value();
 }
 
+PlanFingerprint fingerprint(const BatchList& batches, size_t dataset_size) {
+  return PlanFingerprint{dataset_size, batches.size(), batches.hash()};
+}
+
 RemainingBatches::RemainingBatches(std::shared_ptr<const BatchList> all,
                                    const SequenceSet& delivered)
     : all_(std::move(all)) {

@@ -6,6 +6,7 @@
 // one thread (the Loader's).
 #pragma once
 
+#include "loader/resume_state.h"
 #include "loader/skip_ledger.h"
 #include "sampler/stream_plan.h"
 #include "supervise/quarantine.h"
@@ -36,6 +37,9 @@ class BatchList {
   // A hash of every batch in order: a saved state names its plan by it.
   virtual uint64_t hash() const;
 };
+
+// The plan's fingerprint a saved state records: its batch count and hash().
+PlanFingerprint fingerprint(const BatchList& batches, size_t dataset_size);
 
 // A sampler's batches, as it returned them.
 class ListedBatches final : public BatchList {

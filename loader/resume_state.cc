@@ -1,6 +1,5 @@
 #include "loader/resume_state.h"
 
-#include "loader/batch_list.h"
 #include "loader/state_json.h"
 #include "util/fnv1a.h"
 
@@ -166,10 +165,6 @@ ElasticProgress elastic_from(const json& j) {
 
 
 }  // namespace
-
-PlanFingerprint fingerprint(const BatchList& batches, size_t dataset_size) {
-  return PlanFingerprint{dataset_size, batches.size(), batches.hash()};
-}
 
 std::string to_text(const ResumeState& state) {
   json body{{kVersionKey, kVersion},

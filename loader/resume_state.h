@@ -28,8 +28,7 @@ struct PlanFingerprint {
   uint64_t hash = 0;  // BatchList::hash(): of every batch's length and indices, in order
 };
 
-class BatchList;
-PlanFingerprint fingerprint(const BatchList& batches, size_t dataset_size);
+// fingerprint(const BatchList&, size_t) is in batch_list.h.
 
 // Options recorded so that a refused state can name what changed; the fingerprint alone
 // decides whether a state applies.
