@@ -1,13 +1,44 @@
 #!/bin/sh
-# The library's folders are layers (docs/ARCHITECTURE.md): a file may include its own folder
-# and the folders listed before it, never one after. A public header (include/mploader/) belongs
-# to the layer that implements it, and counts as that layer: a library file may include it only
-# from that layer or above, and a public header may include only public headers of its layer or
-# below, so no upward link hides behind one. Prints each include that breaks the order; "layers
-# hold" when none does. Usage: check_layers.sh <source root>
+# The library's folders are layers (docs/ARCHITECTURE.md). The engine is a chain: a file may
+# include its own folder and the engine folders listed before it, never one after. The
+# components (vision, remote, shards, hdf5, parquet) sit beside it: a component's file may
+# include only util/, ipc/ and core/, its own folder, and the components it names as its
+# dependencies. A public header (include/mploader/) belongs to the folder that implements it,
+# and counts as that folder: a library file may include it only where it could include that
+# folder, and a public header may include only public headers it could. Prints each include that
+# breaks the rule; "layers hold" when none does. Usage: check_layers.sh <source root>
 cd "$1" || exit 2
-layers="util ipc core sampler datasets worker process supervise loader device vision remote shards hdf5 parquet"
-rank() { i=0; for l in $layers; do [ "$l" = "$1" ] && { echo $i; return; }; i=$((i+1)); done; echo -1; }
+engine="util ipc core sampler datasets worker process supervise loader device"
+# Each component, and the components it may include.
+component_deps() {
+  case "$1" in
+    vision|remote|hdf5) echo "" ;;
+    shards) echo "vision remote" ;;
+    parquet) echo "vision" ;;
+    *) echo "-" ;;  # not a component
+  esac
+}
+components="vision remote shards hdf5 parquet"
+layers="$engine $components"
+# The folders a file of folder $1 may include.
+allowed() {
+  deps=$(component_deps "$1")
+  if [ "$deps" != "-" ]; then echo "util ipc core $1 $deps"; return; fi
+  for l in $engine; do echo "$l"; [ "$l" = "$1" ] && return; done
+}
+may_include() {  # may_include <folder> <used folder>
+  for a in $(allowed "$1"); do [ "$a" = "$2" ] && return 0; done
+  return 1
+}
+why_not() {  # why folder $1 may not include folder $2
+  if [ "$(component_deps "$1")" != "-" ]; then
+    echo "a component includes util/, ipc/, core/ and the components it names" \
+         "($(component_deps "$1" | sed 's/^$/none/')): move the code into one of those, or" \
+         "name the component in $0"
+  else
+    echo "a layer above $1/ (or no layer): move the code down"
+  fi
+}
 # The layer of each public header (its path under include/mploader/); empty: not mapped yet.
 public_layer() {
   case "$1" in
@@ -30,24 +61,22 @@ public_layer() {
   esac
 }
 bad=0
-# check <file> <its layer>: every include, quoted (a folder) or <mploader/...> (a public header).
+# check <file> <its folder>: every include, quoted (a folder) or <mploader/...> (a public header).
 check() {
-  own=$(rank "$2")
-  for used in $(sed -n 's|^#include "\([a-z_]*\)/.*|\1|p' "$1" | sort -u); do
-    r=$(rank "$used")
-    if [ "$r" -lt 0 ] || [ "$r" -gt "$own" ]; then
-      echo "$1 includes $used/, a layer above $2/ (or no layer): move the code down"
+  for used in $(sed -n 's|^#include "\([a-z0-9_]*\)/.*|\1|p' "$1" | sort -u); do
+    if ! may_include "$2" "$used"; then
+      echo "$1 includes $used/, which $2/ may not: $(why_not "$2" "$used")"
       bad=1
     fi
   done
-  for header in $(sed -n 's|^#include <mploader/\([a-z_/]*\.h\)>.*|\1|p' "$1" | sort -u); do
+  for header in $(sed -n 's|^#include <mploader/\([a-z0-9_/]*\.h\)>.*|\1|p' "$1" | sort -u); do
     layer=$(public_layer "$header")
     if [ -z "$layer" ]; then
       echo "$1 includes <mploader/$header>, which has no layer in $0: give it one"
       bad=1
-    elif [ "$(rank "$layer")" -gt "$own" ]; then
-      echo "$1 includes <mploader/$header>, implemented in $layer/, a layer above $2/:" \
-           "move the code down, or split the header"
+    elif ! may_include "$2" "$layer"; then
+      echo "$1 includes <mploader/$header>, implemented in $layer/, which $2/ may not" \
+           "include: $(why_not "$2" "$layer")"
       bad=1
     fi
   done

@@ -1,15 +1,24 @@
 #!/bin/sh
-# Shows that check_layers.sh catches an upward link through a public header: on a copy of the
-# library's sources it plants one in a core file and one in a core public header, and prints
-# what the check said and its exit status. Usage: check_layers_planted.sh <source root>
+# Shows that check_layers.sh catches the links that break the layers: on a copy of the
+# library's sources it plants an upward link through a public header in a core file and in a
+# core public header, and in the components an include of the engine above core (vision/ ->
+# loader/), the Loader's public header (parquet/), the supervisor (remote/ -> supervise/) and a
+# component shards/ does not name (hdf5/, a folder whose name holds a digit);
+# it prints what the check said and its exit status. Usage: check_layers_planted.sh <source root>
+# [check script] (the second argument: another check to run, to compare).
 root=$1
+check=${2:-$root/tests/data/check_layers.sh}
 copy=$(mktemp -d) || exit 2
 trap 'rm -rf "$copy"' EXIT
-for folder in util ipc core sampler datasets worker process supervise loader device vision shards \
-              include; do
+for folder in util ipc core sampler datasets worker process supervise loader device vision remote \
+              shards hdf5 parquet include; do
   cp -r "$root/$folder" "$copy/"
 done
 printf '#include <mploader/loader.h>\n' >> "$copy/core/tensor_dict.cc"
 printf '#include <mploader/worker_info.h>\n' >> "$copy/include/mploader/dataset.h"
-sh "$root/tests/data/check_layers.sh" "$copy"
+printf '#include "loader/dispatcher.h"\n' >> "$copy/vision/transforms.cc"
+printf '#include <mploader/loader.h>\n' >> "$copy/parquet/pq_file.cc"
+printf '#include "supervise/supervisor.h"\n' >> "$copy/remote/url.cc"
+printf '#include "hdf5/h5_handle.h"\n' >> "$copy/shards/tar_reader.cc"
+sh "$check" "$copy"
 echo "check_layers exit status $?"
