@@ -6,11 +6,7 @@
 #include <mploader/elastic.h>
 #include <mploader/errors.h>
 
-#if __has_include(<torch/csrc/distributed/c10d/ProcessGroup.hpp>)
-#define MPLOADER_HAVE_C10D 1
-#include <torch/csrc/distributed/c10d/Backend.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#endif
+#include "util/c10d_collectives.h"
 
 #include <algorithm>
 #include <cstring>
@@ -22,18 +18,7 @@ namespace mploader {
 #ifdef MPLOADER_HAVE_C10D
 namespace {
 
-// c10d::ProcessGroup and c10d::Backend (libtorch 1.13 and 2.x alike) have the same getSize and
-// allgather.
-template <typename Group>
-std::vector<at::Tensor> allgather(Group& group, const at::Tensor& mine,
-                                  std::chrono::milliseconds timeout) {
-  std::vector<at::Tensor> input{mine};
-  std::vector<std::vector<at::Tensor>> output(1);
-  for (int r = 0; r < group.getSize(); ++r) output[0].push_back(at::empty_like(mine));
-  c10::intrusive_ptr<c10d::Work> work = group.allgather(output, input);
-  work->wait(timeout);
-  return output[0];
-}
+using detail::allgather;
 
 template <typename Group>
 std::string gather_over(Group& group, const std::string& rank_state,

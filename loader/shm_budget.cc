@@ -3,6 +3,7 @@
 #include "ipc/region_layout.h"
 #include "ipc/shm_region.h"
 #include "supervise/memory_evidence.h"
+#include "util/meminfo.h"
 #include "util/units.h"
 
 #include <mploader/errors.h>
@@ -16,16 +17,6 @@ namespace {
 
 void tighten(std::optional<ShmBudget>& budget, uint64_t bytes, std::string source) {
   if (!budget || bytes < budget->bytes) budget = ShmBudget{bytes, std::move(source)};
-}
-
-int64_t mem_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key, unit;
-  int64_t kb = 0;
-  while (in >> key >> kb >> unit) {
-    if (key == "MemAvailable:") return kb * 1024;
-  }
-  return -1;
 }
 
 uint64_t region_bytes_of(const PoolConfig& c) {

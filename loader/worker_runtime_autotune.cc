@@ -2,10 +2,12 @@
 // the steps the Autotuner judges, taken between batches or, for a StreamingDataset, between
 // epochs.
 #include "loader/component_settings.h"
+
 #include "loader/worker_runtime.h"
 #include "supervise/memory_evidence.h"
 #include "util/cpu_budget.h"
 #include "util/log.h"
+#include "util/meminfo.h"
 #include "util/units.h"
 
 #include <mploader/streaming.h>
@@ -20,16 +22,6 @@ namespace {
 // Of what is free, the share more workers may take: the rest stays for the training process,
 // the workers' growth within an epoch and the page cache.
 constexpr double kWorkersMemoryShare = 0.5;
-
-int64_t mem_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key, unit;
-  int64_t kb = 0;
-  while (in >> key >> kb >> unit) {
-    if (key == "MemAvailable:") return kb * 1024;
-  }
-  return -1;
-}
 
 // The memory free to more workers, and where that number comes from: MemAvailable, or what
 // the memory cgroup has left when that is less.

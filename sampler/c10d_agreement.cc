@@ -7,11 +7,7 @@
 #include <mploader/errors.h>
 #include <mploader/rank_agreement.h>
 
-#if __has_include(<torch/csrc/distributed/c10d/ProcessGroup.hpp>)
-#define MPLOADER_HAVE_C10D 1
-#include <torch/csrc/distributed/c10d/Backend.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#endif
+#include "util/c10d_collectives.h"
 
 #include <cstring>
 #include <string>
@@ -102,15 +98,10 @@ void verify_over(Group& group, const RankAgreement& mine, std::chrono::milliseco
   const int64_t values[kFields] = {group.getRank(),   group.getSize(),    mine.rank,
                                    mine.world_size,   mine.dataset_size,  bits(mine.fingerprint),
                                    bits(mine.seed),   bits(mine.epoch),   mine.batches};
-  std::vector<at::Tensor> input{at::empty({kFields}, at::kLong)};
-  std::memcpy(input[0].data_ptr<int64_t>(), values, sizeof values);
-  std::vector<std::vector<at::Tensor>> output(1);
-  for (int r = 0; r < group.getSize(); ++r) output[0].push_back(at::empty({kFields}, at::kLong));
-  // Same shapes on every rank whatever the values, so the collective itself cannot mismatch.
-  c10::intrusive_ptr<c10d::Work> work = group.allgather(output, input);
-  work->wait(timeout);
+  at::Tensor row = at::empty({kFields}, at::kLong);
+  std::memcpy(row.data_ptr<int64_t>(), values, sizeof values);
   std::vector<std::vector<int64_t>> rows;
-  for (const at::Tensor& t : output[0]) {
+  for (const at::Tensor& t : detail::allgather(group, row, timeout)) {
     const int64_t* p = t.data_ptr<int64_t>();
     rows.emplace_back(p, p + kFields);
   }

@@ -2,6 +2,7 @@
 
 #include "util/cpu_budget.h"
 #include "util/log.h"
+#include "util/meminfo.h"
 #include "supervise/memory_evidence.h"
 #include "util/units.h"
 #include "process/forkserver.h"
@@ -26,17 +27,6 @@ int64_t count_open_fds() {
     closedir(d);
   }
   return n > 3 ? n - 3 : n;  // ".", ".." and the directory's own descriptor
-}
-
-int64_t meminfo_available() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kb;
-  std::string unit;
-  while (in >> key >> kb >> unit) {
-    if (key == "MemAvailable:") return kb * 1024;
-  }
-  return -1;
 }
 
 bool starts_forkserver(const PreflightInput& in) {
@@ -178,7 +168,7 @@ void measure_machine(PreflightInput& in) {
   in.cpus = cpus.cpus();
   in.cpus_source = cpus.source();
   in.memory_limit = read_oom_counter(getpid()).limit_bytes;
-  in.memory_available = meminfo_available();
+  in.memory_available = mem_available_bytes();
   struct statvfs st;
   if (statvfs("/dev/shm", &st) == 0) {
     in.dev_shm_bytes = static_cast<int64_t>(st.f_blocks) * static_cast<int64_t>(st.f_frsize);
