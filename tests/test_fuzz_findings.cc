@@ -2,6 +2,7 @@
 // public API: each was a crash, an exception other than the documented one, or undefined
 // behaviour, and is now a clear error naming the input (or, where the input is fine, works).
 // The files are in tests/data/fuzz/; the fuzz corpora hold them too.
+#include "process_memory.h"
 #include "test_datasets.h"
 
 #include "loader/job_state.h"
@@ -80,23 +81,6 @@ TEST_CASE("fuzz findings: a loader state of 2^62 batches is refused, its count c
              Catch::Contains("batches in the epoch 4611686018427387904 then, 3 now"));
 }
 
-namespace {
-
-int64_t resident_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmRSS:") {
-      int64_t kib = 0;
-      status >> kib;
-      return kib * 1024;
-    }
-  }
-  return 0;
-}
-
-}  // namespace
-
 TEST_CASE("fuzz findings: forged job states cost memory in their text, not in what they claim",
           "[fuzz][resume]") {
   namespace d = mploader::detail;
@@ -105,7 +89,7 @@ TEST_CASE("fuzz findings: forged job states cost memory in their text, not in wh
   job.world_size = 2;
   job.delivered.assign(job.positions);
   job.delivered.insert_range(0, uint64_t{1} << 39);  // half of 2^40 delivered: one range
-  const int64_t before = resident_bytes();
+  const int64_t before = testing_memory::status_bytes("VmRSS:");
   // A state of 2^32 positions allocated 0.5 GiB of bits before it was refused.
   CHECK_THAT(state_error(d::to_text(job)), Catch::Contains("cannot resume the job state"));
   // Runs with a step that name 2^31 positions one by one, in 25 bytes of text.
@@ -114,7 +98,7 @@ TEST_CASE("fuzz findings: forged job states cost memory in their text, not in wh
       {uint64_t{0}, uint64_t{2}, uint64_t{1} << 31})});
   body.erase("checksum");
   CHECK_THAT(state_error(d::state_json::sealed_text(body)), Catch::Contains("one by one"));
-  CHECK(resident_bytes() - before < (int64_t{64} << 20));
+  CHECK(testing_memory::status_bytes("VmRSS:") - before < (int64_t{64} << 20));
 }
 
 TEST_CASE("fuzz findings: a state nested deeper than any state is refused before parsing",

@@ -2,6 +2,7 @@
 // write_batch): the same batches as get() gives, with and without workers; the collators that
 // need samples still get them; and every way a dataset can write wrongly is a WorkerError that
 // names the sample and the field, never a silently wrong batch.
+#include "process_memory.h"
 #include "test_datasets.h"
 
 #include <catch2/catch.hpp>
@@ -121,16 +122,7 @@ class InMemoryImages : public Dataset {
 // RssAnon of `pid`, bytes: its anonymous memory (heap, copied-on-write pages), where a leak or
 // a per-epoch cache shows. Not VmRSS: that also counts the ring slots' shared pages, and a slot
 // first written in epoch 5 would look like growth.
-int64_t anonymous_bytes(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream s(line);
-    std::string key;
-    int64_t kb = 0;
-    if (s >> key >> kb && key == "RssAnon:") return kb * 1024;
-  }
-  return -1;
-}
+int64_t anonymous_bytes(int pid) { return testing_memory::status_bytes("RssAnon:", pid); }
 
 }  // namespace
 

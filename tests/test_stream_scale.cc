@@ -2,6 +2,8 @@
 // costs no disk) and a stream of a trillion samples plan their epochs with memory in their
 // shards, not their samples, in the training process and in each worker, and keep exact
 // resume and elastic resume.
+#include "process_memory.h"
+
 #include <mploader/elastic.h>
 #include <mploader/errors.h>
 #include <mploader/loader.h>
@@ -28,20 +30,7 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 // more memory at most, in any of its processes.
 constexpr int64_t kAllowedGrowth = 100 * kMiB;
 
-// Resident memory of process `pid` (0: this one), from /proc.
-int64_t resident_bytes(int pid = 0) {
-  std::ifstream status(pid == 0 ? "/proc/self/status" : "/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmRSS:") {
-      int64_t kib = 0;
-      status >> kib;
-      return kib * 1024;
-    }
-    status.ignore(1 << 12, '\n');
-  }
-  return -1;
-}
+int64_t resident_bytes(int pid = 0) { return testing_memory::status_bytes("VmRSS:", pid); }
 
 struct SparseFile {
   fs::path path;
