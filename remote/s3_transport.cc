@@ -113,8 +113,9 @@ std::vector<std::string> S3Transport::extra_headers(const std::string& http_url,
   const auto query = query_of(path);
   std::map<std::string, std::string> signed_headers;
   if (!range.empty()) signed_headers["range"] = "bytes=" + range;
-  const SignedRequest s = sign_v4("GET", u.host, path, query, signed_headers, credentials(),
-                                  region_, "s3", amz_date_now(), "UNSIGNED-PAYLOAD");
+  const SignedRequest s =
+      sign_v4({"GET", u.host, path, query, signed_headers, amz_date_now(), "UNSIGNED-PAYLOAD"},
+              credentials(), region_, "s3");
   return s.headers;
 }
 

@@ -79,13 +79,9 @@ std::string amz_date_now() {
   return text;
 }
 
-SignedRequest sign_v4(const std::string& method, const std::string& host,
-                      const std::string& path,
-                      const std::vector<std::pair<std::string, std::string>>& query,
-                      const std::map<std::string, std::string>& extra_headers,
-                      const AwsCredentials& credentials, const std::string& region,
-                      const std::string& service, const std::string& amz_date,
-                      const std::string& payload_hash) {
+SignedRequest sign_v4(const SigV4Request& request, const AwsCredentials& credentials,
+                      const std::string& region, const std::string& service) {
+  const auto& [method, host, path, query, extra_headers, amz_date, payload_hash] = request;
   std::map<std::string, std::string> headers = extra_headers;  // sorted by name
   headers["host"] = host;
   headers["x-amz-content-sha256"] = payload_hash;

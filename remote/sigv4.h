@@ -21,17 +21,23 @@ struct SignedRequest {
   std::string signature;
 };
 
-// Signs a request: `path` as sent (already URI-encoded), `query` unencoded (encoded and sorted
-// here), `extra_headers` by lower-case name (host, x-amz-date and x-amz-content-sha256 are
-// added and signed). Returns the Authorization, x-amz-date, x-amz-content-sha256 and, with a
-// session token, x-amz-security-token headers.
-SignedRequest sign_v4(const std::string& method, const std::string& host,
-                      const std::string& path,
-                      const std::vector<std::pair<std::string, std::string>>& query,
-                      const std::map<std::string, std::string>& extra_headers,
-                      const AwsCredentials& credentials, const std::string& region,
-                      const std::string& service, const std::string& amz_date,
-                      const std::string& payload_hash);
+// A request to sign: `path` as sent (already URI-encoded), `query` unencoded (encoded and sorted
+// when signed), `extra_headers` by lower-case name (host, x-amz-date and x-amz-content-sha256
+// are added and signed); `amz_date` as amz_date_now() writes it.
+struct SigV4Request {
+  std::string method;
+  std::string host;
+  std::string path;
+  std::vector<std::pair<std::string, std::string>> query;
+  std::map<std::string, std::string> extra_headers;
+  std::string amz_date;
+  std::string payload_hash;
+};
+
+// Signs `request` for `service` in `region`. Returns the Authorization, x-amz-date,
+// x-amz-content-sha256 and, with a session token, x-amz-security-token headers.
+SignedRequest sign_v4(const SigV4Request& request, const AwsCredentials& credentials,
+                      const std::string& region, const std::string& service);
 
 // RFC 3986: unreserved characters kept, every other byte as %XX; '/' kept unless
 // `encode_slash`.

@@ -28,17 +28,12 @@
 #pragma once
 
 #include <mploader/elastic_sampler.h>
+#include <mploader/rank_agreement.h>  // c10d's ProcessGroup and Backend, declared
 
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-namespace c10d {
-class Backend;
-class ProcessGroup;
-}  // namespace c10d
 
 namespace mploader {
 

@@ -94,9 +94,9 @@ std::string message_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("sigv4: AWS's GET Object example with a Range header signs as published", "[remote]") {
-  const auto r = mrd::sign_v4("GET", "examplebucket.s3.amazonaws.com", "/test.txt", {},
-                              {{"range", "bytes=0-9"}}, example_credentials(), "us-east-1", "s3",
-                              "20130524T000000Z", kEmptySha);
+  const auto r = mrd::sign_v4({"GET", "examplebucket.s3.amazonaws.com", "/test.txt", {},
+                               {{"range", "bytes=0-9"}}, "20130524T000000Z", kEmptySha},
+                              example_credentials(), "us-east-1", "s3");
   CHECK(r.canonical_request ==
         std::string("GET\n/test.txt\n\n"
                     "host:examplebucket.s3.amazonaws.com\nrange:bytes=0-9\n"
@@ -118,9 +118,10 @@ TEST_CASE("sigv4: AWS's GET Object example with a Range header signs as publishe
 
 TEST_CASE("sigv4: AWS's GET Bucket example sorts and encodes its query", "[remote]") {
   // Given out of order: the canonical query sorts them.
-  const auto r = mrd::sign_v4("GET", "examplebucket.s3.amazonaws.com", "/",
-                              {{"prefix", "J"}, {"max-keys", "2"}}, {}, example_credentials(),
-                              "us-east-1", "s3", "20130524T000000Z", kEmptySha);
+  const auto r = mrd::sign_v4({"GET", "examplebucket.s3.amazonaws.com", "/",
+                               {{"prefix", "J"}, {"max-keys", "2"}}, {}, "20130524T000000Z",
+                               kEmptySha},
+                              example_credentials(), "us-east-1", "s3");
   CHECK(r.canonical_request.rfind("GET\n/\nmax-keys=2&prefix=J\n", 0) == 0);
   CHECK(r.signature == "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
   CHECK(header(r, "Authorization").find("SignedHeaders=host;x-amz-content-sha256;x-amz-date,") !=
@@ -131,10 +132,11 @@ TEST_CASE("sigv4: a session token is sent and signed, and query values are encod
           "[remote]") {
   auto creds = example_credentials();
   creds.session_token = "tok/en+=";
-  const auto r = mrd::sign_v4("HEAD", "localhost:9000", "/bucket/key%20x.tar",
-                              {{"list-type", "2"}, {"prefix", "a b/c"}, {"continuation-token", ""}},
-                              {{"range", "bytes=0-9"}}, creds, "eu-west-1", "s3",
-                              "20240101T120000Z", "UNSIGNED-PAYLOAD");
+  const auto r = mrd::sign_v4(
+      {"HEAD", "localhost:9000", "/bucket/key%20x.tar",
+       {{"list-type", "2"}, {"prefix", "a b/c"}, {"continuation-token", ""}},
+       {{"range", "bytes=0-9"}}, "20240101T120000Z", "UNSIGNED-PAYLOAD"},
+      creds, "eu-west-1", "s3");
   CHECK(header(r, "x-amz-security-token") == "tok/en+=");
   CHECK(header(r, "x-amz-content-sha256") == "UNSIGNED-PAYLOAD");
   CHECK(r.headers.size() == 4);
@@ -371,16 +373,16 @@ TEST_CASE("s3 error: the code and message of an error body", "[remote]") {
 }
 
 TEST_CASE("sigv4: a header value is signed trimmed, its runs of spaces made one", "[remote]") {
-  const auto plain = mrd::sign_v4("GET", "examplebucket.s3.amazonaws.com", "/test.txt", {},
-                                  {{"range", "bytes=0-9"}}, example_credentials(), "us-east-1",
-                                  "s3", "20130524T000000Z", kEmptySha);
-  const auto padded = mrd::sign_v4("GET", "examplebucket.s3.amazonaws.com", "/test.txt", {},
-                                   {{"range", "  bytes=0-9  "}}, example_credentials(),
-                                   "us-east-1", "s3", "20130524T000000Z", kEmptySha);
+  const auto plain = mrd::sign_v4({"GET", "examplebucket.s3.amazonaws.com", "/test.txt", {},
+                                   {{"range", "bytes=0-9"}}, "20130524T000000Z", kEmptySha},
+                                  example_credentials(), "us-east-1", "s3");
+  const auto padded = mrd::sign_v4({"GET", "examplebucket.s3.amazonaws.com", "/test.txt", {},
+                                    {{"range", "  bytes=0-9  "}}, "20130524T000000Z", kEmptySha},
+                                   example_credentials(), "us-east-1", "s3");
   CHECK(padded.signature == plain.signature);
-  const auto spaced = mrd::sign_v4("GET", "h", "/", {}, {{"x-amz-meta-a", "a   b"}},
-                                   example_credentials(), "us-east-1", "s3", "20130524T000000Z",
-                                   kEmptySha);
+  const auto spaced = mrd::sign_v4(
+      {"GET", "h", "/", {}, {{"x-amz-meta-a", "a   b"}}, "20130524T000000Z", kEmptySha},
+      example_credentials(), "us-east-1", "s3");
   CHECK(spaced.canonical_request.find("x-amz-meta-a:a b\n") != std::string::npos);
 }
 
