@@ -1,4 +1,4 @@
-// Text fields in a batch (core/text_fields.h), and the public TextColumn and Batch lookups.
+// Text fields in a batch (core/text_fields.h), and the public TextColumn.
 #include "core/text_fields.h"
 
 #include "core/exception_text.h"
@@ -49,31 +49,6 @@ std::vector<std::string> TextColumn::to_strings() const {
   out.reserve(rows_);
   for (size_t i = 0; i < rows_; ++i) out.emplace_back((*this)[i]);
   return out;
-}
-
-const at::Tensor& Batch::operator[](std::string_view name) const {
-  if (tensors_.find(name) == nullptr) {
-    for (const auto& [text_name, column] : texts_) {
-      if (text_name == name) {
-        throw std::out_of_range("mploader: '" + std::string(name) +
-                                "' is a text field of this batch, not a tensor: use "
-                                "batch.text(\"" + std::string(name) + "\")");
-      }
-    }
-  }
-  return tensors_[name];
-}
-
-const TextColumn& Batch::text(std::string_view name) const {
-  for (const auto& [text_name, column] : texts_) {
-    if (text_name == name) return column;
-  }
-  std::vector<std::string> have;
-  for (const auto& item : texts_) have.push_back(item.first);
-  throw std::out_of_range("mploader: no text field named '" + std::string(name) + "'; " +
-                          (tensors_.contains(name) ? "it is a tensor (use batch[name]); " : "") +
-                          "this batch's text fields: " +
-                          (have.empty() ? std::string("none") : detail::quoted_names(have)));
 }
 
 }  // namespace mploader
