@@ -49,10 +49,28 @@ struct Bucket {
     o.remote.stall_timeout_s = 5;
     return o;
   }
+  // The bucket's credentials, in the environment for as long as `env` lives.
+  void sign_in(AwsEnvironment& env) const {
+    env.set("AWS_ACCESS_KEY_ID", server->key_id());
+    env.set("AWS_SECRET_ACCESS_KEY", server->secret());
+  }
+  // The shards under "train/", named by the prefix alone.
+  std::shared_ptr<TarShards> by_prefix() const {
+    return std::make_shared<TarShards>(std::vector<std::string>{"s3://corpus/train/"}, options());
+  }
   TempDir local, state, cache;
   std::vector<std::string> paths;
   std::optional<MotoServer> server;
 };
+
+// Two workers, batches of 4 padded to the longest text.
+mploader::LoaderOptions two_workers() {
+  mploader::LoaderOptions lo;
+  lo.num_workers = 2;
+  lo.batch_size = 4;
+  lo.collate = mploader::pad_collate();
+  return lo;
+}
 
 }  // namespace
 
@@ -64,10 +82,8 @@ TEST_CASE("remote: a Loader reads tar shards from an S3 bucket given only its UR
     return;
   }
   AwsEnvironment env;
-  env.set("AWS_ACCESS_KEY_ID", bucket.server->key_id());
-  env.set("AWS_SECRET_ACCESS_KEY", bucket.server->secret());
-  auto data = std::make_shared<TarShards>(std::vector<std::string>{"s3://corpus/train/"},
-                                          bucket.options());
+  bucket.sign_in(env);
+  auto data = bucket.by_prefix();
   REQUIRE(data->paths() == std::vector<std::string>{
                                "s3://corpus/train/shard-0.tar", "s3://corpus/train/shard-1.tar",
                                "s3://corpus/train/shard-2.tar", "s3://corpus/train/shard-3.tar"});
@@ -77,12 +93,9 @@ TEST_CASE("remote: a Loader reads tar shards from an S3 bucket given only its UR
   CHECK_THROWS_WITH(TarShards({"s3://corpus/nothing/"}, bucket.options()),
                     Contains("\"s3://corpus/nothing/\" holds no object whose name ends in "
                              "\".tar\""));
-  mploader::LoaderOptions lo;
-  lo.num_workers = 2;
-  lo.batch_size = 4;
+  mploader::LoaderOptions lo = two_workers();
   lo.shuffle = true;
   lo.shuffle_buffer = 8;
-  lo.collate = mploader::pad_collate();
   mploader::Loader loader(data, lo);
   check_once(run_epoch(loader, 0), 39);
 }
@@ -95,16 +108,10 @@ TEST_CASE("remote: shards in a bucket with no manifest are counted into the cach
     return;
   }
   AwsEnvironment env;
-  env.set("AWS_ACCESS_KEY_ID", bucket.server->key_id());
-  env.set("AWS_SECRET_ACCESS_KEY", bucket.server->secret());
-  auto data = std::make_shared<TarShards>(std::vector<std::string>{"s3://corpus/train/"},
-                                          bucket.options());
+  bucket.sign_in(env);
+  auto data = bucket.by_prefix();
   REQUIRE(data->size() == 39);
-  mploader::LoaderOptions lo;
-  lo.num_workers = 2;
-  lo.batch_size = 4;
-  lo.collate = mploader::pad_collate();
-  mploader::Loader loader(data, lo);
+  mploader::Loader loader(data, two_workers());
   check_once(run_epoch(loader, 0), 39);
   // A bucket that does not exist is said to be missing, not to lack a manifest.
   CHECK_THROWS_WITH(TarShards({"s3://no-such-bucket/train/shard-0.tar"}, bucket.options()),
