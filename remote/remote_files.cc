@@ -64,18 +64,8 @@ class CachedFileAccess : public mploader::detail::RemoteFileAccess {
     const RemoteOptions& o = options(cache_dir);
     auto& cache = caches_[cache_dir];
     if (!cache) cache = std::make_unique<ShardCache>(resolve_cache_config(o));
-    if (auto it = refused_.find(url); it != refused_.end()) {
-      throw TransportError(it->second + " (asked once; this process does not ask again: "
-                           "restart the job once the object is there)", false, 404);
-    }
-    try {
-      return std::make_unique<CachedFile>(
-          cache->acquire(url, ExpectedObject{bytes, "", ""}, transport(url, cache_dir), o));
-    } catch (const TransportError& e) {
-      const int status = e.http_status();
-      if (status == 404 || status == 403 || status == 401) refused_.emplace(url, e.what());
-      throw;
-    }
+    return std::make_unique<CachedFile>(
+        cache->acquire(url, ExpectedObject{bytes, "", ""}, transport(url, cache_dir), o));
   }
 
   void prefetch(const std::vector<std::pair<std::string, int64_t>>& files,
@@ -131,9 +121,6 @@ class CachedFileAccess : public mploader::detail::RemoteFileAccess {
   pid_t owner_ = ::getpid();
   std::map<std::string, RemoteOptions> options_;                     // by cache folder
   std::map<std::string, std::unique_ptr<Transport>> transports_;  // by scheme, folder, store
-  // Objects the store said are not there or may not be read: asked once per process, so that
-  // every batch over a missing file does not make a request of its own.
-  std::map<std::string, std::string> refused_;
   std::map<std::string, std::unique_ptr<ShardCache>> caches_;        // by cache folder
   std::map<std::string, std::unique_ptr<ShardPrefetcher>> prefetchers_;  // by cache folder
 };

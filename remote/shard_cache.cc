@@ -268,12 +268,25 @@ std::unique_ptr<CachedShard> ShardCache::download(const std::string& url,
                                                   const ExpectedObject& expect,
                                                   Transport& transport,
                                                   const RemoteOptions& options) {
+  if (auto it = refused_.find(url); it != refused_.end()) {
+    throw TransportError(it->second.first + " (asked once; this process does not ask again: "
+                         "restart the job once the object is there)", false, it->second.second);
+  }
   const std::string path = config_.dir + "/" + key_of(url, expect);
   const std::string part = path + ".part";
   UniqueFd f = reserve(part, std::max<int64_t>(expect.bytes, 0));
   try {
     std::string sha256;
-    const int64_t bytes = download_to_fd(transport, url, expect, f.get(), options, &sha256);
+    int64_t bytes = 0;
+    try {
+      bytes = download_to_fd(transport, url, expect, f.get(), options, &sha256);
+    } catch (const TransportError& e) {
+      const int status = e.http_status();
+      if (status == 404 || status == 403 || status == 401) {
+        refused_.emplace(url, std::make_pair(std::string(e.what()), status));
+      }
+      throw;
+    }
     if (::ftruncate(f.get(), bytes) != 0 || ::fdatasync(f.get()) != 0) {
       throw CacheError("the shard cache cannot finish \"" + part + "\" (" +
                                std::strerror(errno) + "): is the file system full?");

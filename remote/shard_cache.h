@@ -17,6 +17,7 @@
 #include <mploader/remote/remote.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -82,6 +83,10 @@ class ShardCache {
   ipc::UniqueFd reserve(const std::string& part, int64_t bytes);  // the .part, reserved
 
   CacheConfig config_;
+  // Objects the store said are not there or may not be read (404, 401, 403), with the error:
+  // asked once by this cache, so that every batch over a missing object does not make a
+  // request of its own.
+  std::map<std::string, std::pair<std::string, int>> refused_;
   int64_t downloads_ = 0;
   int64_t downloaded_bytes_ = 0;
 };

@@ -122,22 +122,12 @@ std::unique_ptr<remote::detail::CachedShard> SampleSource::lease_of(
   const std::string scheme = entry.url.substr(0, entry.url.find("://"));
   std::unique_ptr<remote::Transport>& transport = transports_[scheme];
   if (!transport) transport = remote::make_transport(entry.url, remote_);
-  if (auto it = refused_.find(entry.url); it != refused_.end()) {
-    throw remote::TransportError(it->second + " (asked once; this process does not ask again: "
-                                 "restart the job once the shard is there)", false, 404);
-  }
   try {
-    try {
-      return shard_cache_->acquire(entry.url, entry.expect, *transport, remote_);
-    } catch (const remote::detail::CacheError&) {
-      if (!prefetcher_) throw;
-      prefetcher_->release_all();  // shards fetched ahead give way to the one needed now
-      return shard_cache_->acquire(entry.url, entry.expect, *transport, remote_);
-    }
-  } catch (const remote::TransportError& e) {
-    const int status = e.http_status();
-    if (status == 404 || status == 403 || status == 401) refused_.emplace(entry.url, e.what());
-    throw;
+    return shard_cache_->acquire(entry.url, entry.expect, *transport, remote_);
+  } catch (const remote::detail::CacheError&) {
+    if (!prefetcher_) throw;
+    prefetcher_->release_all();  // shards fetched ahead give way to the one needed now
+    return shard_cache_->acquire(entry.url, entry.expect, *transport, remote_);
   }
 }
 

@@ -105,9 +105,6 @@ class SampleSource {
   const remote::RemoteOptions& remote_;
   std::unique_ptr<remote::detail::ShardCache> shard_cache_;  // made at the first URL
   std::map<std::string, std::unique_ptr<remote::Transport>> transports_;  // by scheme
-  // Shards the store said are not there or may not be read: asked once per process, so that
-  // every batch over a missing shard does not make a request of its own.
-  std::map<std::string, std::string> refused_;
   std::unique_ptr<remote::detail::ShardPrefetcher> prefetcher_;  // made at the first prefetch
 };
 
