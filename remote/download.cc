@@ -118,6 +118,30 @@ void read_once(Transport& transport, const std::string& url, const ExpectedObjec
 
 }  // namespace
 
+namespace {
+// Thrown from on_info to stop a read once the headers said the size.
+struct SizeKnown {};
+}  // namespace
+
+int64_t object_size(Transport& transport, const std::string& url) {
+  int64_t bytes = -1;
+  try {
+    transport.read(
+        ReadRequest{url, 0, 1, ""},  // one byte: the headers carry the size
+        [&bytes](const ObjectInfo& info) {
+          bytes = info.bytes;
+          throw SizeKnown{};
+        },
+        [](const char*, size_t) {});
+  } catch (const SizeKnown&) {
+  }
+  if (bytes < 0) {
+    throw TransportError("GET " + url + ": the server did not say the object's size "
+                         "(no Content-Length); serve it with one", false, 0);
+  }
+  return bytes;
+}
+
 int64_t download_to_fd(Transport& transport, const std::string& url, const ExpectedObject& expect,
                        int fd, const RemoteOptions& options, std::string* sha256) {
   Progress p;

@@ -21,6 +21,10 @@ struct ExpectedObject {
 // two versions. Checks the size against the response and `expect`, and the SHA-256 when
 // `expect` has one. Returns the bytes written. Throws TransportError naming the URL, what
 // went wrong on the last try and how many tries were made.
+// The size of the object at `url`, from the headers of a one-byte ranged read (no download).
+// Throws TransportError naming the URL for a failed read or a server that does not say.
+int64_t object_size(Transport& transport, const std::string& url);
+
 // `sha256`, when given, receives the SHA-256 of the bytes written (lowercase hex).
 int64_t download_to_fd(Transport& transport, const std::string& url, const ExpectedObject& expect,
                        int fd, const RemoteOptions& options, std::string* sha256 = nullptr);

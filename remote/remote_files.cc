@@ -27,29 +27,11 @@ class CachedFile : public mploader::detail::RemoteFile {
   std::unique_ptr<CachedShard> shard_;
 };
 
-// Thrown from on_info to stop a read once the headers said the size.
-struct SizeKnown {};
-
 class CachedFileAccess : public mploader::detail::RemoteFileAccess {
  public:
   int64_t size_of(const std::string& url, const std::string& cache_dir) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    int64_t bytes = -1;
-    try {
-      transport(url, cache_dir).read(
-          ReadRequest{url, 0, 1, ""},  // one byte: the headers carry the size
-          [&](const ObjectInfo& info) {
-            bytes = info.bytes;
-            throw SizeKnown{};
-          },
-          [](const char*, size_t) {});
-    } catch (const SizeKnown&) {
-    }
-    if (bytes < 0) {
-      throw TransportError("GET " + url + ": the server did not say the object's size "
-                           "(no Content-Length); serve it with one", false, 0);
-    }
-    return bytes;
+    return object_size(transport(url, cache_dir), url);
   }
 
   std::unique_ptr<mploader::detail::RemoteFile> open(const std::string& url, int64_t bytes,

@@ -4,6 +4,7 @@
 #include <mploader/errors.h>
 #include <mploader/shards/tar_shards.h>
 
+#include "remote/download.h"
 #include "remote/shard_cache.h"
 #include "remote/url.h"
 #include "shards/tar_reader.h"
@@ -32,30 +33,6 @@ using mploader::detail::log;
 
 constexpr size_t kMostDownloadsAtOnce = 8;
 
-// Thrown from on_info to stop a read once the headers said the size.
-struct SizeKnown {};
-
-// The object's size from the headers of a one-byte read, so that the download into the cache
-// is keyed as a reader's later lookup will be: by URL and size.
-int64_t object_size(remote::Transport& transport, const std::string& url) {
-  int64_t bytes = -1;
-  try {
-    transport.read(
-        remote::ReadRequest{url, 0, 1, ""},
-        [&bytes](const remote::ObjectInfo& info) {
-          bytes = info.bytes;
-          throw SizeKnown{};
-        },
-        [](const char*, size_t) {});
-  } catch (const SizeKnown&) {
-  }
-  if (bytes < 0) {
-    throw remote::TransportError("GET " + url + ": the server did not say the object's size "
-                                 "(no Content-Length); serve it with one", false, 0);
-  }
-  return bytes;
-}
-
 // The shards' name in a manifest of `folder`: relative to it, as entries_for() looks them up.
 std::string name_in(const std::string& url, const std::string& folder) {
   return url.compare(0, folder.size(), folder) == 0 ? url.substr(folder.size())
@@ -82,7 +59,9 @@ void count_one(Counting& c, size_t i, mrd::ShardCache& cache,
   const std::string& url = c.urls[i];
   std::unique_ptr<remote::Transport>& t = transports[url.substr(0, url.find("://"))];
   if (!t) t = remote::make_transport(url, c.options);
-  const int64_t size = object_size(*t, url);
+  // Sized first, so that the download is keyed as a reader's later lookup will be: by URL and
+  // size.
+  const int64_t size = mrd::object_size(*t, url);
   const std::unique_ptr<mrd::CachedShard> lease = cache.acquire(url, {size, "", ""}, *t, c.options);
   const ShardScan scan = scan_shard(lease->path());
   c.entries[i] = mrd::ManifestEntry{name_in(url, c.folder), size, scan.num_samples, ""};
