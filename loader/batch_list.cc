@@ -57,14 +57,13 @@ std::vector<int64_t> LeaveOutQuarantined::indices(size_t position) const {
   std::vector<int64_t> batch = inner_->indices(position);
   const std::vector<int64_t> left_out = quarantine_->leave_out(batch);
   if (position >= first_unseen_) {
-    for (int64_t index : left_out) report(index, position);
+    for (int64_t index : left_out) report(index);
     first_unseen_ = position + 1;
   }
   return batch;
 }
 
-void LeaveOutQuarantined::report(int64_t index, size_t position) const {
-  (void)position;
+void LeaveOutQuarantined::report(int64_t index) const {
   std::string reason = "quarantined";
   for (const QuarantinedSample& s : quarantine_->list()) {
     if (s.index == index) reason = quarantine_reason(s);

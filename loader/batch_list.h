@@ -103,9 +103,9 @@ class LeaveOutQuarantined final : public BatchList {
   int32_t stream(size_t position) const override { return inner_->stream(position); }
   uint64_t sequence(size_t position) const override { return inner_->sequence(position); }
   uint64_t hash() const override { return inner_->hash(); }
-  // Reports `index` skipped for the batch at `position` (a batch handed out before its sample
-  // was quarantined, and not yet received).
-  void report(int64_t index, size_t position) const;
+  // Reports `index` skipped once more: for a batch handed out before the sample was
+  // quarantined, and not yet received.
+  void report(int64_t index) const;
 
  private:
   std::shared_ptr<const BatchList> inner_;

@@ -152,7 +152,7 @@ void Dispatcher::leave_out_everywhere(int64_t index) {
     for (uint64_t p = from; p < std::min<uint64_t>(to, next_issue_); ++p) {
       const std::vector<int64_t> planned = batches_->planned(static_cast<size_t>(p));
       if (std::find(planned.begin(), planned.end(), index) != planned.end()) {
-        filter->report(index, static_cast<size_t>(p));
+        filter->report(index);
       }
     }
   };
