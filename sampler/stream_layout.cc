@@ -82,9 +82,13 @@ int64_t StreamLayout::batch_length(const Slot& s) const {
   return end - begin;
 }
 
-int64_t StreamLayout::global_of(const Stream& s, int64_t read) const {
+size_t StreamLayout::unit_of(const Stream& s, int64_t read) {
   const auto it = std::upper_bound(s.starts.begin(), s.starts.end(), read);
-  const size_t unit = static_cast<size_t>(it - s.starts.begin()) - 1;
+  return static_cast<size_t>(it - s.starts.begin()) - 1;
+}
+
+int64_t StreamLayout::global_of(const Stream& s, int64_t read) const {
+  const size_t unit = unit_of(s, read);
   return s.ranges[unit].begin + (read - s.starts[unit]);
 }
 
@@ -107,9 +111,7 @@ int32_t StreamLayout::read_unit_of(size_t position) const {
   slot.half = 0;  // a half's reader has read what the whole batch's has
   const Stream& s = streams_[slot.stream];
   const int64_t read = s.shuffle.reads_done(outputs_of(slot).second);
-  const int64_t last = std::max<int64_t>(read - 1, 0);
-  const auto it = std::upper_bound(s.starts.begin(), s.starts.end(), last);
-  return static_cast<int32_t>(it - s.starts.begin()) - 1;
+  return static_cast<int32_t>(unit_of(s, std::max<int64_t>(read - 1, 0)));
 }
 
 // The largest batches are the first ones of the largest length, in position order: a split

@@ -82,6 +82,9 @@ class StreamLayout {
   int64_t batch_length(const Slot& s) const;
   // The outputs [begin, end) of stream k that the slot holds.
   std::pair<int64_t, int64_t> outputs_of(const Slot& s) const;
+  // The index of the range of `s` that its read number `read` falls in, and that read's
+  // global index.
+  static size_t unit_of(const Stream& s, int64_t read);
   int64_t global_of(const Stream& s, int64_t read) const;
   // The stream's batches at base positions before `base`.
   size_t stream_batches_before(size_t stream, size_t base) const;
