@@ -10,51 +10,9 @@ install(TARGETS mploader EXPORT mploaderTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-if(TARGET mploader_vision)
-  install(TARGETS mploader_vision EXPORT mploaderTargets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-  get_target_property(MPLOADER_VISION_LIBRARY_TYPE mploader_vision TYPE)
-else()
-  set(MPLOADER_VISION_LIBRARY_TYPE "")
-endif()
-if(TARGET mploader_remote)
-  install(TARGETS mploader_remote EXPORT mploaderTargets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-  get_target_property(MPLOADER_REMOTE_LIBRARY_TYPE mploader_remote TYPE)
-else()
-  set(MPLOADER_REMOTE_LIBRARY_TYPE "")
-endif()
-if(TARGET mploader_shards)
-  install(TARGETS mploader_shards EXPORT mploaderTargets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-  get_target_property(MPLOADER_SHARDS_LIBRARY_TYPE mploader_shards TYPE)
-else()
-  set(MPLOADER_SHARDS_LIBRARY_TYPE "")
-endif()
-if(TARGET mploader_hdf5)
-  install(TARGETS mploader_hdf5 EXPORT mploaderTargets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-  get_target_property(MPLOADER_HDF5_LIBRARY_TYPE mploader_hdf5 TYPE)
-else()
-  set(MPLOADER_HDF5_LIBRARY_TYPE "")
-endif()
-if(TARGET mploader_parquet)
-  install(TARGETS mploader_parquet EXPORT mploaderTargets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-  get_target_property(MPLOADER_PARQUET_LIBRARY_TYPE mploader_parquet TYPE)
-else()
-  set(MPLOADER_PARQUET_LIBRARY_TYPE "")
-endif()
+# Each component installs itself (mploader_add_component, cmake/components.cmake); the package
+# config includes the parts of those that have one.
+get_property(MPLOADER_PACKAGED_COMPONENTS GLOBAL PROPERTY MPLOADER_PACKAGED_COMPONENTS)
 install(DIRECTORY include/mploader DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
 install(EXPORT mploaderTargets NAMESPACE mploader:: DESTINATION ${MPLOADER_CMAKE_DIR})

@@ -46,7 +46,8 @@ catch_discover_tests(mploader_tsan_tests
 # forked child of a threaded process that starts a thread, as a worker's prefetcher does.
 if(TARGET mploader_shards)
   find_package(LibArchive REQUIRED)
-  add_executable(mploader_tsan_remote_tests shards/test_remote_prefetch.cc)
+  add_executable(mploader_tsan_remote_tests
+    ${PROJECT_SOURCE_DIR}/components/remote/tests/test_remote_prefetch.cc)
   mploader_test_binary(mploader_tsan_remote_tests)
   target_link_libraries(mploader_tsan_remote_tests PRIVATE mploader_shards LibArchive::LibArchive)
   catch_discover_tests(mploader_tsan_remote_tests

@@ -1,0 +1,28 @@
+# The mploader::shards component's tests: a binary of their own, so that the core library's
+# tests neither link libarchive nor wait for it. The tests write their tars with libarchive's
+# write API (shard_test_support.h).
+find_package(LibArchive REQUIRED)
+add_executable(mploader_shards_tests
+  ${CMAKE_CURRENT_LIST_DIR}/test_tar_shards.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_tar_loader.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_tar_fuzz_findings.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_tar_damage.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_tar_elastic.cc
+)
+mploader_test_binary(mploader_shards_tests)
+target_link_libraries(mploader_shards_tests PRIVATE mploader_shards LibArchive::LibArchive)
+catch_discover_tests(mploader_shards_tests
+  EXTRA_ARGS --warn NoTests
+  PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXPRESSION "skipped: "
+  DISCOVERY_TIMEOUT 60)
+
+# mploader-manifest over a folder of two tars (one in a subfolder) written by GNU tar.
+if(TARGET mploader-manifest)
+  add_test(NAME "tools: mploader-manifest counts the samples of each tar and checksums it"
+    COMMAND sh -c "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; cd $d; mkdir -p in/sub; \
+      printf 1 > a.txt; printf 2 > b.txt; printf 3 > b.cls; tar cf in/x.tar a.txt b.txt b.cls; \
+      tar cf in/sub/y.tar a.txt; \"$1\" in | grep -q 'wrote in/mploader-manifest.json: 2 shards, 3 samples'; \
+      grep -q '\"name\":\"sub/y.tar\".*\"samples\":1' in/mploader-manifest.json; \
+      grep -q '\"sha256\":\"[0-9a-f]\\{64\\}\"' in/mploader-manifest.json; \
+      ! \"$1\" /no/such/folder 2>/dev/null" sh $<TARGET_FILE:mploader-manifest>)
+endif()
