@@ -4,10 +4,10 @@
 //
 //   mploader-bench --workload synthetic --workers 0,1,2 --loader mploader,libtorch,inprocess
 //   mploader-bench --workload fmnist --loader mploader,pytorch --json
-//   mploader-bench --workload tokens --sampler random,bucket   (see bench/tokens/run_tokens.h)
-//   mploader-bench --workload tar-mix --workers 2              (see bench/mix/mix_bench.h)
-//   mploader-bench --workload hdf5 --workers 2                 (see bench/h5/h5_bench.h)
-//   mploader-bench --workload parquet --workers 2              (see bench/pq/pq_bench.h)
+//
+// Workloads with a command line of their own register themselves (workload_registry.h), the
+// bench's and the components' alike, and take the whole command line; `mploader-bench
+// --workload NAME --help` gives theirs.
 //
 // Results go to stdout (a table, ratios, recommendations; or with --json one JSON object per
 // configuration per line), optionally --csv and --plot files; a progress bar (only on a
@@ -21,11 +21,7 @@
 #include "bench/recommend.h"
 #include "bench/report.h"
 #include "bench/run_config.h"
-#include "bench/h5/h5_bench.h"
-#include "bench/pq/pq_bench.h"
-#include "bench/mix/mix_bench.h"
-#include "bench/remote/remote_bench.h"
-#include "bench/tokens/run_tokens.h"
+#include "bench/workload_registry.h"
 #include "bench/workloads/jpeg_dataset.h"
 #include "bench/workloads/stream_corpus.h"
 #include "bench/workloads/tar_workload.h"
@@ -316,20 +312,10 @@ int main(int argc, char** argv) {
     // the --dataset-lib libraries their parent loaded, whose factories rebuild the dataset.
     bench::load_inherited_plugins();
     mploader::init(argc, argv);
-    // --workload tokens has its own options (bench/tokens/run_tokens.h).
-    if (bench::wants_tokens(argc, argv)) return bench::tokens_main(argc, argv);
-    // So has --workload remote (bench/remote/remote_bench.h).
-    if (bench::wants_remote(argc, argv)) return bench::remote_main(argc, argv);
-    // So has --workload tar-mix (bench/mix/mix_bench.h).
-    if (bench::wants_tar_mix(argc, argv)) return bench::tar_mix_main(argc, argv);
-#ifdef MPLOADER_BENCH_HDF5
-    // So has --workload hdf5 (bench/h5/h5_bench.h).
-    if (bench::wants_h5_bench(argc, argv)) return bench::h5_bench_main(argc, argv);
-#endif
-#ifdef MPLOADER_BENCH_PARQUET
-    // So has --workload parquet (bench/pq/pq_bench.h).
-    if (bench::wants_pq_bench(argc, argv)) return bench::pq_bench_main(argc, argv);
-#endif
+    // A workload with options of its own parses the command line itself.
+    if (const bench::OwnWorkload* own = bench::asked_workload(argc, argv)) {
+      return own->main(argc, argv);
+    }
     bench::Plan plan;
     if (!bench::parse_command_line(argc, argv, plan)) return 0;
     return bench::run(plan);

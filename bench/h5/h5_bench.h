@@ -33,10 +33,6 @@ struct H5BenchConfig {
   bool json = false;
 };
 
-// Whether the command line asks for --workload hdf5 (then h5_bench_main handles it all).
-bool wants_h5_bench(int argc, char** argv);
-// Parses the command line, runs, prints; returns the exit status (main's convention).
-int h5_bench_main(int argc, char** argv);
 // Runs `config` and prints its report; 0, or 1 when a run failed or the loaders disagreed.
 int run_h5_bench(const H5BenchConfig& config);
 

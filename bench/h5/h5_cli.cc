@@ -2,6 +2,7 @@
 // parsers so that each error names the option and the fix.
 #include "bench/cli.h"
 #include "bench/h5/h5_bench.h"
+#include "bench/workload_registry.h"
 
 #include <CLI/CLI.hpp>
 
@@ -53,8 +54,6 @@ H5BenchConfig validate(const RawH5Bench& r) {
   return c;
 }
 
-}  // namespace
-
 bool wants_h5_bench(int argc, char** argv) { return wants_workload(argc, argv, "hdf5"); }
 
 int h5_bench_main(int argc, char** argv) {
@@ -67,5 +66,10 @@ int h5_bench_main(int argc, char** argv) {
   }
   return run_h5_bench(validate(raw));
 }
+
+[[maybe_unused]] const bool kHdf5Registered =
+    register_workload({"hdf5", wants_h5_bench, h5_bench_main});
+
+}  // namespace
 
 }  // namespace bench

@@ -32,10 +32,6 @@ struct TarMixConfig {
   bool json = false;
 };
 
-// Whether the command line asks for --workload tar-mix (then tar_mix_main handles it all).
-bool wants_tar_mix(int argc, char** argv);
-// Parses the command line, runs, prints; returns the exit status (main's convention).
-int tar_mix_main(int argc, char** argv);
 // Runs `config` and prints its report; 0, or 1 when a run failed (said on stderr).
 int run_tar_mix(const TarMixConfig& config);
 

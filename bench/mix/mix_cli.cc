@@ -3,6 +3,7 @@
 #include "bench/cli.h"
 #include "bench/mix/mix_bench.h"
 #include "bench/run_config.h"
+#include "bench/workload_registry.h"
 #include "bench/workloads/fmnist_idx.h"
 
 #include <CLI/CLI.hpp>
@@ -64,8 +65,6 @@ TarMixConfig validate(const RawTarMix& r) {
   return c;
 }
 
-}  // namespace
-
 bool wants_tar_mix(int argc, char** argv) { return wants_workload(argc, argv, "tar-mix"); }
 
 int tar_mix_main(int argc, char** argv) {
@@ -78,5 +77,10 @@ int tar_mix_main(int argc, char** argv) {
   }
   return run_tar_mix(validate(raw));
 }
+
+[[maybe_unused]] const bool kTarMixRegistered =
+    register_workload({"tar-mix", wants_tar_mix, tar_mix_main});
+
+}  // namespace
 
 }  // namespace bench

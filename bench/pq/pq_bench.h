@@ -33,10 +33,6 @@ struct PqBenchConfig {
   bool json = false;
 };
 
-// Whether the command line asks for --workload parquet (then pq_bench_main handles it all).
-bool wants_pq_bench(int argc, char** argv);
-// Parses the command line, runs, prints; returns the exit status (main's convention).
-int pq_bench_main(int argc, char** argv);
 // Runs `config` and prints its report; 0, or 1 when a run failed or the loaders disagreed.
 int run_pq_bench(const PqBenchConfig& config);
 

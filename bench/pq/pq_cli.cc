@@ -2,6 +2,7 @@
 // parsers so that each error names the option and the fix.
 #include "bench/cli.h"
 #include "bench/pq/pq_bench.h"
+#include "bench/workload_registry.h"
 
 #include <CLI/CLI.hpp>
 
@@ -48,8 +49,6 @@ PqBenchConfig validate(const RawPqBench& r) {
   return c;
 }
 
-}  // namespace
-
 bool wants_pq_bench(int argc, char** argv) { return wants_workload(argc, argv, "parquet"); }
 
 int pq_bench_main(int argc, char** argv) {
@@ -62,5 +61,10 @@ int pq_bench_main(int argc, char** argv) {
   }
   return run_pq_bench(validate(raw));
 }
+
+[[maybe_unused]] const bool kParquetRegistered =
+    register_workload({"parquet", wants_pq_bench, pq_bench_main});
+
+}  // namespace
 
 }  // namespace bench

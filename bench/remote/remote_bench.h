@@ -11,7 +11,8 @@
 // Each row gives samples/s, the first batch's latency and the bytes the run downloaded (the
 // growth of its cache folder).
 //
-// It has its own command line (remote_cli.cc), chosen in main() when --workload is remote.
+// It has its own command line (remote_cli.cc), registered for --workload remote
+// (bench/workload_registry.h).
 #pragma once
 
 #include <cstdint>
@@ -34,10 +35,6 @@ struct RemoteBenchConfig {
   int64_t timeout_ms = 120000;
 };
 
-// Whether the command line asks for --workload remote (then remote_main handles it all).
-bool wants_remote(int argc, char** argv);
-// Parses (throws UsageError) and runs; returns the exit status (0 ok, 1 a run failed).
-int remote_main(int argc, char** argv);
 // Runs every source x cache x loader x workers row, then prints the table and the ratios.
 int run_remote(const RemoteBenchConfig& config);
 

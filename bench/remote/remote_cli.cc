@@ -3,6 +3,7 @@
 #include "bench/cli.h"
 #include "bench/remote/remote_bench.h"
 #include "bench/run_config.h"
+#include "bench/workload_registry.h"
 #include "bench/workloads/fmnist_idx.h"
 
 #include <CLI/CLI.hpp>
@@ -86,8 +87,6 @@ void validate(const RawRemote& r, RemoteBenchConfig& c) {
   c.timeout_ms = parse_count("--timeout-ms", r.timeout_ms, 0, "120000");
 }
 
-}  // namespace
-
 bool wants_remote(int argc, char** argv) { return wants_workload(argc, argv, "remote"); }
 
 int remote_main(int argc, char** argv) {
@@ -103,5 +102,10 @@ int remote_main(int argc, char** argv) {
   validate(raw, config);
   return run_remote(config);
 }
+
+[[maybe_unused]] const bool kRemoteRegistered =
+    register_workload({"remote", wants_remote, remote_main});
+
+}  // namespace
 
 }  // namespace bench

@@ -6,7 +6,8 @@
 //   mploader-bench --workload tokens --sampler distributed-bucket --world-size 4 --rank 1
 //       --max-tokens 4096 --dump-indices /tmp/rank1.txt   (one command)
 //
-// It has its own command line (tokens_cli.cc), chosen in main() when --workload is tokens.
+// It has its own command line (tokens_cli.cc), registered for --workload tokens
+// (bench/workload_registry.h).
 // Single-threaded: one run at a time in the calling thread (the loader has its own workers).
 #pragma once
 
@@ -55,11 +56,6 @@ struct TokensResult {
   }
   double tokens_per_s() const { return loop_s > 0 ? tokens / loop_s : 0.0; }
 };
-
-// Whether the command line asks for --workload tokens (then tokens_main handles it all).
-bool wants_tokens(int argc, char** argv);
-// Parses (throws UsageError) and runs; returns the exit status (0 ok, 1 a run failed).
-int tokens_main(int argc, char** argv);
 
 // Parses the tokens command line into `config`; false when it printed the help.
 bool parse_tokens_command_line(int argc, char** argv, TokensConfig& config);

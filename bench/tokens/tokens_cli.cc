@@ -3,6 +3,7 @@
 #include "bench/cli.h"
 #include "bench/tokens/run_tokens.h"
 #include "bench/tokens/token_corpus.h"
+#include "bench/workload_registry.h"
 
 #include <CLI/CLI.hpp>
 
@@ -127,8 +128,6 @@ void validate(const RawTokens& r, TokensConfig& c) {
 
 }  // namespace
 
-bool wants_tokens(int argc, char** argv) { return wants_workload(argc, argv, "tokens"); }
-
 bool parse_tokens_command_line(int argc, char** argv, TokensConfig& config) {
   CLI::App app("mploader-bench --workload tokens: padding and token throughput of variable-"
                "length sequences under mploader's samplers", "mploader-bench");
@@ -141,10 +140,19 @@ bool parse_tokens_command_line(int argc, char** argv, TokensConfig& config) {
   return true;
 }
 
+namespace {
+
+bool wants_tokens(int argc, char** argv) { return wants_workload(argc, argv, "tokens"); }
+
 int tokens_main(int argc, char** argv) {
   TokensConfig config;
   if (!parse_tokens_command_line(argc, argv, config)) return 0;
   return run_tokens(config);
 }
+
+[[maybe_unused]] const bool kTokensRegistered =
+    register_workload({"tokens", wants_tokens, tokens_main});
+
+}  // namespace
 
 }  // namespace bench
