@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# Checks that every relative link in README.md and docs/*.md resolves to an existing file, and
-# every #anchor to a heading of the target page (GitHub's slugs). Usage: check_links.py REPO_ROOT
+# Checks that every relative link in README.md, docs/*.md and the components' READMEs resolves
+# to an existing file, and every #anchor to a heading of the target page (GitHub's slugs). Usage: check_links.py REPO_ROOT
 import pathlib
 import re
 import sys
@@ -49,7 +49,8 @@ def anchors(path, cache={}):
 
 
 def check(root):
-    pages = [root / "README.md"] + sorted((root / "docs").glob("*.md"))
+    pages = ([root / "README.md"] + sorted((root / "docs").glob("*.md"))
+             + sorted((root / "components").glob("*/README.md")))
     errors = []
     links = 0
     for page in pages:
