@@ -3,6 +3,9 @@
 #include <mploader/batch.h>
 
 #include "core/exception_text.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <ATen/ATen.h>
 
@@ -16,9 +19,11 @@ const at::Tensor& Batch::operator[](std::string_view name) const {
   if (tensors_.find(name) == nullptr) {
     for (const auto& [text_name, column] : texts_) {
       if (text_name == name) {
-        throw std::out_of_range("mploader: '" + std::string(name) +
-                                "' is a text field of this batch, not a tensor: use "
-                                "batch.text(\"" + std::string(name) + "\")");
+        throw OptionError("name", detail::message("Batch", "'" + std::string(name) +
+                                                               "' is a text field of this "
+                                                               "batch, not a tensor",
+                                                  "Use batch.text(\"" + std::string(name) +
+                                                      "\")"));
       }
     }
   }
@@ -31,10 +36,15 @@ const TextColumn& Batch::text(std::string_view name) const {
   }
   std::vector<std::string> have;
   for (const auto& item : texts_) have.push_back(item.first);
-  throw std::out_of_range("mploader: no text field named '" + std::string(name) + "'; " +
-                          (tensors_.contains(name) ? "it is a tensor (use batch[name]); " : "") +
-                          "this batch's text fields: " +
-                          (have.empty() ? std::string("none") : detail::quoted_names(have)));
+  throw OptionError("name", detail::message("Batch",
+                                            "no text field named '" + std::string(name) + "'" +
+                                                (tensors_.contains(name) ? " (it is a tensor)"
+                                                                         : "") +
+                                                "; this batch's text fields: " +
+                                                detail::quoted_names(have),
+                                            tensors_.contains(name)
+                                                ? "Use batch[name] for a tensor"
+                                                : "Ask for one of its text fields"));
 }
 
 }  // namespace mploader

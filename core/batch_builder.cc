@@ -79,7 +79,7 @@ Batch BatchBuilder::from_table(const ipc::TaskDescriptor& d, uint8_t* base, uint
   try {
     return from_plan(plan, base, std::move(keep_alive), std::move(indices), d.epoch, d.sequence,
                      worker_id);
-  } catch (const std::invalid_argument&) {
+  } catch (const OptionError&) {
     throw_corrupt_table(worker_id);  // a text column's offsets do not fit its bytes
   }
 }

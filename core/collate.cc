@@ -5,6 +5,7 @@
 
 #include "core/collate_rows.h"
 #include "core/exception_text.h"
+#include "util/errors.h"
 
 #include <ATen/ATen.h>
 
@@ -144,6 +145,11 @@ void copy_into_row(at::Tensor& batch, int64_t row, const at::Tensor& src) {
   });
 }
 
+void throw_empty_batch(const char* who) {
+  throw OptionError("samples", message(who, "cannot collate an empty batch (0 samples)",
+                                       "Give a batch of one sample or more"));
+}
+
 }  // namespace detail::collate
 
 namespace {
@@ -154,6 +160,7 @@ using detail::collate::copy_into;
 using detail::collate::copy_into_row;
 using detail::collate::throw_names_differ;
 using detail::collate::not_copyable;
+using detail::collate::throw_empty_batch;
 using detail::collate::throw_shape_mismatch;
 
 [[noreturn]] void throw_stack_mismatch(const std::string& name, size_t row,
@@ -165,7 +172,7 @@ using detail::collate::throw_shape_mismatch;
 class StackCollator : public Collator {
  public:
   std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override {
-    if (samples.empty()) throw std::invalid_argument("cannot collate an empty batch");
+    if (samples.empty()) throw_empty_batch("stack_collate");
     for (size_t i = 0; i < samples.size(); ++i) check_sample(i, samples[i]);
     check_same_names(samples);
     for (const auto& [name, t0] : samples[0]) {
@@ -190,7 +197,7 @@ class StackCollator : public Collator {
   bool streams() const override { return true; }
 
   std::vector<TensorLayout> layout_from_first(const Sample& first, size_t batch_size) override {
-    if (batch_size == 0) throw std::invalid_argument("cannot collate an empty batch");
+    if (batch_size == 0) throw_empty_batch("stack_collate");
     check_sample(0, first);
     std::vector<TensorLayout> out;
     for (const auto& [name, t] : first) {
@@ -230,7 +237,7 @@ class StackCollator : public Collator {
 
   std::optional<std::vector<TensorLayout>> layout_for_rows(const SampleLayout& sample,
                                                            size_t batch_size) override {
-    if (batch_size == 0) throw std::invalid_argument("cannot collate an empty batch");
+    if (batch_size == 0) throw_empty_batch("stack_collate");
     std::vector<TensorLayout> out;
     out.reserve(sample.size());
     for (const FieldLayout& f : sample) {
@@ -251,15 +258,24 @@ class FunctionCollator : public Collator {
   std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override {
     result_ = fn_(samples);
     if (!result_.texts().empty()) {  // the samples' own text fields reach the batch as they are
-      throw std::invalid_argument("the collate function's batch has text field '" +
-                                  result_.texts()[0].first + "'; it may return tensors only");
+      throw OptionError("collate",
+                        detail::message("function_collate",
+                                        "the collate function's batch has text field '" +
+                                            result_.texts()[0].first +
+                                            "'; it may return tensors only",
+                                        "Leave text fields out of the batch it returns: the "
+                                        "samples' own text fields reach the batch as they are"));
     }
     std::vector<TensorLayout> out;
     for (const auto& [name, t] : result_) {
       const std::string why = not_copyable(t);
       if (!why.empty()) {
-        throw std::invalid_argument("tensor '" + name + "' of the collate function's batch " +
-                                    why + " before returning it");
+        // `why` ends in what to do ("call .to_dense() on it").
+        throw OptionError("collate", detail::message("function_collate",
+                                                     "tensor '" + name +
+                                                         "' of the collate function's batch " +
+                                                         why + " before returning it",
+                                                     ""));
       }
       out.push_back({name, t.scalar_type(), t.sizes().vec()});
     }
@@ -280,7 +296,7 @@ class FunctionCollator : public Collator {
 }  // namespace
 
 SampleError::SampleError(size_t row, std::function<std::string(const NameOf&)> message)
-    : std::invalid_argument(message([](size_t r) { return "sample " + std::to_string(r); })),
+    : Error(message([](size_t r) { return "sample " + std::to_string(r); })),
       row_(row),
       message_(std::move(message)) {}
 
@@ -299,13 +315,23 @@ std::optional<std::vector<TensorLayout>> Collator::layout_for_rows(const SampleL
   return std::nullopt;
 }
 
+namespace {
+
+[[noreturn]] void throw_not_streaming(const char* who) {
+  throw Error(detail::message(who, "this collator was asked to stream, but does not override it",
+                              "A collator whose streams() is true overrides layout_from_first() "
+                              "and fill_row(); any other returns false from streams()"));
+}
+
+}  // namespace
+
 std::vector<TensorLayout> Collator::layout_from_first(const Sample&, size_t) {
-  throw std::logic_error("mploader: this collator does not stream; streams() must be false");
+  throw_not_streaming("Collator::layout_from_first");
 }
 
 void Collator::fill_row(size_t, const Sample&, const std::vector<TensorLayout>&,
                         std::vector<at::Tensor>&) {
-  throw std::logic_error("mploader: this collator does not stream; streams() must be false");
+  throw_not_streaming("Collator::fill_row");
 }
 
 std::shared_ptr<Collator> stack_collate() { return std::make_shared<StackCollator>(); }

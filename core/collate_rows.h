@@ -36,4 +36,7 @@ void copy_into_row(at::Tensor& batch, int64_t row, const at::Tensor& src);
                                        at::IntArrayRef shape, at::IntArrayRef first_shape,
                                        const char* advice);
 
+// OptionError("samples", ...): `who` ("stack_collate", "pad_collate") was given no sample.
+[[noreturn]] void throw_empty_batch(const char* who);
+
 }  // namespace mploader::detail::collate

@@ -3,6 +3,9 @@
 #include <mploader/dataset.h>
 
 #include "core/exception_text.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <ATen/ATen.h>
 
@@ -17,14 +20,15 @@ namespace {
 // A dataset that declares a layout but implements neither get() nor write() would have the
 // two defaults call each other; this notices the second call on the same thread.
 thread_local bool in_default_get = false;
+
+std::string write_who(int64_t index) { return "Dataset::write(" + std::to_string(index) + ")"; }
 }  // namespace
 
 Sample Dataset::get(int64_t index) {
   std::optional<SampleLayout> layout = sample_layout();
   if (!layout || in_default_get) {
-    throw std::logic_error(
-        "mploader::Dataset: this dataset implements neither get() nor write(); implement "
-        "get(), or sample_layout() and write()");
+    throw Error(detail::message("Dataset", "this dataset implements neither get() nor write()",
+                                "Implement get(), or sample_layout() and write()"));
   }
   std::vector<at::Tensor> tensors;
   std::vector<uint8_t*> bases;
@@ -52,24 +56,28 @@ Sample Dataset::get(int64_t index) {
 void Dataset::write(int64_t index, SampleWriter& out) {
   const Sample sample = get(index);
   if (!sample.texts().empty()) {
-    throw std::invalid_argument(
-        "get(" + std::to_string(index) + ") returned text field '" + sample.texts()[0].first +
-        "', but the in-place path (sample_layout()) carries tensors only; return nullopt from "
-        "sample_layout() so that the batch is collated from get()");
+    throw Error(detail::message(write_who(index),
+                                "get() returned text field '" + sample.texts()[0].first +
+                                    "', but the in-place path (sample_layout()) carries "
+                                    "tensors only",
+                                "Return nullopt from sample_layout() so that the batch is "
+                                "collated from get()"));
   }
   if (sample.size() != out.num_fields()) {
-    throw std::invalid_argument("get(" + std::to_string(index) + ") returned " +
-                                std::to_string(sample.size()) + " tensors but sample_layout() " +
-                                "declares " + std::to_string(out.num_fields()) +
-                                "; declare exactly the tensors get() returns");
+    throw Error(detail::message(write_who(index),
+                                "get() returned " + std::to_string(sample.size()) +
+                                    " tensors but sample_layout() declares " +
+                                    std::to_string(out.num_fields()),
+                                "Declare exactly the tensors get() returns"));
   }
   for (size_t k = 0; k < out.num_fields(); ++k) {
     const at::Tensor* value = sample.find(out.field(k).name);
     if (value == nullptr) {
-      throw std::invalid_argument("get(" + std::to_string(index) + ") returned no tensor '" +
-                                  out.field(k).name + "', which sample_layout() declares; it " +
-                                  "returned " + detail::quoted_names(sample.names()) +
-                                  ". Declare exactly the tensors get() returns");
+      throw Error(detail::message(write_who(index),
+                                  "get() returned no tensor '" + out.field(k).name +
+                                      "', which sample_layout() declares; it returned " +
+                                      detail::quoted_names(sample.names()),
+                                  "Declare exactly the tensors get() returns"));
     }
     out.copy(k, *value);
   }

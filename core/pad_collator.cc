@@ -4,6 +4,7 @@
 #include <mploader/errors.h>
 
 #include "core/collate_rows.h"
+#include "util/errors.h"
 
 #include <ATen/ATen.h>
 
@@ -17,6 +18,7 @@ namespace {
 using detail::collate::check_same_names;
 using detail::collate::check_sample;
 using detail::collate::copy_into_row;
+using detail::collate::throw_empty_batch;
 using detail::collate::throw_shape_mismatch;
 
 // "cannot pad 'x': sample 2 has dtype Float but sample 0 has Long; ..."
@@ -56,7 +58,7 @@ class PadCollator : public Collator {
   explicit PadCollator(PadOptions options) : o_(std::move(options)) {}
 
   std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override {
-    if (samples.empty()) throw std::invalid_argument("cannot collate an empty batch");
+    if (samples.empty()) throw_empty_batch("pad_collate");
     for (size_t i = 0; i < samples.size(); ++i) check_sample(i, samples[i]);
     check_same_names(samples);
     std::vector<TensorLayout> out;
@@ -165,10 +167,13 @@ class PadCollator : public Collator {
 
   [[noreturn]] void throw_name_taken(const std::string& name, const std::string& extra) const {
     const bool first = o_.dims == PadDims::kFirst;
-    throw std::invalid_argument(
-        "cannot pad '" + name + "': its " + (first ? "lengths" : "sizes") + " tensor '" + extra +
-        "' has the name of one of the sample's own tensors; rename that tensor or set "
-        "PadOptions::" + (first ? "lengths_suffix" : "sizes_suffix"));
+    throw OptionError("collate",
+                      detail::message("pad_collate",
+                                      "cannot pad '" + name + "': its " +
+                                          (first ? "lengths" : "sizes") + " tensor '" + extra +
+                                          "' has the name of one of the sample's own tensors",
+                                      std::string("Rename that tensor or set PadOptions::") +
+                                          (first ? "lengths_suffix" : "sizes_suffix")));
   }
 
   PadOptions o_;

@@ -2,6 +2,9 @@
 #include <mploader/registry.h>
 
 #include "core/recipes.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <cstdlib>
 #include <map>
@@ -48,8 +51,9 @@ void add(Registry<Factory>& r, const std::string& kind, const std::string& name,
     return;
   }
   if (!fresh) {
-    throw std::invalid_argument("mploader: a " + kind + " factory named '" + name +
-                                "' is registered twice; give one of them another name");
+    throw OptionError("name", detail::message("registry", "a " + kind + " factory named '" +
+                                                              name + "' is registered twice",
+                                              "Give one of them another name"));
   }
 }
 
@@ -68,7 +72,9 @@ PadOptions pad_options_from_recipe(const std::string& recipe) {
   PadOptions o;
   o.pad_value = std::strtod(value.c_str(), &end);
   if (value.empty() || *end != '\0') {
-    throw std::invalid_argument("pad recipe '" + line + "': '" + value + "' is not a number");
+    throw OptionError("collate", detail::message("pad recipe", "'" + line + "': '" + value +
+                                                                   "' is not a number",
+                                                 "Pass the recipe pad_collate()'s collator gives, unchanged"));
   }
   o.lengths_suffix = space == std::string::npos ? "" : rest.substr(space + 1);
   while (std::getline(lines, line)) {
@@ -79,11 +85,13 @@ PadOptions pad_options_from_recipe(const std::string& recipe) {
       o.dims = PadDims::kAll;
     } else if (key == "sizes") {
       o.sizes_suffix = arg;
-    } else if (key == "multiple" && !arg.empty() && arg.find_first_not_of("0123456789") ==
-                                                        std::string::npos) {
-      o.pad_to_multiple_of = std::stoll(arg);
+    } else if (key == "multiple" && !arg.empty() && arg.size() <= 18 &&
+               arg.find_first_not_of("0123456789") == std::string::npos) {
+      o.pad_to_multiple_of = std::stoll(arg);  // 18 digits: std::stoll cannot overflow
     } else {
-      throw std::invalid_argument("pad recipe: unknown line '" + line + "'");
+      throw OptionError("collate", detail::message("pad recipe", "unknown line '" + line + "'",
+                                                   "Pass the recipe pad_collate()'s collator "
+                                                   "gives, unchanged"));
     }
   }
   return o;
@@ -111,8 +119,8 @@ namespace detail {
 RegistrationCapture::RegistrationCapture() {
   std::lock_guard<std::mutex> lock(capture_mutex);
   if (open_capture != nullptr) {
-    throw std::logic_error("mploader: a RegistrationCapture is already open; load one "
-                           "library at a time");
+    throw Error(message("RegistrationCapture", "a RegistrationCapture is already open",
+                        "Load one library at a time"));
   }
   open_capture = this;
 }
@@ -141,8 +149,10 @@ std::shared_ptr<Collator> collator_from_recipe(const std::string& recipe) {
     if (it != collators().factories.end()) factory = it->second;
   }
   if (!factory) {
-    throw std::invalid_argument("no collator factory named '" + name +
-                                "' is registered (MPLOADER_REGISTER_COLLATOR)");
+    throw OptionError("collate", message("registry", "no collator factory named '" + name +
+                                                         "' is registered",
+                                         "Register it with MPLOADER_REGISTER_COLLATOR in the "
+                                         "program or in a library the workers load"));
   }
   return factory(config);
 }

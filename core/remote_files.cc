@@ -2,6 +2,10 @@
 // (remote_files.h).
 #include "core/remote_files.h"
 
+#include "util/errors.h"
+
+#include <mploader/errors.h>
+
 #include <atomic>
 #include <cctype>
 #include <stdexcept>
@@ -35,10 +39,10 @@ bool names_url(const std::string& name) {
 RemoteFileAccess& require_remote_file_access(const std::string& url, const std::string& who) {
   RemoteFileAccess* access = remote_file_access();
   if (access == nullptr) {
-    throw std::invalid_argument(
-        who + ": '" + url + "' is a URL, and this program does not link mploader::remote, "
-        "which reads URLs; add it (CMake: target_link_libraries(<your target> PRIVATE "
-        "mploader::remote)), or give a local path");
+    throw OptionError("path", message(who, "'" + url + "' is a URL, and this program does not "
+                                                      "link mploader::remote, which reads URLs",
+                                      "Link it (CMake: target_link_libraries(<your target> "
+                                      "PRIVATE mploader::remote)), or give a local path"));
   }
   return *access;
 }

@@ -3,6 +3,9 @@
 #include <mploader/dataset.h>
 
 #include "core/exception_text.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <ATen/ATen.h>
 
@@ -26,16 +29,20 @@ size_t find_field(const SampleLayout& layout, std::string_view name) {
   }
   std::vector<std::string> names;
   for (const FieldLayout& f : layout) names.push_back(f.name);
-  throw std::invalid_argument("no field '" + std::string(name) +
-                              "' in the sample layout; sample_layout() declares " +
-                              quoted_names(names));
+  throw OptionError("name", detail::message("SampleWriter", "no field '" + std::string(name) +
+                                                                "' in the sample layout; "
+                                                                "sample_layout() declares " +
+                                                                quoted_names(names),
+                                            "Ask for a field by a name sample_layout() declares"));
 }
 
 void check_dtype_of(const FieldLayout& f, at::ScalarType wanted) {
   if (f.dtype == wanted) return;
-  throw std::invalid_argument("field " + describe(f) + " was asked for as " +
-                              std::string(c10::toString(wanted)) + "; ask for data<T>() with T " +
-                              "of its dtype, or change the dtype in sample_layout()");
+  throw OptionError("T", detail::message("SampleWriter", "field " + describe(f) +
+                                                             " was asked for as " +
+                                                             std::string(c10::toString(wanted)),
+                                         "Ask for data<T>() with T of its dtype, or change the "
+                                         "dtype in sample_layout()"));
 }
 
 void throw_unwritten(const SampleLayout& layout, uint64_t written, const char* unit) {
@@ -43,17 +50,21 @@ void throw_unwritten(const SampleLayout& layout, uint64_t written, const char* u
   for (size_t k = 0; k < layout.size(); ++k) {
     if ((written >> k & 1u) == 0) missing += (missing.empty() ? "" : ", ") + describe(layout[k]);
   }
-  throw std::invalid_argument(std::string("it returned without writing ") + unit + " " +
-                              missing + ", whose memory would keep an earlier batch's bytes; " +
-                              "write every field that sample_layout() declares (bytes(), "
-                              "data<T>(), tensor() or copy()), or leave the field out of it");
+  throw Error(detail::message("SampleWriter",
+                              std::string("the dataset returned without writing ") + unit + " " +
+                                  missing + ", whose memory would keep an earlier batch's bytes",
+                              "Write every field that sample_layout() declares (bytes(), "
+                              "data<T>(), tensor() or copy()), or leave the field out of it"));
 }
 
 void check_field_index(const SampleLayout& layout, size_t k) {
   if (k >= layout.size()) {
-    throw std::out_of_range("field " + std::to_string(k) + " asked for, but sample_layout() " +
-                            "declares " + std::to_string(layout.size()) + " (0 to " +
-                            std::to_string(layout.size()) + " - 1)");
+    throw OptionError("field", detail::message("SampleWriter",
+                                               "field " + std::to_string(k) +
+                                                   " asked for, but sample_layout() declares " +
+                                                   std::to_string(layout.size()),
+                                               "Ask for a field from 0 to " +
+                                                   std::to_string(layout.size()) + " - 1"));
   }
 }
 
@@ -64,13 +75,16 @@ uint64_t all_fields(size_t n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << 
 void copy_checked(const FieldLayout& field, uint8_t* base, const at::Tensor& value) {
   if (!value.defined() || value.scalar_type() != field.dtype ||
       value.sizes() != at::IntArrayRef(field.shape)) {
-    throw std::invalid_argument(
-        "cannot write " +
-        (value.defined() ? std::string(c10::toString(value.scalar_type())) + " " +
-                               shape_text(value.sizes())
-                         : std::string("an undefined tensor")) +
-        " into field " + describe(field) +
-        "; give it the dtype and shape sample_layout() declares, or declare what get() returns");
+    throw OptionError(
+        "value",
+        detail::message("SampleWriter",
+                        "cannot write " +
+                            (value.defined() ? std::string(c10::toString(value.scalar_type())) +
+                                                   " " + shape_text(value.sizes())
+                                             : std::string("an undefined tensor")) +
+                            " into field " + describe(field),
+                        "Give it the dtype and shape sample_layout() declares, or declare what "
+                        "get() returns"));
   }
   if (value.is_contiguous() && value.device().is_cpu() && value.layout() == at::kStrided) {
     std::memcpy(base, value.data_ptr(), value.nbytes());

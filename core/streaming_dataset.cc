@@ -1,6 +1,9 @@
 #include <mploader/streaming.h>
 
+#include "util/errors.h"
 #include "util/fnv1a.h"
+
+#include <mploader/errors.h>
 
 #include <algorithm>
 #include <limits>
@@ -15,13 +18,18 @@ void StreamingDataset::declare_shards(std::vector<ShardInfo> shards) {
   for (size_t i = 0; i < shards.size(); ++i) {
     const int64_t n = shards[i].num_samples;
     if (n < 0) {
-      throw std::invalid_argument("mploader: shard " + std::to_string(i) + " ('" +
-                                  shards[i].name + "') declares " + std::to_string(n) +
-                                  " samples; a shard holds 0 or more");
+      throw OptionError("shards", detail::message("StreamingDataset::declare_shards",
+                                                  "shard " + std::to_string(i) + " ('" +
+                                                      shards[i].name + "') declares " +
+                                                      std::to_string(n) + " samples",
+                                                  "Declare 0 samples or more for each shard"));
     }
     if (n > std::numeric_limits<int64_t>::max() - total) {
-      throw std::invalid_argument("mploader: the shards' sample counts overflow int64 at shard " +
-                                  std::to_string(i) + " ('" + shards[i].name + "')");
+      throw OptionError("shards", detail::message("StreamingDataset::declare_shards",
+                                                  "the shards' sample counts overflow int64 at "
+                                                  "shard " + std::to_string(i) + " ('" +
+                                                      shards[i].name + "')",
+                                                  "Declare each shard's own count of samples"));
     }
     starts.push_back(total);
     total += n;
@@ -33,9 +41,11 @@ void StreamingDataset::declare_shards(std::vector<ShardInfo> shards) {
 
 ShardPosition StreamingDataset::locate(int64_t index) const {
   if (index < 0 || index >= total_) {
-    throw std::out_of_range("mploader: sample " + std::to_string(index) +
-                            " is outside the streaming dataset's " + std::to_string(total_) +
-                            " samples");
+    throw OptionError("index", detail::message("StreamingDataset::locate",
+                                               "sample " + std::to_string(index) +
+                                                   " is outside the streaming dataset's " +
+                                                   std::to_string(total_) + " samples",
+                                               "Give an index from 0 to size() - 1"));
   }
   // The last shard starting at or before `index` that holds samples (empty shards share
   // their start with the next one).
@@ -47,9 +57,12 @@ ShardPosition StreamingDataset::locate(int64_t index) const {
 
 int64_t StreamingDataset::global_index(size_t shard, int64_t sample) const {
   if (shard >= shards_.size() || sample < 0 || sample >= shards_[shard].num_samples) {
-    throw std::out_of_range("mploader: there is no sample " + std::to_string(sample) +
-                            " in shard " + std::to_string(shard) + " of " +
-                            std::to_string(shards_.size()));
+    throw OptionError("sample", detail::message("StreamingDataset::global_index",
+                                                "there is no sample " + std::to_string(sample) +
+                                                    " in shard " + std::to_string(shard) +
+                                                    " of " + std::to_string(shards_.size()),
+                                                "Give a shard below the shard count and a "
+                                                "sample below that shard's num_samples"));
   }
   return starts_[shard] + sample;
 }

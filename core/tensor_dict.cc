@@ -1,5 +1,9 @@
 #include <mploader/tensor_dict.h>
 
+#include "util/errors.h"
+
+#include <mploader/errors.h>
+
 #include <stdexcept>
 
 namespace mploader {
@@ -60,9 +64,15 @@ std::string_view TensorDict::text(std::string_view name) const {
   if (const std::string* t = find_text(name)) return *t;
   std::string have;
   for (const TextItem& item : texts_) have += (have.empty() ? "'" : ", '") + item.first + "'";
-  throw std::out_of_range("mploader: no text field named '" + std::string(name) + "'; " +
-                          (find(name) != nullptr ? "it is a tensor; " : "") + "text fields: " +
-                          (have.empty() ? "none" : have));
+  throw OptionError("name", detail::message("TensorDict",
+                                            "no text field named '" + std::string(name) + "'" +
+                                                (find(name) != nullptr ? " (it is a tensor)"
+                                                                       : "") +
+                                                "; text fields: " +
+                                                (have.empty() ? "none" : have),
+                                            find(name) != nullptr
+                                                ? "Use operator[] for a tensor"
+                                                : "Ask for one of its text fields"));
 }
 
 void TensorDict::erase_text(std::string_view name) { drop(texts_, name); }
@@ -80,9 +90,16 @@ const at::Tensor& TensorDict::operator[](std::string_view name) const {
   if (const at::Tensor* t = find(name)) return *t;
   std::string have;
   for (const Item& item : items_) have += (have.empty() ? "'" : ", '") + item.first + "'";
-  throw std::out_of_range("mploader: no tensor named '" + std::string(name) + "'; " +
-                          (find_text(name) != nullptr ? "it is a text field (use text()); " : "") +
-                          "the tensors are " + (have.empty() ? "none" : have));
+  throw OptionError("name", detail::message("TensorDict",
+                                            "no tensor named '" + std::string(name) + "'" +
+                                                (find_text(name) != nullptr
+                                                     ? " (it is a text field)"
+                                                     : "") +
+                                                "; the tensors are " +
+                                                (have.empty() ? "none" : have),
+                                            find_text(name) != nullptr
+                                                ? "Use text() for a text field"
+                                                : "Ask for one of its tensors"));
 }
 
 std::vector<std::string> TensorDict::names() const {

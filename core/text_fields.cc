@@ -2,8 +2,10 @@
 #include "core/text_fields.h"
 
 #include "core/exception_text.h"
+#include "util/errors.h"
 
 #include <mploader/collate.h>
+#include <mploader/errors.h>
 
 #include <ATen/ATen.h>
 
@@ -13,15 +15,28 @@
 #include <stdexcept>
 
 namespace mploader {
+namespace {
+
+// "uint8 [5] (CPU, contiguous)", or "undefined": what a TextColumn was given.
+std::string tensor_text(const at::Tensor& t) {
+  if (!t.defined()) return "undefined";
+  return std::string(c10::toString(t.scalar_type())) + " " + detail::shape_text(t.sizes()) +
+         " (" + t.device().str() + (t.is_contiguous() ? ", contiguous)" : ", not contiguous)");
+}
+
+}  // namespace
 
 TextColumn::TextColumn(at::Tensor bytes, at::Tensor offsets)
     : bytes_(std::move(bytes)), offsets_(std::move(offsets)) {
   if (bytes_.scalar_type() != at::kByte || bytes_.dim() != 1 || !bytes_.is_contiguous() ||
       offsets_.scalar_type() != at::kLong || offsets_.dim() != 1 || offsets_.numel() < 1 ||
       !offsets_.is_contiguous() || !bytes_.device().is_cpu() || !offsets_.device().is_cpu()) {
-    throw std::invalid_argument(
-        "mploader::TextColumn: needs contiguous CPU tensors, uint8 [total] bytes and int64 "
-        "[rows + 1] offsets");
+    throw OptionError("offsets",
+                      detail::message("TextColumn",
+                                      "bytes are " + tensor_text(bytes_) + " and offsets " +
+                                          tensor_text(offsets_),
+                                      "Give contiguous CPU tensors: uint8 [total] bytes and "
+                                      "int64 [rows + 1] offsets"));
   }
   starts_ = offsets_.data_ptr<int64_t>();
   data_ = reinterpret_cast<const char*>(bytes_.data_ptr<uint8_t>());
@@ -29,16 +44,21 @@ TextColumn::TextColumn(at::Tensor bytes, at::Tensor offsets)
   bool ok = starts_[0] == 0 && starts_[rows_] == bytes_.numel();
   for (size_t i = 0; ok && i < rows_; ++i) ok = starts_[i] <= starts_[i + 1];
   if (!ok) {
-    throw std::invalid_argument(
-        "mploader::TextColumn: the offsets must rise from 0 to the number of bytes (" +
-        std::to_string(bytes_.numel()) + ")");
+    throw OptionError("offsets", detail::message("TextColumn",
+                                                 "the offsets do not rise from 0 to the number "
+                                                 "of bytes (" + std::to_string(bytes_.numel()) +
+                                                     ")",
+                                                 "Give offsets that rise from 0 to the bytes' "
+                                                 "length, one more than the rows"));
   }
 }
 
 std::string_view TextColumn::operator[](size_t row) const {
   if (row >= rows_) {
-    throw std::out_of_range("mploader: text row " + std::to_string(row) + " of a column of " +
-                            std::to_string(rows_));
+    throw OptionError("row", detail::message("TextColumn", "no text row " + std::to_string(row) +
+                                                               " in a column of " +
+                                                               std::to_string(rows_),
+                                             "Give a row below size()"));
   }
   const int64_t begin = starts_[row];
   return std::string_view(data_ + begin, static_cast<size_t>(starts_[row + 1] - begin));

@@ -1,6 +1,9 @@
 #include "datasets/compose_recipes.h"
 
 #include "core/recipes.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <mploader/registry.h>
 
@@ -33,15 +36,35 @@ std::string encode_indices(const std::vector<int64_t>& indices) {
   return text;
 }
 
+[[noreturn]] void throw_bad_run(const std::string& run) {
+  throw OptionError("config", message("mploader.subset", "a bad run of indices '" + run + "'",
+                                      "Pass the recipe Subset::recipe() gives, unchanged"));
+}
+
+// One index of a run: all of `text` a number that fits int64 (std::stoll alone would read a
+// prefix, and throw the standard library's own errors).
+int64_t index_in_run(const std::string& text, const std::string& run) {
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::logic_error&) {  // std::stoll's invalid_argument and out_of_range
+    throw_bad_run(run);
+  }
+  if (used != text.size()) throw_bad_run(run);
+  return value;
+}
+
 std::vector<int64_t> decode_indices(const std::string& text) {
   std::vector<int64_t> indices;
   std::istringstream in(text);
   std::string run;
   while (std::getline(in, run, ',')) {
     const size_t dash = run.find('-', 1);
-    const int64_t first = std::stoll(run.substr(0, dash));
-    const int64_t last = dash == std::string::npos ? first : std::stoll(run.substr(dash + 1));
-    if (last < first) throw std::invalid_argument("mploader.subset: a bad run '" + run + "'");
+    const int64_t first = index_in_run(run.substr(0, dash), run);
+    const int64_t last =
+        dash == std::string::npos ? first : index_in_run(run.substr(dash + 1), run);
+    if (last < first) throw_bad_run(run);
     for (int64_t i = first; i <= last; ++i) indices.push_back(i);
   }
   return indices;
@@ -68,8 +91,10 @@ std::shared_ptr<Dataset> from_recipe(const json& recipe, const std::string& wher
   const std::string name = recipe.at("factory").get<std::string>();
   DatasetFactory factory = find_dataset_factory(name);
   if (!factory) {
-    throw std::invalid_argument("no dataset factory '" + name + "' (" + where +
-                                "); register it with MPLOADER_REGISTER_DATASET");
+    throw OptionError("config", message("registry", "no dataset factory '" + name + "' (" +
+                                                        where + ") is registered",
+                                        "Register it with MPLOADER_REGISTER_DATASET in the "
+                                        "program or in a library the workers load"));
   }
   return factory(recipe.at("config").get<std::string>());
 }
@@ -98,7 +123,8 @@ MixtureEnd end_of(const std::string& name) {
   if (name == "first_exhausted") return MixtureEnd::kFirstExhausted;
   if (name == "all_exhausted") return MixtureEnd::kAllExhausted;
   if (name == "cycle") return MixtureEnd::kCycle;
-  throw std::invalid_argument("mploader.stream_mixture: an unknown end '" + name + "'");
+  throw OptionError("config", message("mploader.stream_mixture", "an unknown end '" + name + "'",
+                                      "Give cycle, first_exhausted or all_exhausted"));
 }
 
 std::optional<std::string> stream_mixture_text(const StreamMixture& dataset) {
@@ -121,7 +147,12 @@ std::shared_ptr<Dataset> rebuild_stream_mixture(const std::string& config) {
     const std::string where =
         "source " + std::to_string(sources.size()) + " of a StreamMixture";
     auto stream = std::dynamic_pointer_cast<StreamingDataset>(from_recipe(source, where));
-    if (!stream) throw std::invalid_argument(where + " is no longer a StreamingDataset");
+    if (!stream) {
+      throw OptionError("config", message("mploader.stream_mixture",
+                                          where + " is no longer a StreamingDataset",
+                                          "Register a factory that rebuilds the "
+                                          "StreamingDataset under that name"));
+    }
     sources.push_back(std::move(stream));
   }
   StreamMixtureOptions o;

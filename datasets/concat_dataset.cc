@@ -2,6 +2,7 @@
 // and the in-place path through the sources.
 #include "datasets/compose_recipes.h"
 #include "datasets/skip_translation.h"
+#include "util/errors.h"
 
 #include <mploader/compose.h>
 #include <mploader/errors.h>
@@ -70,7 +71,15 @@ ConcatDataset::ConcatDataset(std::vector<std::shared_ptr<Dataset>> sources,
 
 size_t ConcatDataset::size() const { return static_cast<size_t>(cumulative_.back()); }
 
-int64_t ConcatDataset::source_size(size_t s) const { return cumulative_.at(s) - offset(s); }
+int64_t ConcatDataset::source_size(size_t s) const {
+  if (s >= sources_.size()) {
+    throw OptionError("s", detail::message("ConcatDataset::source_size",
+                                           "there is no source " + std::to_string(s) + " of " +
+                                               std::to_string(sources_.size()),
+                                           "Give a source below num_sources()"));
+  }
+  return cumulative_[s] - offset(s);
+}
 
 std::vector<size_t> ConcatDataset::sizes() const {
   std::vector<size_t> out;
@@ -80,8 +89,11 @@ std::vector<size_t> ConcatDataset::sizes() const {
 
 ConcatDataset::Location ConcatDataset::locate(int64_t index) const {
   if (index < 0 || index >= cumulative_.back()) {
-    throw std::out_of_range("mploader: ConcatDataset index " + std::to_string(index) +
-                            " is outside [0, " + std::to_string(cumulative_.back()) + ")");
+    throw OptionError("index", detail::message("ConcatDataset",
+                                               "index " + std::to_string(index) +
+                                                   " is outside [0, " +
+                                                   std::to_string(cumulative_.back()) + ")",
+                                               "Give an index from 0 to size() - 1"));
   }
   // PyTorch's bisect_right: the first source whose cumulative size exceeds the index, which
   // passes over empty sources.
@@ -131,7 +143,14 @@ void ConcatDataset::write(int64_t index, SampleWriter& out) {
   // The source declared every field but the last, ours: it writes through a writer of its own
   // layout over the same memory (its default write() would refuse a field it never returns).
   const size_t fields = out.num_fields() - 1;
-  if (fields > 64) throw std::invalid_argument("mploader: a sample holds at most 64 tensors");
+  if (fields > 64) {
+    throw OptionError("sources", detail::message("ConcatDataset",
+                                                 "the sources' samples hold " +
+                                                     std::to_string(fields) +
+                                                     " tensors, and a sample holds at most 64",
+                                                 "Give sources of 64 tensors or fewer, or "
+                                                 "group tensors into fewer"));
+  }
   std::call_once(source_layout_once_, [&] {
     for (size_t k = 0; k < fields; ++k) source_layout_.push_back(out.field(k));
   });

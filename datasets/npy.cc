@@ -1,5 +1,6 @@
 // Parsing .npy headers and mapping the data read-only.
 #include "ipc/unique_fd.h"
+#include "util/errors.h"
 
 #include <mploader/errors.h>
 #include <mploader/npy.h>
@@ -16,6 +17,15 @@
 
 namespace mploader {
 namespace {
+
+void check_row(const std::string& path, int64_t i, int64_t rows) {
+  if (i < 0 || i >= rows) {
+    throw OptionError("i", detail::message("NpyArray", "no row " + std::to_string(i) + " in " +
+                                                           path + ", which has " +
+                                                           std::to_string(rows),
+                                           "Give a row from 0 to rows() - 1"));
+  }
+}
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw Error("mploader: " + path + ": " + what);
@@ -136,10 +146,7 @@ NpyArray::NpyArray(const std::string& path) : path_(path) {
 }
 
 at::Tensor NpyArray::row(int64_t i) const {
-  if (i < 0 || i >= rows()) {
-    throw std::out_of_range("mploader: row " + std::to_string(i) + " of " + path_ + ", which has " +
-                            std::to_string(rows()));
-  }
+  check_row(path_, i, rows());
   std::vector<int64_t> sizes(shape_.begin() + (shape_.empty() ? 0 : 1), shape_.end());
   auto keep = mapping_;
   return at::from_blob(const_cast<uint8_t*>(data_) + row_bytes_ * static_cast<uint64_t>(i), sizes,
@@ -147,10 +154,7 @@ at::Tensor NpyArray::row(int64_t i) const {
 }
 
 void NpyArray::copy_row(int64_t i, void* out) const {
-  if (i < 0 || i >= rows()) {
-    throw std::out_of_range("mploader: row " + std::to_string(i) + " of " + path_ + ", which has " +
-                            std::to_string(rows()));
-  }
+  check_row(path_, i, rows());
   std::memcpy(out, data_ + row_bytes_ * static_cast<uint64_t>(i), row_bytes_);
 }
 

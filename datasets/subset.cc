@@ -1,6 +1,7 @@
 // Subset: chosen indices of one dataset, and its sources' skip reports mapped back to them.
 #include "datasets/compose_recipes.h"
 #include "datasets/skip_translation.h"
+#include "util/errors.h"
 
 #include <mploader/compose.h>
 #include <mploader/errors.h>
@@ -55,8 +56,11 @@ Subset::Subset(std::shared_ptr<Dataset> source, std::vector<int64_t> indices)
 
 int64_t Subset::source_index(int64_t index) const {
   if (index < 0 || static_cast<uint64_t>(index) >= indices_.size()) {
-    throw std::out_of_range("mploader: Subset index " + std::to_string(index) +
-                            " is outside [0, " + std::to_string(indices_.size()) + ")");
+    throw OptionError("index", detail::message("Subset", "index " + std::to_string(index) +
+                                                             " is outside [0, " +
+                                                             std::to_string(indices_.size()) +
+                                                             ")",
+                                               "Give an index from 0 to size() - 1"));
   }
   return indices_[static_cast<size_t>(index)];
 }

@@ -2,6 +2,7 @@
 // (include/mploader/token_stream.h).
 #include "core/remote_files.h"
 #include "ipc/unique_fd.h"
+#include "util/errors.h"
 #include "util/splitmix.h"
 
 #include <mploader/errors.h>
@@ -26,33 +27,37 @@ namespace {
 int64_t id_bytes(TokenType type) { return type == TokenType::kUInt16 ? 2 : 4; }
 const char* type_name(TokenType type) { return type == TokenType::kUInt16 ? "uint16" : "uint32"; }
 
-[[noreturn]] void refuse(const std::string& what) {
-  throw std::invalid_argument("mploader::TokenStream: " + what);
+// OptionError(option, "mploader: TokenStream: <what>. <fix>.").
+[[noreturn]] void refuse(const char* option, const std::string& what, const std::string& fix) {
+  throw OptionError(option, detail::message("TokenStream", what, fix));
 }
 
 // Two values into one seed, for the per-(seed, epoch, file) offset of sequential windows.
 
 int64_t file_bytes(const std::string& path, const std::string& cache_dir) {
   if (detail::names_url(path)) {
-    return detail::require_remote_file_access(path, "mploader::TokenStream")
+    return detail::require_remote_file_access(path, "TokenStream")
         .size_of(path, cache_dir);
   }
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
-    refuse("cannot read token file '" + path + "' (stat: " + std::strerror(errno) +
-           "); check the path");
+    refuse("files", "cannot read token file '" + path + "' (stat: " + std::strerror(errno) + ")",
+           "Check the path");
   }
-  if (!S_ISREG(st.st_mode)) refuse("'" + path + "' is not a regular file; give a token file");
+  if (!S_ISREG(st.st_mode)) {
+    refuse("files", "'" + path + "' is not a regular file", "Give a token file");
+  }
   return static_cast<int64_t>(st.st_size);
 }
 
 int64_t tokens_of(const std::string& path, int64_t bytes, TokenType type) {
   const int64_t width = id_bytes(type);
   if (bytes % width != 0) {
-    refuse("token file '" + path + "' is " + std::to_string(bytes) +
-           " bytes, not a multiple of " + std::to_string(width) + " (" + type_name(type) +
-           " ids): it was cut short, or written with another id width. Write it again, or set "
-           "TokenStreamOptions::type to the width it was written with");
+    refuse("files",
+           "token file '" + path + "' is " + std::to_string(bytes) +
+               " bytes, not a multiple of " + std::to_string(width) + " (" + type_name(type) +
+               " ids): it was cut short, or written with another id width",
+           "Write it again, or set TokenStreamOptions::type to the width it was written with");
   }
   return bytes / width;
 }
@@ -80,14 +85,16 @@ TokenStream::TokenStream(std::vector<std::string> files, TokenStreamOptions opti
 TokenStream::TokenStream(std::vector<std::string> files, TokenStreamOptions options,
                          std::vector<int64_t> known_tokens)
     : files_(std::move(files)), options_(std::move(options)) {
-  if (files_.empty()) refuse("no token files given; pass at least one path");
+  if (files_.empty()) refuse("files", "no token files given", "Pass at least one path");
   if (options_.context < 1) {
-    refuse("context is " + std::to_string(options_.context) + "; a window holds 1 or more tokens");
+    refuse("context", "context is " + std::to_string(options_.context),
+           "Give a context of 1 or more tokens a window");
   }
   if (options_.windows_per_shard < 0 || options_.vocab_size < 0) {
-    refuse("windows_per_shard and vocab_size must be 0 or more, got " +
-           std::to_string(options_.windows_per_shard) + " and " +
-           std::to_string(options_.vocab_size));
+    refuse(options_.windows_per_shard < 0 ? "windows_per_shard" : "vocab_size",
+           "windows_per_shard is " + std::to_string(options_.windows_per_shard) +
+               " and vocab_size " + std::to_string(options_.vocab_size),
+           "Give 0 or more for each (0: one shard a file, no vocabulary check)");
   }
   std::vector<ShardInfo> shards;
   for (size_t f = 0; f < files_.size(); ++f) {
@@ -96,10 +103,12 @@ TokenStream::TokenStream(std::vector<std::string> files, TokenStreamOptions opti
             ? known_tokens[f]
             : tokens_of(files_[f], file_bytes(files_[f], options_.cache_dir), options_.type);
     if (tokens < options_.context + 1) {
-      refuse("token file '" + files_[f] + "' holds " + std::to_string(tokens) +
-             " tokens; a window of context " + std::to_string(options_.context) + " needs " +
-             std::to_string(options_.context + 1) + " (input and target shifted by one). Use "
-             "a smaller context or leave the file out");
+      refuse("files",
+             "token file '" + files_[f] + "' holds " + std::to_string(tokens) +
+                 " tokens; a window of context " + std::to_string(options_.context) +
+                 " needs " + std::to_string(options_.context + 1) +
+                 " (input and target shifted by one)",
+             "Use a smaller context or leave the file out");
     }
     tokens_.push_back(tokens);
     windows_.push_back(sequential_windows(tokens, options_.context));
@@ -145,7 +154,7 @@ const TokenStream::Mapping& TokenStream::mapping(size_t f) {
   auto mapped = std::make_unique<Mapping>();
   const size_t bytes = static_cast<size_t>(tokens_[f] * id_bytes(options_.type));
   if (detail::names_url(files_[f])) {
-    mapped->remote = detail::require_remote_file_access(files_[f], "mploader::TokenStream")
+    mapped->remote = detail::require_remote_file_access(files_[f], "TokenStream")
                          .open(files_[f], static_cast<int64_t>(bytes), options_.cache_dir);
   }
   const std::string& path = mapped->remote ? mapped->remote->path() : files_[f];
@@ -237,7 +246,7 @@ void TokenStream::prefetch_shards(const std::vector<size_t>& shards) {
     }
   }
   if (remote.empty()) return;
-  detail::require_remote_file_access(remote.front().first, "mploader::TokenStream")
+  detail::require_remote_file_access(remote.front().first, "TokenStream")
       .prefetch(remote, options_.cache_dir);
 }
 

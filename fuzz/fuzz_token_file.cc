@@ -2,8 +2,8 @@
 // /proc/self/fd path, with TokenStreamOptions taken from the input's first 4 bytes (id width,
 // window order, context 1..16, vocab_size, windows per shard). An accepted file's every window
 // (up to 64) must lie inside the file, and reading it must give its ids or refuse one outside
-// the vocabulary. Refusing is fine (std::invalid_argument from the constructor, mploader::Error
-// for an id); a crash, UB, another exception or a window outside the file is not.
+// the vocabulary. Refusing is fine (OptionError from the constructor, mploader::Error for an
+// id); a crash, UB, another exception or a window outside the file is not.
 #include <mploader/errors.h>
 #include <mploader/token_stream.h>
 
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     mploader::TokenStream stream({path}, options_from(data));
     check_windows(stream);
-  } catch (const std::invalid_argument&) {
+  } catch (const mploader::OptionError&) {
   }
   close(fd);
   return 0;

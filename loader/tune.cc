@@ -7,6 +7,9 @@
 #include <mploader/stats.h>
 
 #include "util/cpu_budget.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,24 +28,28 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 void check_list(const char* field, const std::vector<int64_t>& values, int64_t min) {
   for (int64_t v : values) {
     if (v < min) {
-      throw std::invalid_argument(std::string("tune: TuneOptions::") + field + " holds " +
-                                  std::to_string(v) + "; give values >= " + std::to_string(min));
+      throw OptionError(field, detail::message("tune", std::string("TuneOptions::") + field +
+                                                           " holds " + std::to_string(v),
+                                               "Give values >= " + std::to_string(min)));
     }
   }
 }
 
 void check_options(const TuneOptions& t) {
   if (t.workers.empty()) {
-    throw std::invalid_argument("tune: TuneOptions::workers is empty; give the worker counts "
-                                "to measure, e.g. {0, 1, 2, 4}");
+    throw OptionError("workers", detail::message("tune", "TuneOptions::workers is empty",
+                                                 "Give the worker counts to measure, e.g. "
+                                                 "{0, 1, 2, 4}"));
   }
   check_list("workers", t.workers, 0);
   check_list("prefetch", t.prefetch, 1);
   check_list("batch_sizes", t.batch_sizes, 1);
   if (t.batches_per_point < 2) {
-    throw std::invalid_argument("tune: TuneOptions::batches_per_point is " +
-                                std::to_string(t.batches_per_point) + "; give 2 or more (the "
-                                "first batch, which starts the workers, is not timed)");
+    throw OptionError("batches_per_point",
+                      detail::message("tune", "TuneOptions::batches_per_point is " +
+                                                  std::to_string(t.batches_per_point),
+                                      "Give 2 or more (the first batch, which starts the "
+                                      "workers, is not timed)"));
   }
 }
 
@@ -72,8 +79,12 @@ Batch next_batch(Loader& loader, uint64_t& epoch) {
     if (b) return std::move(*b);
     loader.set_epoch(++epoch);
   }
-  throw std::invalid_argument("tune: an epoch gave no batch: the dataset holds fewer samples "
-                              "than a batch (with drop_last); give a smaller batch size");
+  throw OptionError("batch_sizes",
+                    detail::message("tune", "an epoch of batch size " +
+                                                std::to_string(loader.options().batch_size) +
+                                                " gave no batch: the dataset holds fewer samples "
+                                                "than a batch (with drop_last)",
+                                    "Give a smaller batch size"));
 }
 
 TunePoint measure(const std::function<std::shared_ptr<Dataset>()>& make_dataset,
@@ -182,7 +193,10 @@ TuneChoice only_point(const TunePoint& p, bool budget_ran_out) {
 TuneResult tune(const std::function<std::shared_ptr<Dataset>()>& make_dataset,
                 const LoaderOptions& base, const TuneOptions& t) {
   check_options(t);
-  if (!make_dataset) throw std::invalid_argument("tune: make_dataset is empty");
+  if (!make_dataset) {
+    throw OptionError("make_dataset", detail::message("tune", "make_dataset is empty",
+                                                      "Pass a function that makes the dataset"));
+  }
   TuneResult result;
   const detail::CpuBudget cpus = detail::cpu_budget();
   result.cpu_budget = TuneCpuBudget{cpus.cpus(), cpus.source()};

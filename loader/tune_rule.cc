@@ -3,6 +3,9 @@
 #include <mploader/tune.h>
 
 #include "loader/epoch_report.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <cstdio>
 #include <stdexcept>
@@ -104,16 +107,21 @@ std::string budget_note(const TunePoint& over, const TunePoint& best,
 
 void check_group(const std::vector<TunePoint>& points) {
   if (points.size() < 2) {
-    throw std::invalid_argument("choose_num_workers: " + std::to_string(points.size()) +
-                                " point(s); measure two worker counts or more");
+    throw OptionError("points", detail::message("choose_num_workers",
+                                                std::to_string(points.size()) + " point(s)",
+                                                "Measure two worker counts or more"));
   }
   for (const TunePoint& p : points) {
     if (p.batch_size != points.front().batch_size || p.prefetch != points.front().prefetch) {
-      throw std::invalid_argument(
-          "choose_num_workers: the points mix batch sizes or prefetch values (batch " +
-          std::to_string(p.batch_size) + " prefetch " + std::to_string(p.prefetch) +
-          " with batch " + std::to_string(points.front().batch_size) + " prefetch " +
-          std::to_string(points.front().prefetch) + "); give one group at a time");
+      throw OptionError(
+          "points",
+          detail::message("choose_num_workers",
+                          "the points mix batch sizes or prefetch values (batch " +
+                              std::to_string(p.batch_size) + " prefetch " +
+                              std::to_string(p.prefetch) + " with batch " +
+                              std::to_string(points.front().batch_size) + " prefetch " +
+                              std::to_string(points.front().prefetch) + ")",
+                          "Give one group at a time"));
     }
   }
 }

@@ -1,4 +1,7 @@
 #include "sampler/epoch_limit.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <mploader/sampler.h>
 
@@ -29,8 +32,14 @@ std::vector<int64_t> RandomSampler::indices(size_t dataset_size, uint64_t epoch)
 FixedSizeBatchSampler::FixedSizeBatchSampler(std::shared_ptr<Sampler> sampler,
                                              size_t batch_size, bool drop_last)
     : sampler_(std::move(sampler)), batch_size_(batch_size), drop_last_(drop_last) {
-  if (!sampler_) throw std::invalid_argument("FixedSizeBatchSampler needs a sampler");
-  if (batch_size_ == 0) throw std::invalid_argument("FixedSizeBatchSampler: batch_size is 0");
+  if (!sampler_) {
+    throw OptionError("sampler", detail::message("FixedSizeBatchSampler", "the sampler is null",
+                                                 "Pass the sampler whose indices it batches"));
+  }
+  if (batch_size_ == 0) {
+    throw OptionError("batch_size", detail::message("FixedSizeBatchSampler", "batch_size is 0",
+                                                    "Give a batch size of 1 or more"));
+  }
 }
 
 std::vector<std::vector<int64_t>> FixedSizeBatchSampler::batches(size_t dataset_size,

@@ -1,12 +1,25 @@
 // StreamLayout (stream_layout.h).
 #include "sampler/stream_layout.h"
 
+#include "util/errors.h"
 #include "util/fnv1a.h"
+
+#include <mploader/errors.h>
 
 #include <algorithm>
 #include <stdexcept>
 
 namespace mploader::detail {
+namespace {
+
+// A position the plan does not hold: the loader asked for a batch past its epoch, its own bug.
+[[noreturn]] void throw_past_plan(size_t position, size_t positions) {
+  throw Error(message("StreamLayout", "batch position " + std::to_string(position) +
+                                          " is past the plan's " + std::to_string(positions),
+                      "This is a bug in mploader: report it with the loader's options"));
+}
+
+}  // namespace
 
 StreamLayout::StreamLayout(const std::vector<std::vector<SampleRange>>& streams,
                            int64_t batch_size, bool drop_last, int64_t shuffle_block,
@@ -48,11 +61,11 @@ StreamLayout::Slot StreamLayout::base_slot(size_t base) const {
     if (turn == 0) return Slot{k, low, 0};
     --turn;
   }
-  throw std::logic_error("StreamLayout: position past the plan");
+  throw_past_plan(base, base_);
 }
 
 StreamLayout::Slot StreamLayout::slot_of(size_t position) const {
-  if (position >= total_) throw std::out_of_range("StreamLayout: position past the plan");
+  if (position >= total_) throw_past_plan(position, total_);
   size_t listed = position % listed_;  // repeats come from the start
   size_t extra = 0;                    // split batches before this position
   for (size_t base : split_) {

@@ -146,9 +146,9 @@ TEST_CASE("compose: ConcatDataset maps indices as PyTorch, empty sources include
     CHECK(std::make_pair(at.source, at.index) == expected[static_cast<size_t>(i)]);
     CHECK(concat.get(i)["label"].item<int64_t>() == expected[static_cast<size_t>(i)].second);
   }
-  CHECK_THROWS_AS(concat.locate(9), std::out_of_range);
-  CHECK_THROWS_AS(concat.locate(-1), std::out_of_range);
-  CHECK_THROWS_AS(concat.get(9), std::out_of_range);
+  CHECK_THROWS_AS(concat.locate(9), OptionError);
+  CHECK_THROWS_AS(concat.locate(-1), OptionError);
+  CHECK_THROWS_AS(concat.get(9), OptionError);
   // Only empty sources: size 0, and no layout to declare.
   ConcatDataset empty(Sources{std::make_shared<CountingDataset>(0)});
   CHECK(empty.size() == 0);
@@ -191,7 +191,7 @@ TEST_CASE("compose: a Subset in shuffled order, with repeats, over a ConcatDatas
   auto subset = std::make_shared<Subset>(concat, order);
   REQUIRE(subset->size() == 19);
   CHECK(subset->source_index(18) == 16);
-  CHECK_THROWS_AS(subset->get(19), std::out_of_range);
+  CHECK_THROWS_AS(subset->get(19), OptionError);
   for (int64_t workers : {0, 2}) {
     INFO(workers << " workers");
     const std::vector<Row> rows = rows_of(subset, options(workers, 5));

@@ -58,7 +58,7 @@ TEST_CASE("batch sampler: keeps or drops the short last batch", "[sampler]") {
   FixedSizeBatchSampler drop(seq, 4, true);
   CHECK(drop.batches(10, 0).size() == 2);
   CHECK(drop.batches(3, 0).empty());
-  CHECK_THROWS_AS(FixedSizeBatchSampler(seq, 0, false), std::invalid_argument);
+  CHECK_THROWS_AS(FixedSizeBatchSampler(seq, 0, false), mploader::OptionError);
 }
 
 TEST_CASE("sampler: an epoch over more samples than its plan can hold is an OptionError",

@@ -114,13 +114,13 @@ TEST_CASE("tune: bad TuneOptions and a dataset smaller than a batch are named",
   t.workers = {};
   refused(t, "TuneOptions::workers is empty");
   t.workers = {0, -1};
-  refused(t, "TuneOptions::workers holds -1; give values >= 0");
+  refused(t, "TuneOptions::workers holds -1. Give values >= 0");
   t.workers = {0};
   t.prefetch = {0};
-  refused(t, "TuneOptions::prefetch holds 0; give values >= 1");
+  refused(t, "TuneOptions::prefetch holds 0. Give values >= 1");
   t.prefetch = {};
   t.batches_per_point = 1;
-  refused(t, "TuneOptions::batches_per_point is 1; give 2 or more");
+  refused(t, "TuneOptions::batches_per_point is 1. Give 2 or more");
   t.batches_per_point = 2;
   refused(t, "fewer samples than a batch", 5);
 }

@@ -3,6 +3,9 @@
 #include "core/recipes.h"
 #include "ipc/shm_region.h"
 #include "ipc/unique_fd.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <unistd.h>
 
@@ -35,7 +38,12 @@ void become_worker(const WorkerSpec& spec) {
     const WorkerSettings& settings = spec.settings;
     DatasetFactory factory = detail::find_dataset_factory(settings.dataset_factory);
     if (!factory) {
-      throw std::invalid_argument("no dataset factory '" + settings.dataset_factory + "'");
+      throw OptionError("dataset_factory",
+                        detail::message("spawned worker",
+                                        "no dataset factory '" + settings.dataset_factory +
+                                            "' is registered in this process",
+                                        "Register it with MPLOADER_REGISTER_DATASET in the "
+                                        "program, or in a library the workers load"));
     }
     dataset = factory(settings.dataset_config);
     collator = detail::collator_from_recipe(settings.collator_recipe);

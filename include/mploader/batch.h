@@ -31,11 +31,11 @@ class TextColumn {
  public:
   TextColumn() = default;  ///< No rows.
   /// A column over `bytes` (uint8, 1-D) and `offsets` (int64, [rows + 1], non-decreasing, from
-  /// 0 to bytes.numel()); throws std::invalid_argument when they are not that.
+  /// 0 to bytes.numel()); throws OptionError("offsets", ...) when they are not that.
   TextColumn(at::Tensor bytes, at::Tensor offsets);
   /// Number of rows (the batch size).
   size_t size() const { return rows_; }
-  /// Row `row`'s bytes; throws std::out_of_range when row >= size().
+  /// Row `row`'s bytes; throws OptionError("row", ...) when row >= size().
   std::string_view operator[](size_t row) const;
   /// Every row as its own std::string (copies).
   std::vector<std::string> to_strings() const;
@@ -56,12 +56,13 @@ class TextColumn {
 /// from. Copies share the tensors; any thread may move or destroy one.
 class Batch {
  public:
-  /// The tensor called `name`; throws std::out_of_range naming it and the names there are.
+  /// The tensor called `name`; throws OptionError("name", ...) naming it and the names there
+  /// are.
   const at::Tensor& operator[](std::string_view name) const;
   /// Every tensor, by name.
   const TensorDict& tensors() const { return tensors_; }
   /// The text field called `name`, one string_view per sample: `batch.text("id")[i]`. Throws
-  /// std::out_of_range naming it and the text fields there are.
+  /// OptionError("name", ...) naming it and the text fields there are.
   const TextColumn& text(std::string_view name) const;
   /// Every text field, by name, in the samples' order.
   const std::vector<std::pair<std::string, TextColumn>>& texts() const { return texts_; }

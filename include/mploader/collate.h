@@ -4,6 +4,7 @@
 /// into that slot with no intermediate copy.
 #pragma once
 
+#include <mploader/errors.h>
 #include <mploader/sample_writer.h>
 #include <mploader/tensor_dict.h>
 
@@ -23,7 +24,7 @@ namespace mploader {
 /// names samples by row. Workers and the num_workers = 0 path name them by dataset index
 /// instead and report the index of row() as WorkerError::sample_index(). A custom collator may
 /// throw it too.
-class SampleError : public std::invalid_argument {
+class SampleError : public Error {
  public:
   /// How a message calls the sample in row `row`: "sample 1", or by dataset index "sample 6".
   using NameOf = std::function<std::string(size_t row)>;
@@ -69,12 +70,12 @@ class Collator {
 
   /// True when this collator implements layout_from_first() and fill_row(). Default: false.
   virtual bool streams() const { return false; }
-  /// The batch's layout from its first sample and its size. The default throws
-  /// std::logic_error (a collator that does not stream).
+  /// The batch's layout from its first sample and its size. The default throws Error (a
+  /// collator that does not stream).
   virtual std::vector<TensorLayout> layout_from_first(const Sample& first, size_t batch_size);
   /// Writes `sample` into row `row` of `outputs` (allocated to match `layout`). Throws, with
   /// the message layout() would give, when the sample does not fit the layout. The default
-  /// throws std::logic_error.
+  /// throws Error.
   virtual void fill_row(size_t row, const Sample& sample, const std::vector<TensorLayout>& layout,
                         std::vector<at::Tensor>& outputs);
 

@@ -38,8 +38,8 @@ namespace mploader {
 ///
 /// Thread-safety: as its sources (the Loader gives each worker process its own copy). Owns a
 /// share of each source. Errors: the constructor throws OptionError for an empty or null
-/// source list or a total size beyond int64; get() and write() throw std::out_of_range for an
-/// index outside [0, size()).
+/// source list or a total size beyond int64; get() and write() throw OptionError("index", ...) for
+/// an index outside [0, size()).
 class ConcatDataset : public Dataset {
  public:
   /// A position in the concatenation: which source and which sample of it.
@@ -69,11 +69,11 @@ class ConcatDataset : public Dataset {
   /// (or the text is too long to pass to a spawned worker): the Loader's message names it.
   std::optional<DatasetRecipe> recipe() const override;
 
-  /// Which source holds `index` and its index there; throws std::out_of_range outside
+  /// Which source holds `index` and its index there; throws OptionError("index", ...) outside
   /// [0, size()).
   Location locate(int64_t index) const;
   size_t num_sources() const { return sources_.size(); }  ///< The number of sources.
-  /// The size of source `s` (s < num_sources()).
+  /// The size of source `s`; throws OptionError("s", ...) unless s < num_sources().
   int64_t source_size(size_t s) const;
   /// Every source's size, in order: what MixtureSampler (mixture.h) is built from.
   std::vector<size_t> sizes() const;
@@ -101,7 +101,7 @@ class ConcatDataset : public Dataset {
 ///
 /// Thread-safety: as its source. Owns a share of the source. Errors: the constructor throws
 /// OptionError for a null source or an index outside [0, source->size()); get() and write()
-/// throw std::out_of_range for an index outside [0, size()).
+/// throw OptionError("index", ...) for an index outside [0, size()).
 class Subset : public Dataset {
  public:
   /// Throws OptionError("source", ...) for a null source and OptionError("indices", ...)
@@ -119,7 +119,8 @@ class Subset : public Dataset {
   /// consecutive ones as ranges); nullopt if the source has none or the text is too long.
   std::optional<DatasetRecipe> recipe() const override;
 
-  /// The source's index of sample `index`; throws std::out_of_range outside [0, size()).
+  /// The source's index of sample `index`; throws OptionError("index", ...) outside
+  /// [0, size()).
   int64_t source_index(int64_t index) const;
   const std::shared_ptr<Dataset>& source() const { return source_; }  ///< The source.
   const std::vector<int64_t>& indices() const { return indices_; }     ///< The indices.

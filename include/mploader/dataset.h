@@ -43,8 +43,8 @@ class Dataset {
   /// memory and dropped, so autograd bookkeeping would be pure cost): code here cannot record
   /// gradients. With num_workers = 0 it runs in the caller's own mode.
   /// The default, for a dataset that declares sample_layout(): a sample of fresh tensors
-  /// filled by write(). A dataset that implements neither get() nor write() gets a
-  /// std::logic_error saying so.
+  /// filled by write(). A dataset that implements neither get() nor write() gets an
+  /// Error saying so.
   virtual Sample get(int64_t index);
 
   /// The tensors of every sample, declared up front (or once from the first sample, with

@@ -1,6 +1,10 @@
 /// @file
-/// Exceptions that reach the training loop. Inside ipc/ and worker/ errors travel as values
-/// (ipc/status.h); they become one of these at the public boundary.
+/// Exceptions that reach the training loop. Every exception mploader itself throws derives
+/// from Error, so one `catch (const mploader::Error&)` catches them all; what() reads
+/// "mploader: <who>: <what happened>. <what to do>." Exceptions thrown by a dataset's or a
+/// collate function's own code reach the loop inside a WorkerError; libtorch's own errors
+/// pass through as c10::Error. Inside ipc/ and worker/ errors travel as values (ipc/status.h);
+/// they become one of these at the public boundary.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +14,9 @@
 
 namespace mploader {
 
-/// Base of every mploader exception: catch this to catch them all.
+/// Base of every mploader exception: catch this to catch them all. Besides the classes below,
+/// the components' own derive from it: SampleError (collate.h), vision::DecodeError and
+/// vision::TransformError, remote::TransportError, and the shard readers' errors.
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;  ///< what() is the message given.

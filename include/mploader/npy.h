@@ -31,14 +31,15 @@ class NpyArray {
   const std::vector<int64_t>& shape() const { return shape_; }  ///< Its shape.
   /// The length of the first dimension.
   int64_t rows() const { return shape_.empty() ? 1 : shape_[0]; }
-  /// Row `i` (shape()[1:]) as a view of the mapping: no copy.
+  /// Row `i` (shape()[1:]) as a view of the mapping: no copy. Throws OptionError("i", ...) for
+  /// a row outside the array.
   at::Tensor row(int64_t i) const;
   /// The whole array as a view of the mapping.
   at::Tensor tensor() const;
   /// Bytes of one row (shape()[1:]).
   uint64_t row_bytes() const { return row_bytes_; }
   /// Copies row `i` into `out` (row_bytes() bytes): the one read of an in-place write. Throws
-  /// std::out_of_range for a row outside the array.
+  /// OptionError("i", ...) for a row outside the array.
   void copy_row(int64_t i, void* out) const;
 
  private:

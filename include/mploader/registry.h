@@ -28,7 +28,7 @@ using CollatorFactory = std::function<std::shared_ptr<Collator>(const std::strin
 
 /// Registers the factory DatasetRecipe::factory names. Meant for static initialisation (the
 /// macros below), before main() and before any Loader; registering a name twice throws
-/// std::invalid_argument.
+/// OptionError("name", ...).
 void register_dataset(const std::string& name, DatasetFactory factory);
 /// The same for collators (MPLOADER_REGISTER_COLLATOR).
 void register_collator(const std::string& name, CollatorFactory factory);

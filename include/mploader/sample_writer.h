@@ -47,13 +47,13 @@ class FieldWriter {
   /// The fields, in the order sample_layout() declared them.
   size_t num_fields() const { return layout_->size(); }
   const FieldLayout& field(size_t k) const { return (*layout_)[k]; }  ///< Field `k`.
-  /// The position of field `name`; throws std::invalid_argument naming the declared fields.
+  /// The position of field `name`; throws OptionError("name", ...) naming the declared fields.
   size_t index_of(std::string_view name) const;
 
   /// Field k's memory, C-contiguous: field(k).nbytes() bytes for one sample (SampleWriter),
   /// rows() times that for a batch (BatchWriter).
   void* bytes(size_t k);
-  /// Field k's memory as T; throws std::invalid_argument when T is not the field's dtype.
+  /// Field k's memory as T; throws OptionError("T", ...) when T is not the field's dtype.
   template <typename T>
   T* data(size_t k) {
     check_dtype(k, c10::CppTypeToScalarType<T>::value);
@@ -70,7 +70,7 @@ class FieldWriter {
   at::Tensor tensor(size_t k);
   at::Tensor tensor(std::string_view name) { return tensor(index_of(name)); }  ///< By name.
 
-  /// For mploader: throws std::invalid_argument naming the fields not written, if any.
+  /// For mploader: throws Error naming the fields not written, if any.
   void check_complete() const;
 
  protected:
@@ -79,9 +79,9 @@ class FieldWriter {
   /// check_complete()'s message.
   FieldWriter(const SampleLayout& layout, uint8_t* const* bases, const size_t* field_bytes,
               size_t row, int64_t batch_rows, const char* unit);
-  /// Throws std::out_of_range unless field k is declared.
+  /// Throws OptionError("field", ...) unless field k is declared.
   void check_field(size_t k) const;
-  /// Throws std::invalid_argument, naming the field, unless its dtype is `wanted`.
+  /// Throws OptionError("T", ...), naming the field, unless its dtype is `wanted`.
   void check_dtype(size_t k, at::ScalarType wanted) const;
   /// Every field counts as written (its rows were, by writers of their own).
   void mark_all_written();
@@ -102,7 +102,7 @@ class FieldWriter {
 /// FieldWriter hold: every field must be asked for. mploader makes one per sample.
 class SampleWriter : public FieldWriter {
  public:
-  /// Copies `value` into field k. Throws std::invalid_argument, with both shapes and dtypes,
+  /// Copies `value` into field k. Throws OptionError("value", ...), with both shapes and dtypes,
   /// unless `value` has exactly the field's dtype and shape (any strides).
   void copy(size_t k, const at::Tensor& value);
   /// copy(index_of(name), value).

@@ -111,7 +111,8 @@ class BatchSampler {
 /// drop_last.
 class FixedSizeBatchSampler : public BatchSampler {
  public:
-  /// Cuts `sampler`'s order into batches of `batch_size` (>= 1).
+  /// Cuts `sampler`'s order into batches of `batch_size` (>= 1). Throws OptionError for a null
+  /// sampler or a batch_size of 0.
   FixedSizeBatchSampler(std::shared_ptr<Sampler> sampler, size_t batch_size, bool drop_last);
   std::vector<std::vector<int64_t>> batches(size_t dataset_size, uint64_t epoch) override;
   size_t max_batch_size() const override { return batch_size_; }

@@ -100,9 +100,10 @@ class StreamingDataset : public Dataset {
   /// Samples of every shard together.
   size_t size() const final { return static_cast<size_t>(total_); }
   /// The shard and position of global sample `index`, in [0, size()); throws
-  /// std::out_of_range naming the index and the size otherwise.
+  /// OptionError("index", ...) naming the index and the size otherwise.
   ShardPosition locate(int64_t index) const;
-  /// The global index of sample `sample` of shard `shard`.
+  /// The global index of sample `sample` of shard `shard`; throws OptionError("sample", ...)
+  /// when the shard holds no such sample.
   int64_t global_index(size_t shard, int64_t sample) const;
   /// A 64-bit hash of the shards' names and counts, in order: a state saved over another
   /// corpus is refused by it.
@@ -130,7 +131,7 @@ class StreamingDataset : public Dataset {
   virtual const StreamMixSpec* stream_mix() const { return nullptr; }
 
  protected:
-  /// Sets the shards; call it once, in the constructor. Throws std::invalid_argument naming
+  /// Sets the shards; call it once, in the constructor. Throws OptionError("shards", ...) naming
   /// the shard when a count is negative, or when the counts overflow int64.
   void declare_shards(std::vector<ShardInfo> shards);
 

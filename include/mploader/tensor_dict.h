@@ -39,13 +39,13 @@ class TensorDict {
   void set_text(std::string name, std::string value);
   /// set_text() with `size` raw bytes at `data`.
   void set_bytes(std::string name, const void* data, size_t size);
-  /// Text field `name`; throws std::out_of_range naming it and the text fields present.
+  /// Text field `name`; throws OptionError("name", ...) naming it and the text fields present.
   std::string_view text(std::string_view name) const;
   /// The text field called `name`, or nullptr.
   const std::string* find_text(std::string_view name) const;
   /// The text fields in insertion order.
   const std::vector<TextItem>& texts() const { return texts_; }
-  /// Throws std::out_of_range naming the missing key and the keys present.
+  /// Throws OptionError("name", ...) naming the missing key and the keys present.
   const at::Tensor& operator[](std::string_view name) const;
   /// The tensor called `name`, or nullptr.
   const at::Tensor* find(std::string_view name) const;

@@ -73,7 +73,7 @@ struct TokenStreamOptions {
 /// A StreamingDataset of fixed-length (input, target) windows over token files; see the file
 /// comment. Sample layout: "input" and "target", int64 [context].
 ///
-/// The constructor checks every file (throws std::invalid_argument naming the file and the
+/// The constructor checks every file (throws OptionError naming the option or file and the
 /// fix): it must exist, hold a whole number of ids, and hold at least context + 1 of them.
 /// Each process maps a file on first use; a file that disappeared or changed size since the
 /// constructor fails the batch with an error naming it. get() and write() may be called from

@@ -82,7 +82,7 @@ struct TuneCpuBudget {
 /// workers than the budget counts as within it when its workers wait on I/O (on a CPU for
 /// less than half their busy time) and their CPU time fits in half the budget; the choice is the
 /// smallest worker count within 5 % of it, with its reason from the worker counters. Throws
-/// std::invalid_argument with fewer than two points, or points of different batch sizes or
+/// OptionError("points", ...) with fewer than two points, or points of different batch sizes or
 /// prefetch values.
 TuneChoice choose_num_workers(const std::vector<TunePoint>& points,
                               const TuneCpuBudget& budget = {});
@@ -102,8 +102,8 @@ struct TuneResult {
 
 /// Measures a Loader over make_dataset() at each point of `tune` (batch sizes x prefetch x
 /// workers; the rest of the options are `base`'s), one Loader at a time, and recommends.
-/// make_dataset is called once per point. Throws std::invalid_argument for bad TuneOptions,
-/// naming the field; the Loader's own errors pass through.
+/// make_dataset is called once per point. Throws OptionError for bad TuneOptions, naming
+/// the field; the Loader's own errors pass through.
 TuneResult tune(const std::function<std::shared_ptr<Dataset>()>& make_dataset,
                 const LoaderOptions& base, const TuneOptions& tune = {});
 

@@ -1,0 +1,17 @@
+// The one form of the library's messages, for every layer and component: what a user reads
+// first says which part of mploader is speaking, what happened (with the numbers) and what to
+// do, in that order and in the same words, whoever throws.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace mploader::detail {
+
+// "mploader: <who>: <what>. <fix>." `who` is the class, function or option speaking
+// ("TokenStream", "tune", "ConcatDataset::get"); empty leaves it out. `what` is what happened,
+// with the numbers; `fix` is a sentence saying what to do, empty when nothing can be done.
+// A full stop already ending `what` or `fix` is not doubled.
+std::string message(std::string_view who, std::string_view what, std::string_view fix);
+
+}  // namespace mploader::detail
