@@ -33,11 +33,11 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mploaderConfig.cmake
 
 if(TARGET mploader-bench)
   install(TARGETS mploader-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  # The bench runs its Python peers through these scripts; the installed bench looks for them
-  # here, relative to its own location (bench/runners/run_pytorch.cc).
-  install(FILES bench/pytorch_dataloader.py bench/remote_peers.py bench/h5_peers.py
-                bench/parquet_peers.py
-          DESTINATION ${CMAKE_INSTALL_DATADIR}/mploader)
+  # The bench runs its Python peers through these scripts (bench/CMakeLists.txt and each
+  # component's bench.cmake list them); the installed bench looks for them here, one folder
+  # relative to its own location (bench/runners/run_pytorch.cc), so their names must differ.
+  get_property(MPLOADER_BENCH_SCRIPTS GLOBAL PROPERTY MPLOADER_BENCH_SCRIPTS)
+  install(FILES ${MPLOADER_BENCH_SCRIPTS} DESTINATION ${CMAKE_INSTALL_DATADIR}/mploader)
 endif()
 if(TARGET mploader-soak)
   install(TARGETS mploader-soak RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -23,8 +23,8 @@
 #define MPLOADER_PYTHON "/usr/bin/python3"
 #endif
 
-#ifndef MPLOADER_BENCH_SCRIPT_DIR
-#error "MPLOADER_BENCH_SCRIPT_DIR must name the folder of pytorch_dataloader.py"
+#ifndef MPLOADER_BENCH_SCRIPTS
+#error "MPLOADER_BENCH_SCRIPTS must list the paths of the bench's scripts, ':' between them"
 #endif
 
 namespace bench {
@@ -41,7 +41,8 @@ std::string python_fix() {
 }
 
 // An installed bench finds the script installed beside it (MPLOADER_BENCH_SCRIPT_INSTALL_DIR,
-// relative to the binary's folder); a bench in its build tree, the one in the source tree.
+// relative to the binary's folder); a bench in its build tree, the one in the source tree, in
+// bench/ or in the folder of the component whose workload runs it (MPLOADER_BENCH_SCRIPTS).
 std::string script_path(const std::string& file) {
   const std::string name = "/" + file;
 #ifdef MPLOADER_BENCH_SCRIPT_INSTALL_DIR
@@ -54,7 +55,14 @@ std::string script_path(const std::string& file) {
     if (access(installed.c_str(), R_OK) == 0) return installed;
   }
 #endif
-  return std::string(MPLOADER_BENCH_SCRIPT_DIR) + name;
+  const std::string scripts = std::string(MPLOADER_BENCH_SCRIPTS) + ":";
+  for (size_t at = 0, end; (end = scripts.find(':', at)) != std::string::npos; at = end + 1) {
+    const std::string path = scripts.substr(at, end - at);
+    const bool named = path.size() > name.size() &&
+                       path.compare(path.size() - name.size(), name.size(), name) == 0;
+    if (named) return path;
+  }
+  return file;  // no such script: the caller's "not readable" names it
 }
 
 namespace {

@@ -1,8 +1,8 @@
 // mploader-bench --workload hdf5 (h5_bench.h): the files, each loader's epoch, and the report.
-#include "bench/h5/h5_bench.h"
 #include "bench/peer_runs.h"
 #include "bench/runners/python_child.h"
 #include "bench/workloads/jpeg_dataset.h"
+#include "components/hdf5/bench/h5_bench.h"
 
 #include <mploader/hdf5/h5_dataset.h>
 #include <mploader/loader.h>

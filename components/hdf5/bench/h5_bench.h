@@ -11,7 +11,7 @@
 //
 //   mploader-bench --workload hdf5 --workers 2 --rows 20000 --rounds 3
 //
-// The files are written once by h5py (bench/h5_peers.py) into the bench cache. Every run sums
+// The files are written once by h5py (h5_peers.py, here) into the bench cache. Every run sums
 // every value it read (numeric fields as int64, the text fields' UTF-8 bytes): all loaders of
 // a layout must agree, or the run fails. Each round runs every loader of every layout, starting
 // one loader later than the round before; the report gives medians and the ratio of mploader to

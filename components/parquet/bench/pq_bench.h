@@ -12,7 +12,7 @@
 //
 //   mploader-bench --workload parquet --workers 2 --rows 20000 --rounds 3
 //
-// The files are written once by pyarrow (bench/parquet_peers.py) into the bench cache. Every
+// The files are written once by pyarrow (parquet_peers.py, here) into the bench cache. Every
 // run sums every value it read (features times 4 as int64, labels, the texts' UTF-8 bytes): all
 // loaders of a layout must agree, or the run fails. Each round runs every loader of every
 // layout, starting one loader later than the round before; the report gives medians and the

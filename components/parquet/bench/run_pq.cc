@@ -1,8 +1,8 @@
 // mploader-bench --workload parquet (pq_bench.h): the files, each loader's epoch, the report.
-#include "bench/pq/pq_bench.h"
 #include "bench/peer_runs.h"
 #include "bench/runners/python_child.h"
 #include "bench/workloads/jpeg_dataset.h"
+#include "components/parquet/bench/pq_bench.h"
 
 #include <mploader/loader.h>
 #include <mploader/parquet/parquet_shards.h>

@@ -1,8 +1,8 @@
 // The command line of mploader-bench --workload parquet (pq_bench.h), checked with the bench's own
 // parsers so that each error names the option and the fix.
 #include "bench/cli.h"
-#include "bench/pq/pq_bench.h"
 #include "bench/workload_registry.h"
+#include "components/parquet/bench/pq_bench.h"
 
 #include <CLI/CLI.hpp>
 

@@ -1,8 +1,8 @@
 // The command line of mploader-bench --workload hdf5 (h5_bench.h), checked with the bench's own
 // parsers so that each error names the option and the fix.
 #include "bench/cli.h"
-#include "bench/h5/h5_bench.h"
 #include "bench/workload_registry.h"
+#include "components/hdf5/bench/h5_bench.h"
 
 #include <CLI/CLI.hpp>
 
