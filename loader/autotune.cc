@@ -40,7 +40,7 @@ std::string numbers_of(const AutotuneWindow& w) {
   std::snprintf(text, sizeof text, "in the last %.2f s (%llu batches, %.0f batches/s) ",
                 w.wall_ns / 1e9, static_cast<unsigned long long>(w.batches), w.batches_per_s());
   return text + std::string("the loop waited ") + percent(w.loop_waiting()) + ", the " +
-         std::to_string(w.workers) + " workers were busy " + percent(w.workers_busy()) +
+         std::to_string(w.workers_running) + " workers were busy " + percent(w.workers_busy()) +
          ", on a CPU " + percent(w.on_cpu()) + " of that" +
          (w.queued_ns >= 0 ? ", queued for one " + percent(w.queued()) : std::string());
 }
@@ -52,8 +52,8 @@ AutotuneVerdict verdict(AutotuneStep step, const AutotuneWindow& w, const Autotu
   v.step = step;
   v.reason = std::move(why);
   AutotuneChange& c = v.change;
-  c.workers_before = c.workers_after = w.workers;
-  c.prefetch_before = c.prefetch_after = w.prefetch;
+  c.workers_before = c.workers_after = w.workers_running;
+  c.prefetch_before = c.prefetch_after = w.prefetch_factor;
   if (step == AutotuneStep::kAddWorker) c.workers_after += count;
   if (step == AutotuneStep::kRemoveWorker) --c.workers_after;
   if (step == AutotuneStep::kRaisePrefetch) ++c.prefetch_after;
@@ -84,7 +84,8 @@ Growth io_growth(const AutotuneWindow& w, const AutotuneLimits& l) {
                 static_cast<long long>(l.cpu_budget), l.cpu_source.c_str());
   if (cpus_used >= kCpusFull * cpus_left || w.queued() >= kQueuedFull) return {};
   const double wanted = std::min(2.0, 1 / std::max(0.5, 1 - w.loop_waiting()));
-  const auto more = static_cast<int64_t>(std::ceil(static_cast<double>(w.workers) * (wanted - 1)));
+  const auto more =
+      static_cast<int64_t>(std::ceil(static_cast<double>(w.workers_running) * (wanted - 1)));
   return {std::max<int64_t>(1, more),
           "they wait off the CPU (I/O), and " + std::string(numbers)};
 }
@@ -92,11 +93,11 @@ Growth io_growth(const AutotuneWindow& w, const AutotuneLimits& l) {
 // How many workers to add: computing ones one at a time within the CPU budget, waiting ones
 // by io_growth; never past the pool's slots.
 Growth room_to_grow(const AutotuneWindow& w, const AutotuneLimits& l) {
-  const int64_t slots_left = l.max_workers - w.workers;
+  const int64_t slots_left = l.max_workers - w.workers_running;
   if (slots_left <= 0) return {};
   Growth g;
   if (w.on_io() > kWaitingOnCpuShare) g = io_growth(w, l);
-  if (g.add == 0 && w.workers + 1 <= l.cpu_budget) g = {1, "a CPU is free"};
+  if (g.add == 0 && w.workers_running + 1 <= l.cpu_budget) g = {1, "a CPU is free"};
   if (g.add > slots_left) {
     g.add = slots_left;
     g.why += "; " + std::to_string(l.max_workers) + " workers at most (" + l.max_workers_reason +
@@ -113,10 +114,11 @@ int64_t autotune_churn_for_testing() { return churn_for_testing.load(); }
 AutotuneVerdict judge_autotune_window(const AutotuneWindow& w, const AutotuneLimits& l) {
   const bool waits = w.loop_waiting() > kLoopWaits;
   const bool busy = w.workers_busy() > kWorkersBusy;
-  const double one_fewer = w.workers > 1 ? w.workers_busy() * static_cast<double>(w.workers) /
-                                               static_cast<double>(w.workers - 1)
-                                         : 2;
-  if (l.workers && waits && busy) {
+  const double one_fewer = w.workers_running > 1
+                               ? w.workers_busy() * static_cast<double>(w.workers_running) /
+                                     static_cast<double>(w.workers_running - 1)
+                               : 2;
+  if (l.tune_workers && waits && busy) {
     const Growth g = room_to_grow(w, l);
     if (g.add > 0) {
       AutotuneVerdict v = verdict(AutotuneStep::kAddWorker, w, l,
@@ -129,11 +131,11 @@ AutotuneVerdict judge_autotune_window(const AutotuneWindow& w, const AutotuneLim
   }
   if (waits && !busy) {
     AutotuneVerdict v;
-    if (l.workers && one_fewer < 1.0) {  // the rest could do the work, if no faster
+    if (l.tune_workers && one_fewer < 1.0) {  // the rest could do the work, if no faster
       v = verdict(AutotuneStep::kRemoveWorker, w, l,
                   "the loop waits on workers that are not busy (the hand-off costs more than "
                   "the work): trying one fewer");
-    } else if (l.prefetch && w.prefetch < l.max_prefetch) {
+    } else if (l.tune_prefetch_factor && w.prefetch_factor < l.max_prefetch_factor) {
       v = verdict(AutotuneStep::kRaisePrefetch, w, l,
                   "the loop waits on workers that are not busy: trying one more batch in "
                   "flight each");
@@ -141,13 +143,14 @@ AutotuneVerdict judge_autotune_window(const AutotuneWindow& w, const AutotuneLim
     v.trial = v.step != AutotuneStep::kNone;
     if (v.trial) return v;
   }
-  if (l.workers && w.workers > l.cpu_budget && w.on_cpu() >= kWaitingOnCpuShare) {
+  if (l.tune_workers && w.workers_running > l.cpu_budget && w.on_cpu() >= kWaitingOnCpuShare) {
     return verdict(AutotuneStep::kRemoveWorker, w, l,
                    "the workers compute, and there are more of them than the " +
                        std::to_string(l.cpu_budget) + " CPU(s) (" + l.cpu_source +
                        "): removing one");
   }
-  if (l.workers && w.workers > 1 && w.loop_waiting() < kLoopFed && one_fewer < kRemainingBusy) {
+  if (l.tune_workers && w.workers_running > 1 && w.loop_waiting() < kLoopFed &&
+      one_fewer < kRemainingBusy) {
     return verdict(AutotuneStep::kRemoveWorker, w, l,
                    "the workers wait for the loop, and one fewer would be busy " +
                        percent(one_fewer) + ": removing one");
@@ -164,11 +167,13 @@ bool Autotuner::window_due(const AutotuneCounters& now) const {
          (elapsed >= kLongWindow && batches >= 1);
 }
 
-AutotuneVerdict Autotuner::after_batch(const AutotuneCounters& now, int64_t workers,
-                                       int64_t prefetch, bool all_started) {
-  if (limits_.between_epochs && pending_workers_ && !limits_.prefetch) return {};
-  if (limits_.churn_every > 0) return churn(now, workers, prefetch);
-  if (std::optional<AutotuneVerdict> undo = continue_undo(workers, prefetch)) return *undo;
+AutotuneVerdict Autotuner::after_batch(const AutotuneCounters& now, int64_t workers_running,
+                                       int64_t prefetch_factor, bool all_started) {
+  if (limits_.between_epochs && pending_workers_ && !limits_.tune_prefetch_factor) return {};
+  if (limits_.churn_every > 0) return churn(now, workers_running, prefetch_factor);
+  if (std::optional<AutotuneVerdict> undo = continue_undo(workers_running, prefetch_factor)) {
+    return *undo;
+  }
   if (!all_started) {  // a starting worker is idle, which says nothing of the count
     window_start_.reset();
     return {};
@@ -193,8 +198,8 @@ AutotuneVerdict Autotuner::after_batch(const AutotuneCounters& now, int64_t work
     w.queued_ns = static_cast<double>(now.queued_ns - from.queued_ns);
   }
   w.batches = batches;
-  w.workers = workers;
-  w.prefetch = prefetch;
+  w.workers_running = workers_running;
+  w.prefetch_factor = prefetch_factor;
   window_start_ = now;
   if (hold_ > 0) {
     --hold_;
@@ -229,15 +234,16 @@ std::optional<AutotuneVerdict> Autotuner::follow_trial(const AutotuneWindow& w) 
   return judge_trial(whole);
 }
 
-std::optional<AutotuneVerdict> Autotuner::continue_undo(int64_t workers, int64_t prefetch) {
+std::optional<AutotuneVerdict> Autotuner::continue_undo(int64_t workers_running,
+                                                       int64_t prefetch_factor) {
   if (!undo_to_) return std::nullopt;
-  if (workers <= *undo_to_) {
+  if (workers_running <= *undo_to_) {
     undo_to_.reset();
     return std::nullopt;
   }
   AutotuneWindow w;
-  w.workers = workers;
-  w.prefetch = prefetch;
+  w.workers_running = workers_running;
+  w.prefetch_factor = prefetch_factor;
   AutotuneVerdict v = verdict(AutotuneStep::kRemoveWorker, w, limits_,
                               "the added workers did not pay: removing them, one at a time, "
                               "down to " + std::to_string(*undo_to_));
@@ -254,12 +260,12 @@ std::optional<AutotuneVerdict> Autotuner::judge_trial(const AutotuneWindow& w) {
   const bool still_waits = w.loop_waiting() > kLoopWaits;
   AutotuneStep undo = AutotuneStep::kNone;
   std::string what;
-  if (step == AutotuneStep::kAddWorker && still_waits && w.workers > 1 &&
+  if (step == AutotuneStep::kAddWorker && still_waits && w.workers_running > 1 &&
       now < kMinGain * before) {
     undo = AutotuneStep::kRemoveWorker;
-    what = w.workers - trial_from_workers_ > 1 ? "the added workers" : "the added worker";
-    if (w.workers - 1 > trial_from_workers_) undo_to_ = trial_from_workers_;
-  } else if (step == AutotuneStep::kRaisePrefetch && still_waits && w.prefetch > 1 &&
+    what = w.workers_running - trial_from_workers_ > 1 ? "the added workers" : "the added worker";
+    if (w.workers_running - 1 > trial_from_workers_) undo_to_ = trial_from_workers_;
+  } else if (step == AutotuneStep::kRaisePrefetch && still_waits && w.prefetch_factor > 1 &&
              now < kMinGain * before) {
     undo = AutotuneStep::kLowerPrefetch, what = "the raised prefetch";
   } else if (step == AutotuneStep::kRemoveWorker && now * kMinGain < before) {
@@ -274,16 +280,18 @@ std::optional<AutotuneVerdict> Autotuner::judge_trial(const AutotuneWindow& w) {
   return v;
 }
 
-AutotuneVerdict Autotuner::churn(const AutotuneCounters& now, int64_t workers,
-                                 int64_t prefetch) {
+AutotuneVerdict Autotuner::churn(const AutotuneCounters& now, int64_t workers_running,
+                                 int64_t prefetch_factor) {
   if (limits_.between_epochs && pending_workers_) return {};  // one change per epoch
   if (now.batches < last_churn_batch_ + static_cast<uint64_t>(limits_.churn_every)) return {};
   last_churn_batch_ = now.batches;
-  if (workers >= std::min(limits_.max_workers, kChurnMostWorkers)) churn_growing_ = false;
-  if (workers <= 1) churn_growing_ = true;
+  if (workers_running >= std::min(limits_.max_workers, kChurnMostWorkers)) {
+    churn_growing_ = false;
+  }
+  if (workers_running <= 1) churn_growing_ = true;
   AutotuneWindow w;
-  w.workers = workers;
-  w.prefetch = prefetch;
+  w.workers_running = workers_running;
+  w.prefetch_factor = prefetch_factor;
   return verdict(churn_growing_ ? AutotuneStep::kAddWorker : AutotuneStep::kRemoveWorker, w,
                  limits_, "forced for a test");
 }

@@ -29,15 +29,15 @@
 namespace mploader::detail {
 
 struct AutotuneLimits {
-  bool workers = false;   // num_workers = kAuto
-  bool prefetch = false;  // prefetch_factor = kAuto
+  bool tune_workers = false;          // num_workers = kAuto
+  bool tune_prefetch_factor = false;  // prefetch_factor = kAuto
   int64_t cpu_budget = 1;
   std::string cpu_source;  // where the budget comes from, for the log
   // Worker slots in the pool: descriptors, shared memory and memory (component_settings.h,
   // shm_budget.h); the runtime bounds each growth by memory again as the workers use it.
   int64_t max_workers = 1;
   std::string max_workers_reason;
-  int64_t max_prefetch = 1;  // descriptors per worker
+  int64_t max_prefetch_factor = 1;  // with kAuto, the descriptors each region has
   // StreamingDataset: the split follows the worker count, so changes wait for the next epoch.
   bool between_epochs = false;
   // Forced changes every this many batches (tests of the grow and shrink paths); 0: judged.
@@ -72,10 +72,12 @@ struct AutotuneWindow {
   double wall_ns = 0, wait_ns = 0, busy_ns = 0, cpu_ns = 0;
   double queued_ns = -1;  // -1: not known
   uint64_t batches = 0;
-  int64_t workers = 1, prefetch = 1;
+  int64_t workers_running = 1, prefetch_factor = 1;
   double loop_waiting() const { return wall_ns > 0 ? wait_ns / wall_ns : 0; }
   double workers_busy() const {
-    return wall_ns > 0 && workers > 0 ? busy_ns / (wall_ns * static_cast<double>(workers)) : 0;
+    return wall_ns > 0 && workers_running > 0
+               ? busy_ns / (wall_ns * static_cast<double>(workers_running))
+               : 0;
   }
   double on_cpu() const { return busy_ns > 0 ? std::min(1.0, cpu_ns / busy_ns) : 1; }
   // Of the busy time, waiting for a CPU (0 when not known), and waiting for neither: on I/O.
@@ -110,8 +112,8 @@ class Autotuner {
   bool window_due(const AutotuneCounters& now) const;
   // After each batch: the counters now, the running workers and whether each has started.
   // Returns the step to take now (kNone mostly).
-  AutotuneVerdict after_batch(const AutotuneCounters& now, int64_t workers, int64_t prefetch,
-                              bool all_started);
+  AutotuneVerdict after_batch(const AutotuneCounters& now, int64_t workers_running,
+                              int64_t prefetch_factor, bool all_started);
   // The step was taken (or, between epochs, will be): starts a fresh window and records it.
   // `batch`: LoaderStats::batches now.
   void applied(const AutotuneVerdict& verdict, uint64_t epoch, uint64_t batch);
@@ -126,13 +128,14 @@ class Autotuner {
   const std::string& memory_bound() const { return memory_bound_; }
 
  private:
-  AutotuneVerdict churn(const AutotuneCounters& now, int64_t workers, int64_t prefetch);
+  AutotuneVerdict churn(const AutotuneCounters& now, int64_t workers_running,
+                        int64_t prefetch_factor);
   // The windows after a trial: its verdict, undoing the trial when the rate says so.
   std::optional<AutotuneVerdict> judge_trial(const AutotuneWindow& w);
   // A window's trial bookkeeping: nullopt to judge the window, else the verdict to return.
   std::optional<AutotuneVerdict> follow_trial(const AutotuneWindow& w);
   // The next removal of an undo of several added workers; nullopt once it is done.
-  std::optional<AutotuneVerdict> continue_undo(int64_t workers, int64_t prefetch);
+  std::optional<AutotuneVerdict> continue_undo(int64_t workers_running, int64_t prefetch_factor);
 
   AutotuneLimits limits_;
   std::optional<AutotuneCounters> window_start_;

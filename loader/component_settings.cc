@@ -15,8 +15,6 @@ namespace mploader::detail {
 
 worker::WorkerSettings worker_settings(const LoaderOptions& options, const Dataset& dataset) {
   worker::WorkerSettings s;
-  // With kAuto, the pool's slots: WorkerRuntime sets it once the shared memory has capped them.
-  s.num_workers = static_cast<int>(std::max<int64_t>(0, options.num_workers));
   s.seed = options.seed;
   s.rank = options.rank;
   s.world_size = options.world_size;
@@ -61,7 +59,7 @@ AutoWorkerSlots auto_worker_slots() {
   return slots;
 }
 
-int64_t most_workers(const LoaderOptions& options, int64_t cpu_budget) {
+int64_t worker_slots(const LoaderOptions& options, int64_t cpu_budget) {
   if (options.num_workers != kAuto) return options.num_workers;
   return std::max(auto_worker_slots().count, starting_workers(options, cpu_budget));
 }
@@ -74,9 +72,9 @@ int64_t starting_workers(const LoaderOptions& options, int64_t cpu_budget) {
 PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset) {
   const int64_t budget = cpu_budget().cpus();
   PoolConfig c;
-  c.num_workers = static_cast<int>(most_workers(options, budget));
-  c.running_workers = static_cast<int>(std::min<int64_t>(starting_workers(options, budget),
-                                                         c.num_workers));
+  c.worker_slots = static_cast<int>(worker_slots(options, budget));
+  c.workers_running = static_cast<int>(std::min<int64_t>(starting_workers(options, budget),
+                                                         c.worker_slots));
   c.num_descriptors = static_cast<uint32_t>(most_prefetch(options));
   c.num_slots = static_cast<uint32_t>(most_prefetch(options)) + 1;
   c.max_indices = static_cast<uint32_t>(options.batch_sampler->max_batch_size());

@@ -36,13 +36,14 @@ struct AutoWorkerSlots {
 AutoWorkerSlots auto_worker_slots();
 // The worker slots a pool has before shared memory caps them: num_workers, or with kAuto
 // auto_worker_slots(), never under the workers that start.
-int64_t most_workers(const LoaderOptions& options, int64_t cpu_budget);
+int64_t worker_slots(const LoaderOptions& options, int64_t cpu_budget);
 // The workers that run first: num_workers, or with kAuto one per CPU of the budget.
 int64_t starting_workers(const LoaderOptions& options, int64_t cpu_budget);
 // A StreamingDataset's split per rank when planned afresh: the starting workers.
 int64_t stream_split(const LoaderOptions& options);
-// The pool of options.num_workers workers (kAuto: see most_workers), with
-// worker_settings(); its slot_bytes is left for probe_slot_bytes() to fill in.
+// The pool of worker_slots(), of which starting_workers() run, with worker_settings(); its
+// slot_bytes is left for probe_slot_bytes() to fill in, and with kAuto fit_workers_to_shm()
+// may lower its slots.
 PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset);
 DispatcherSettings dispatcher_settings(const LoaderOptions& options);
 SupervisorSettings supervisor_settings(const LoaderOptions& options);

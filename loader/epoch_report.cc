@@ -54,16 +54,16 @@ int64_t workers_to_keep_up(const EpochStats& e) {
 
 std::string advice_when_loop_bound(const EpochStats& e) {
   const int64_t enough = workers_to_keep_up(e);
-  if (enough >= e.num_workers) return "the loader keeps up; nothing to change";
+  if (enough >= e.workers_running) return "the loader keeps up; nothing to change";
   return "the loader keeps up; num_workers = " + std::to_string(enough) +
          " would too, with less memory and CPU";
 }
 
 std::string advice_when_compute_bound(const EpochStats& e, const EpochContext& c) {
-  if (c.cpu_budget == 0 || e.num_workers < c.cpu_budget) {
-    const int64_t more = c.cpu_budget > 0 ? std::min(c.cpu_budget, e.num_workers * 2)
-                                          : e.num_workers * 2;
-    return "raise num_workers to " + std::to_string(std::max(more, e.num_workers + 1)) +
+  if (c.cpu_budget == 0 || e.workers_running < c.cpu_budget) {
+    const int64_t more = c.cpu_budget > 0 ? std::min(c.cpu_budget, e.workers_running * 2)
+                                          : e.workers_running * 2;
+    return "raise num_workers to " + std::to_string(std::max(more, e.workers_running + 1)) +
            (c.cpu_budget > 0 ? " (this process may use " + std::to_string(c.cpu_budget) +
                                    " CPUs, by " + c.cpu_budget_source + ")"
                              : "");
@@ -89,7 +89,7 @@ std::string advice(const EpochStats& e, const EpochContext& c) {
     case Bottleneck::kLoop: return advice_when_loop_bound(e);
     case Bottleneck::kWorkersCompute: return advice_when_compute_bound(e, c);
     case Bottleneck::kWorkersIo:
-      return "raise num_workers to " + std::to_string(e.num_workers * 2) +
+      return "raise num_workers to " + std::to_string(e.workers_running * 2) +
              ": workers that wait on I/O may outnumber the CPUs";
     case Bottleneck::kHandOff: return advice_when_handoff_bound(e, c);
     case Bottleneck::kNone: break;
@@ -109,10 +109,11 @@ const char* bottleneck_words(Bottleneck b) {
 }
 
 Bottleneck classify(const EpochStats& e) {
-  if (e.num_workers == 0 || e.batches == 0 || e.wall_ns == 0) return Bottleneck::kNone;
+  if (e.workers_running == 0 || e.batches == 0 || e.wall_ns == 0) return Bottleneck::kNone;
   const double waited = static_cast<double>(e.wait_ns) / static_cast<double>(e.wall_ns);
   if (waited <= kWaitShare) return Bottleneck::kLoop;
-  const double capacity = static_cast<double>(e.wall_ns) * static_cast<double>(e.num_workers);
+  const double capacity =
+      static_cast<double>(e.wall_ns) * static_cast<double>(e.workers_running);
   if (static_cast<double>(e.busy_ns) < kBusyShare * capacity) return Bottleneck::kHandOff;
   const double on_cpu = static_cast<double>(e.cpu_ns) / static_cast<double>(e.busy_ns);
   return on_cpu < kWaitingOnCpuShare ? Bottleneck::kWorkersIo : Bottleneck::kWorkersCompute;
@@ -127,7 +128,7 @@ void judge_epoch(EpochStats& e, const EpochContext& context) {
     return;
   }
   const double wall = static_cast<double>(e.wall_ns);
-  const double capacity = wall * static_cast<double>(e.num_workers);
+  const double capacity = wall * static_cast<double>(e.workers_running);
   // The CPU time also covers a worker's bookkeeping between tasks, so it can pass the busy
   // time when tasks are short.
   const double on_cpu = e.busy_ns == 0 ? 0
@@ -136,7 +137,7 @@ void judge_epoch(EpochStats& e, const EpochContext& context) {
   e.summary = "mploader: epoch " + std::to_string(e.epoch) + ": " + std::to_string(e.batches) +
               " batches in " + seconds(e.wall_ns) + "; the loop waited " +
               percent(static_cast<double>(e.wait_ns) / wall) + " of it; " +
-              std::to_string(e.num_workers) + " workers were busy " +
+              std::to_string(e.workers_running) + " workers were busy " +
               percent(static_cast<double>(e.busy_ns) / capacity) + " of theirs (" +
               stage_split(e.stages) + "), on a CPU for " + percent(on_cpu) + " of that: " +
               bottleneck_words(e.bottleneck) + "; " + advice(e, context);
@@ -161,7 +162,7 @@ EpochLedger::Totals EpochLedger::totals_of(const LoaderStats& s, Clock::time_poi
 EpochStats EpochLedger::measure(const Totals& from, const Totals& to) const {
   EpochStats e;
   e.epoch = running_.value_or(0);
-  e.num_workers = context_.num_workers;
+  e.workers_running = context_.workers_running;
   e.cpu_budget = context_.cpu_budget;
   e.wall_ns = static_cast<uint64_t>(
       std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(to.at - from.at)

@@ -23,7 +23,7 @@ inline constexpr double kWaitingOnCpuShare = 0.5;
 
 // What the judgement needs to know of the loader.
 struct EpochContext {
-  int64_t num_workers = 0;
+  int64_t workers_running = 0;
   int64_t prefetch_factor = 0;
   bool in_order = true;
   int64_t cpu_budget = 0;            // 0: unknown
@@ -45,7 +45,7 @@ class EpochLedger {
   // runs).
   std::optional<EpochStats> finish(const LoaderStats& totals);
   // The autotuner changed the running workers: the epoch is judged against this many.
-  void set_num_workers(int64_t workers) { context_.num_workers = workers; }
+  void set_workers_running(int64_t workers) { context_.workers_running = workers; }
   // Appends the kept epochs and the running one (measured against `s`'s counters) to s.epochs.
   void fill(LoaderStats& s) const;
 

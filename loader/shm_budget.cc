@@ -62,7 +62,7 @@ std::string fit_workers_to_shm(PoolConfig& config, const LoaderOptions& options,
   if (!budget) return "";
   const uint64_t region = region_bytes_of(config);
   const uint64_t fit = region > 0 ? budget->bytes / region : 0;
-  const uint64_t want = static_cast<uint64_t>(config.num_workers);
+  const uint64_t want = static_cast<uint64_t>(config.worker_slots);
   if (fit >= want) return "";
   const std::string need = std::to_string(want) + " rings of " + human_bytes(region) + " (" +
                            std::to_string(config.num_slots) + " slots of " +
@@ -81,8 +81,8 @@ std::string fit_workers_to_shm(PoolConfig& config, const LoaderOptions& options,
     if (budget->source == "max_shm_bytes") throw OptionError("max_shm_bytes", msg);
     throw ShmError(msg, region * want, budget->bytes);
   }
-  config.num_workers = static_cast<int>(fit);
-  config.running_workers = std::min(config.running_workers, config.num_workers);
+  config.worker_slots = static_cast<int>(fit);
+  config.workers_running = std::min(config.workers_running, config.worker_slots);
   return "their rings of " + human_bytes(region) + " each fit " + std::to_string(fit) +
          " times in the " + human_bytes(budget->bytes) + " of " + budget->source;
 }

@@ -28,8 +28,8 @@ struct ShmBudget {
 // limit, no max_shm_bytes). With a fixed num_workers, max_shm_bytes alone.
 std::optional<ShmBudget> shm_budget(const LoaderOptions& options);
 
-// Fits `config`'s worker slots to `budget`: with kAuto lowers num_workers (and
-// running_workers) to what fits and returns why, or "" when nothing was lowered; with a fixed
+// Fits `config`'s worker slots to `budget`: with kAuto lowers worker_slots (and
+// workers_running) to what fits and returns why, or "" when nothing was lowered; with a fixed
 // count throws OptionError (max_shm_bytes) or ShmError when the rings do not fit.
 std::string fit_workers_to_shm(PoolConfig& config, const LoaderOptions& options,
                                const std::optional<ShmBudget>& budget);

@@ -25,8 +25,10 @@ constexpr uint32_t kProbeDescriptor = 0;
 // One worker, one descriptor for up to `probe_count` indices, and a one-page slot the probe
 // never writes to: its answer is the descriptor itself.
 PoolConfig probe_config(const PoolConfig& pool, uint32_t probe_count) {
-  PoolConfig c = pool;  // its workers' settings too: the one process reports the loader's count
-  c.num_workers = 1;
+  PoolConfig c = pool;  // its workers' settings too
+  c.worker_slots = 1;
+  c.workers_running = 1;
+  c.reported_worker_slots = pool.worker_slots;  // the one process stands in for the pool
   c.num_descriptors = 1;
   c.num_slots = 1;
   c.max_indices = probe_count;
@@ -137,7 +139,7 @@ void warn_of_capped_text(const ipc::TaskDescriptor& table, size_t max_batch,
              "segment, which is slower. If most samples are this long, set max_batch_bytes to "
              "the largest batch you expect.",
              seen, max_batch, human_bytes(text.wanted),
-             static_cast<uint64_t>(pool.num_slots) * static_cast<uint64_t>(pool.num_workers),
+             static_cast<uint64_t>(pool.num_slots) * static_cast<uint64_t>(pool.worker_slots),
              pool.num_slots, human_bytes(text.bytes));
 }
 

@@ -28,7 +28,6 @@ WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options,
     return;
   }
   config_ = pool_config(options, dataset_);
-  config_.worker_settings.num_workers = config_.num_workers;
   dispatcher_settings_ = dispatcher_settings(options);
   supervisor_settings_ = supervisor_settings(options);
   supervisor_settings_.quarantine = quarantine_;
@@ -40,11 +39,10 @@ WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options,
   refuse_impossible_fd_limits();
   config_.slot_bytes = probe_slot_bytes(dataset_, options, config_);
   const std::string shm_cap = fit_workers_to_shm(config_, options, shm_budget(options));
-  config_.worker_settings.num_workers = config_.num_workers;
   if (options.num_workers == kAuto || options.prefetch_factor == kAuto) {
     make_autotuner(options, shm_cap);
   }
-  log().debug("mploader: {} workers, {} slots of {} each", config_.num_workers,
+  log().debug("mploader: {} workers, {} slots of {} each", config_.worker_slots,
               config_.num_slots, human_bytes(config_.slot_bytes));
   run_preflight();
   start_workers(0);  // now, so that whatever cannot work fails in the constructor
@@ -55,7 +53,7 @@ WorkerRuntime::~WorkerRuntime() { stop_workers(); }
 EpochContext WorkerRuntime::epoch_context(const LoaderOptions& options) {
   EpochContext c;
   const CpuBudget budget = cpu_budget();
-  c.num_workers = starting_workers(options, budget.cpus());
+  c.workers_running = starting_workers(options, budget.cpus());
   c.prefetch_factor = starting_prefetch(options);
   c.in_order = options.in_order;
   if (options.num_workers != 0) {
@@ -68,7 +66,7 @@ EpochContext WorkerRuntime::epoch_context(const LoaderOptions& options) {
 // This machine's limits, and what the pool configured so far needs of them.
 PreflightInput WorkerRuntime::preflight_input() const {
   PreflightInput input;
-  input.num_workers = config_.num_workers;
+  input.worker_slots = config_.worker_slots;
   input.autotuned = autotune_ != nullptr;
   input.region_bytes = ipc::RegionGeometry::compute(config_.num_descriptors, config_.num_slots,
                                                     config_.max_indices, config_.slot_bytes)
@@ -114,7 +112,7 @@ void WorkerRuntime::stop_workers() {
   if (!pool_) return;
   stopped_stats_ = stats();  // the next pool's counters add to these
   if (dispatcher_) {  // the next pool starts where this one ended
-    config_.running_workers = static_cast<int>(dispatcher_->taking_tasks());
+    config_.workers_running = static_cast<int>(dispatcher_->taking_tasks());
     dispatcher_settings_.prefetch_factor = dispatcher_->prefetch_factor();
   }
   dispatcher_ = nullptr;

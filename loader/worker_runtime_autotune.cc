@@ -116,27 +116,27 @@ bool add_workers(Dispatcher& dispatcher, AutotuneVerdict& v) {
 void WorkerRuntime::make_autotuner(const LoaderOptions& options, const std::string& shm_cap) {
   const CpuBudget budget = cpu_budget();
   AutotuneLimits l;
-  l.workers = options.num_workers == kAuto;
-  l.prefetch = options.prefetch_factor == kAuto;
+  l.tune_workers = options.num_workers == kAuto;
+  l.tune_prefetch_factor = options.prefetch_factor == kAuto;
   l.cpu_budget = std::max<int64_t>(1, budget.cpus());
   l.cpu_source = budget.source();
-  l.max_workers = config_.num_workers;
-  l.max_workers_reason = !l.workers      ? "num_workers is fixed"
+  l.max_workers = config_.worker_slots;
+  l.max_workers_reason = !l.tune_workers    ? "num_workers is fixed"
                          : shm_cap.empty() ? auto_worker_slots().reason
                                            : shm_cap;
-  l.max_prefetch = static_cast<int64_t>(config_.num_descriptors);
+  l.max_prefetch_factor = static_cast<int64_t>(config_.num_descriptors);
   l.between_epochs = dynamic_cast<const StreamingDataset*>(&dataset_) != nullptr;
   l.churn_every = autotune_churn_for_testing();
-  if (l.workers && l.between_epochs && options.world_size > 1) {
-    l.workers = false;
+  if (l.tune_workers && l.between_epochs && options.world_size > 1) {
+    l.tune_workers = false;
     log().info("mploader: autotune: the worker count stays {}: a StreamingDataset's ranks "
                "split their shards by it, and {} ranks choosing apart would deliver different "
                "numbers of batches. Set num_workers to fix it yourself.",
-               config_.running_workers, options.world_size);
+               config_.workers_running, options.world_size);
   }
   log().info("mploader: autotune: starting with {} workers and prefetch_factor {} (CPU budget "
              "{}, {}; at most {} workers: {})",
-             config_.running_workers, dispatcher_settings_.prefetch_factor, l.cpu_budget,
+             config_.workers_running, dispatcher_settings_.prefetch_factor, l.cpu_budget,
              l.cpu_source, l.max_workers, l.max_workers_reason);
   autotune_ = std::make_unique<Autotuner>(std::move(l));
 }
@@ -169,7 +169,7 @@ void WorkerRuntime::autotune_step() {
   const bool next_epoch = autotune_->limits().between_epochs &&
                           (taken.step == AutotuneStep::kAddWorker ||
                            taken.step == AutotuneStep::kRemoveWorker);
-  if (!next_epoch) epochs_.set_num_workers(taken.change.workers_after);
+  if (!next_epoch) epochs_.set_workers_running(taken.change.workers_after);
   const std::string line = describe_change(autotune_->history().back(), next_epoch,
                                            autotune_->memory_bound());
   if (autotune_->limits().churn_every > 0) {
@@ -201,12 +201,12 @@ bool WorkerRuntime::take_step(const AutotuneVerdict& v) {
 }
 
 std::optional<int64_t> WorkerRuntime::next_stream_split() const {
-  if (!autotune_ || !autotune_->limits().between_epochs || !autotune_->limits().workers) {
+  if (!autotune_ || !autotune_->limits().between_epochs || !autotune_->limits().tune_workers) {
     return std::nullopt;
   }
   if (std::optional<int64_t> pending = autotune_->pending_workers()) return pending;
   return dispatcher_ ? static_cast<int64_t>(dispatcher_->taking_tasks())
-                     : static_cast<int64_t>(config_.running_workers);
+                     : static_cast<int64_t>(config_.workers_running);
 }
 
 void WorkerRuntime::apply_pending_workers() {
@@ -214,9 +214,9 @@ void WorkerRuntime::apply_pending_workers() {
   const std::optional<int64_t> target = autotune_->pending_workers();
   if (!target) return;
   autotune_->clear_pending();
-  epochs_.set_num_workers(*target);
+  epochs_.set_workers_running(*target);
   if (!dispatcher_) {  // the next pool starts with it
-    config_.running_workers = static_cast<int>(*target);
+    config_.workers_running = static_cast<int>(*target);
     return;
   }
   while (static_cast<int64_t>(dispatcher_->taking_tasks()) < *target) {

@@ -28,7 +28,7 @@ bool cuda_initialised() {
 
 }  // namespace
 
-void check_fork_safety(int num_workers) {
+void check_fork_safety(int workers_to_fork) {
   // Forking after CUDA is initialised is safe as long as the child never calls CUDA, and
   // mploader's workers never do (pinning and device copies happen in this process). Only
   // dataset or collate code that uses CUDA breaks, so this is a note, not an error: a training
@@ -51,11 +51,11 @@ void check_fork_safety(int num_workers) {
                "which is harmless). A lock one of them holds at that moment stays locked in "
                "the workers for ever; if workers hang at start, create the Loader before "
                "those threads start, or use start_method spawn.",
-               num_workers, others, pool);
+               workers_to_fork, others, pool);
   } else if (others > 0) {
     log().debug("mploader: forking {} workers beside {} thread(s), no more than libtorch's "
                 "intra-op pool ({}); the workers start their own pool",
-                num_workers, others, pool);
+                workers_to_fork, others, pool);
   }
 }
 

@@ -8,6 +8,6 @@ namespace mploader::detail {
 
 // Logs once when a CUDA context exists; logs a warning when threads other than mploader's
 // and libtorch's intra-op pool run.
-void check_fork_safety(int num_workers);
+void check_fork_safety(int workers_to_fork);
 
 }  // namespace mploader::detail

@@ -65,7 +65,7 @@ WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& c
   }
   const auto geometry = ipc::RegionGeometry::compute(config.num_descriptors, config.num_slots,
                                                      config.max_indices, config.slot_bytes);
-  const uint64_t total = geometry.total_bytes * static_cast<uint64_t>(config.num_workers);
+  const uint64_t total = geometry.total_bytes * static_cast<uint64_t>(config.worker_slots);
   if (!config.shm_dir.empty()) {
     const int64_t free_bytes = ipc::free_bytes_of_dir(config.shm_dir);
     if (free_bytes >= 0 && static_cast<uint64_t>(free_bytes) < total) {
@@ -73,13 +73,13 @@ WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& c
                       free_bytes);
     }
   }
-  const int running = config.running_workers > 0
-                          ? std::min(config.running_workers, config.num_workers)
-                          : config.num_workers;
+  const int running = config.workers_running > 0
+                          ? std::min(config.workers_running, config.worker_slots)
+                          : config.worker_slots;
   check_fork_safety(running);
   // Every region now, though a parked one's pages stay untouched: the file system's free
   // space is checked once against them all, and a worker added later cannot run out of it.
-  for (int id = 0; id < config.num_workers; ++id) create_channel(id, geometry);
+  for (int id = 0; id < config.worker_slots; ++id) create_channel(id, geometry);
   try {
     for (int id = 0; id < running; ++id) start_worker(*channels_[id]);
   } catch (...) {
@@ -189,6 +189,8 @@ worker::WorkerSpec WorkerPool::worker_spec(const WorkerChannel& c) const {
   worker::WorkerSpec s;
   s.settings = config_.worker_settings;
   s.worker_id = c.id;
+  s.worker_slots = config_.reported_worker_slots > 0 ? config_.reported_worker_slots
+                                                     : config_.worker_slots;
   s.parent_pid = getpid();
   s.region_fd = c.region->fd();
   s.region_bytes = c.region->size();

@@ -64,9 +64,12 @@ void push_task(WorkerChannel& channel, uint32_t id);
 // the pool keeps it unchanged.
 struct PoolConfig {
   // Worker slots in this pool, each with its region (the slot probe's pool has one); with
-  // autotuning the most processes it may run, of which `running_workers` start.
-  int num_workers = 0;
-  int running_workers = 0;  // 0: all
+  // autotuning the most processes it may run, of which `workers_running` start.
+  int worker_slots = 0;
+  int workers_running = 0;  // when the pool is built; 0: all
+  // The count a worker's WorkerInfo::num_workers reports when it is not worker_slots: the slot
+  // probe's one process stands in for the loader's pool and reports its slots. 0: worker_slots.
+  int reported_worker_slots = 0;
   uint32_t num_descriptors = 0;
   uint32_t num_slots = 0;
   uint32_t max_indices = 0;
@@ -74,7 +77,7 @@ struct PoolConfig {
   std::string shm_dir;
   bool pin_memory = false;  // page-lock each region in this process (LoaderOptions::pin_memory)
   StartMethod start_method = StartMethod::kFork;
-  // Put into every worker's spec unchanged.
+  // Put into every worker's spec unchanged; the pool adds each worker's id and its slot count.
   worker::WorkerSettings worker_settings;
   // LoaderOptions::worker_init, for forked workers: a function cannot be encoded in a spec.
   std::function<void(const WorkerInfo&)> worker_init;

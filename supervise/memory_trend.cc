@@ -145,7 +145,7 @@ std::string cause_and_remedies(const MemoryGrowth& g, bool persistent_workers) {
 
 // Room left in the worker's cgroup at the rate seen, or why that is unknown.
 std::string headroom(const MemoryGrowth& g, const OomCounter& cgroup, int64_t usage,
-                     int64_t num_workers) {
+                     int64_t workers_running) {
   if (cgroup.limit_bytes < 0 || usage < 0) {
     return " No memory limit was found for its cgroup: the OOM killer acts when the machine "
            "runs out.";
@@ -157,9 +157,9 @@ std::string headroom(const MemoryGrowth& g, const OomCounter& cgroup, int64_t us
       batches > 0 ? (g.now.private_bytes - g.warm.private_bytes) / static_cast<int64_t>(batches)
                   : 0;
   if (per_batch > 0 && usage < cgroup.limit_bytes) {
-    const int64_t workers = std::max<int64_t>(1, num_workers);
+    const int64_t workers = std::max<int64_t>(1, workers_running);
     const int64_t left = (cgroup.limit_bytes - usage) / (per_batch * workers);
-    text += "; if all " + std::to_string(num_workers) + " workers grow alike, that is room for "
+    text += "; if all " + std::to_string(workers_running) + " workers grow alike, that is room for "
             "about " + std::to_string(left) + " more batches per worker";
   }
   return text + ".";
@@ -169,7 +169,7 @@ std::string headroom(const MemoryGrowth& g, const OomCounter& cgroup, int64_t us
 
 std::string memory_growth_warning(int worker, int pid, const MemoryGrowth& g,
                                   const OomCounter& cgroup, int64_t cgroup_usage,
-                                  int64_t num_workers, bool persistent_workers) {
+                                  int64_t workers_running, bool persistent_workers) {
   const uint64_t batches = g.now.tasks - g.warm.tasks;
   const int64_t grew = g.now.private_bytes - g.warm.private_bytes;
   std::string rate;
@@ -180,7 +180,7 @@ std::string memory_growth_warning(int worker, int pid, const MemoryGrowth& g,
          " now (+" + mebibytes(grew) + " over " + std::to_string(batches) + " batches" + rate +
          ", rising in " +
          std::to_string(g.rises) + " samples). " + cause_and_remedies(g, persistent_workers) +
-         headroom(g, cgroup, cgroup_usage, num_workers) +
+         headroom(g, cgroup, cgroup_usage, workers_running) +
          " Loader::stats().workers[" + std::to_string(worker) +
          "].memory has the numbers; this warning comes at most once per worker per epoch.";
 }

@@ -99,6 +99,6 @@ class MemoryTrend {
 // and what to change. `cgroup`: the worker's memory cgroup, for its limit and usage.
 std::string memory_growth_warning(int worker, int pid, const MemoryGrowth& growth,
                                   const OomCounter& cgroup, int64_t cgroup_usage,
-                                  int64_t num_workers, bool persistent_workers);
+                                  int64_t workers_running, bool persistent_workers);
 
 }  // namespace mploader::detail

@@ -43,7 +43,7 @@ std::string limit_text(int64_t limit) {
 
 // "2 workers need 27 open descriptors (12 open now + 6 per worker + 3 for the loader)"
 std::string fd_need_text(const PreflightInput& in) {
-  return workers_text(in.num_workers) + " need " + std::to_string(fds_needed(in)) +
+  return workers_text(in.worker_slots) + " need " + std::to_string(fds_needed(in)) +
          " open descriptors in this process (" + std::to_string(in.open_fds) + " open now + " +
          std::to_string(kFdsPerWorker) + " per worker + " + std::to_string(kFdsPerLoader) +
          " for the loader" +
@@ -55,7 +55,7 @@ void check_fds(const PreflightInput& in, std::vector<PreflightFinding>& out) {
   const std::string limits = "(soft limit " + limit_text(in.fd_soft_limit) + ", hard limit " +
                              limit_text(in.fd_hard_limit) + ")";
   if (in.fd_hard_limit >= 0 && needed > in.fd_hard_limit) {
-    const int64_t fit = (in.fd_hard_limit - (needed - in.num_workers * kFdsPerWorker)) /
+    const int64_t fit = (in.fd_hard_limit - (needed - in.worker_slots * kFdsPerWorker)) /
                         kFdsPerWorker;
     const std::string bigger = std::to_string(std::max<int64_t>(4096, needed * 2));
     out.push_back({true, "open_files",
@@ -84,10 +84,10 @@ void check_fds(const PreflightInput& in, std::vector<PreflightFinding>& out) {
 }
 
 void check_memory(const PreflightInput& in, std::vector<PreflightFinding>& out) {
-  const uint64_t rings = in.region_bytes * static_cast<uint64_t>(in.num_workers);
+  const uint64_t rings = in.region_bytes * static_cast<uint64_t>(in.worker_slots);
   // Each worker also holds the samples of the batch it builds (about one slot's worth).
-  const uint64_t batches = in.slot_bytes * static_cast<uint64_t>(in.num_workers);
-  const std::string need = human_bytes(rings) + " of rings (" + std::to_string(in.num_workers) +
+  const uint64_t batches = in.slot_bytes * static_cast<uint64_t>(in.worker_slots);
+  const std::string need = human_bytes(rings) + " of rings (" + std::to_string(in.worker_slots) +
                            " workers x " + human_bytes(in.region_bytes) + ") plus about " +
                            human_bytes(batches) + " of samples being collated";
   if (in.memory_limit >= 0 && rings >= static_cast<uint64_t>(in.memory_limit)) {
@@ -107,8 +107,8 @@ void check_memory(const PreflightInput& in, std::vector<PreflightFinding>& out) 
 }
 
 void check_cpus_and_shm(const PreflightInput& in, std::vector<PreflightFinding>& out) {
-  if (!in.autotuned && in.cpus > 0 && in.num_workers > in.cpus) {
-    out.push_back({false, "cpus", "mploader: num_workers = " + std::to_string(in.num_workers) +
+  if (!in.autotuned && in.cpus > 0 && in.worker_slots > in.cpus) {
+    out.push_back({false, "cpus", "mploader: num_workers = " + std::to_string(in.worker_slots) +
                                       " but this process may use " + std::to_string(in.cpus) +
                                       (in.cpus == 1 ? " CPU (" : " CPUs (") + in.cpus_source +
                                       "); the workers will "
@@ -130,7 +130,7 @@ void check_cpus_and_shm(const PreflightInput& in, std::vector<PreflightFinding>&
 }  // namespace
 
 int64_t fds_needed(const PreflightInput& in) {
-  return in.open_fds + in.num_workers * kFdsPerWorker + kFdsPerLoader +
+  return in.open_fds + in.worker_slots * kFdsPerWorker + kFdsPerLoader +
          (starts_forkserver(in) ? kFdsForkserver : 0);
 }
 

@@ -19,7 +19,7 @@ struct PreflightFinding {
 };
 
 struct PreflightInput {
-  int64_t num_workers = 0;  // worker slots (with num_workers = kAuto, the most that may run)
+  int64_t worker_slots = 0;  // with num_workers = kAuto, the most workers that may run
   bool autotuned = false;   // the autotuner keeps the running workers within the CPUs
   uint64_t region_bytes = 0;  // one worker's region
   uint64_t slot_bytes = 0;

@@ -273,7 +273,7 @@ struct WindowFeeder {
   }
   static mpd::AutotuneLimits limits() {
     mpd::AutotuneLimits l;
-    l.workers = true;
+    l.tune_workers = true;
     l.cpu_budget = 4;
     l.max_workers = 8;
     return l;
@@ -312,16 +312,16 @@ TEST_CASE("autotune: the window rule", "[autotune]") {
       {"computing workers above the budget: remove", 3, 0.3, 2.9, 2.0, Step::kRemoveWorker},
   };
   mpd::AutotuneLimits l;
-  l.workers = l.prefetch = true;
+  l.tune_workers = l.tune_prefetch_factor = true;
   l.cpu_budget = 2;
   l.max_workers = 8;
-  l.max_prefetch = 4;
+  l.max_prefetch_factor = 4;
   for (const RuleCase& c : cases) {
     mpd::AutotuneWindow w;
     w.wall_ns = 1e9;
     w.batches = 100;
-    w.prefetch = 2;
-    w.workers = c.workers;
+    w.prefetch_factor = 2;
+    w.workers_running = c.workers;
     w.wait_ns = c.wait_s * 1e9;
     w.busy_ns = c.busy_s * 1e9;
     w.cpu_ns = c.cpu_s * 1e9;
@@ -372,8 +372,8 @@ mpd::AutotuneWindow io_window(int64_t workers, double wait, double on_cpu) {
   mpd::AutotuneWindow w;
   w.wall_ns = 1e9;
   w.batches = 100;
-  w.prefetch = 2;
-  w.workers = workers;
+  w.prefetch_factor = 2;
+  w.workers_running = workers;
   w.wait_ns = wait * 1e9;
   w.busy_ns = 0.95e9 * static_cast<double>(workers);
   w.cpu_ns = w.busy_ns * on_cpu;
@@ -382,12 +382,12 @@ mpd::AutotuneWindow io_window(int64_t workers, double wait, double on_cpu) {
 
 mpd::AutotuneLimits io_limits(int64_t max_workers) {
   mpd::AutotuneLimits l;
-  l.workers = l.prefetch = true;
+  l.tune_workers = l.tune_prefetch_factor = true;
   l.cpu_budget = 2;
   l.cpu_source = "test";
   l.max_workers = max_workers;
   l.max_workers_reason = "the test's slots";
-  l.max_prefetch = 4;
+  l.max_prefetch_factor = 4;
   return l;
 }
 

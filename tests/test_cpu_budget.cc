@@ -208,7 +208,7 @@ TEST_CASE("cpu budget: a real cgroup with a quota of 1 CPU gives 1, and the pref
   if (dir.empty()) return;
   const std::string said = measured_in_cgroup(dir, [] {  // measure as the loader would
     mploader::detail::PreflightInput in;
-    in.num_workers = 2;
+    in.worker_slots = 2;
     mploader::detail::measure_machine(in);
     std::string text = std::to_string(in.cpus) + "\n";
     for (const auto& f : mploader::detail::preflight(in)) {

@@ -18,7 +18,7 @@ namespace {
 
 PreflightInput roomy_machine() {
   PreflightInput in;
-  in.num_workers = 4;
+  in.worker_slots = 4;
   in.region_bytes = 40 << 20;
   in.slot_bytes = 12 << 20;
   in.open_fds = 20;

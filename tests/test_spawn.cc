@@ -242,7 +242,6 @@ TEST_CASE("forkserver: restarts replace killed workers through the server",
 // recipes with any bytes and empty ones included.
 TEST_CASE("spawn: a worker spec comes back from its text encoding field for field", "[spawn]") {
   worker::WorkerSpec spec;  // every field away from its default
-  spec.settings.num_workers = 7;
   spec.settings.seed = 0xfedcba9876543210ULL;
   spec.settings.first_epoch = 12;
   spec.settings.rank = 5;
@@ -251,6 +250,7 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
   spec.settings.dataset_config = std::string("a b\n- \0\xff", 8);
   spec.settings.collator_recipe = "pad -1";
   spec.worker_id = 3;
+  spec.worker_slots = 7;
   spec.parent_pid = 4242;
   spec.region_fd = 11;
   spec.region_bytes = uint64_t{1} << 33;

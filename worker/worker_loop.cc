@@ -199,7 +199,7 @@ class Worker {
 
   bool run_init() {
     detail::set_process_skip_sink(&skip_log_);
-    set_worker_info(WorkerInfo{c_.spec.worker_id, c_.spec.settings.num_workers,
+    set_worker_info(WorkerInfo{c_.spec.worker_id, c_.spec.worker_slots,
                                static_cast<int>(getpid()), 0, 0, c_.spec.settings.rank,
                                c_.spec.settings.world_size});
     enter_epoch(c_.spec.settings.first_epoch);

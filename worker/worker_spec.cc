@@ -41,13 +41,13 @@ std::optional<std::string> unhex_field(const std::string& text) {
 
 // Every field, in one place for comparing.
 auto fields(const WorkerSettings& s) {
-  return std::tie(s.num_workers, s.seed, s.first_epoch, s.rank, s.world_size, s.allow_overflow,
-                  s.dataset_factory, s.dataset_config, s.collator_recipe);
+  return std::tie(s.seed, s.first_epoch, s.rank, s.world_size, s.allow_overflow, s.dataset_factory,
+                  s.dataset_config, s.collator_recipe);
 }
 
 auto own_fields(const WorkerSpec& s) {
-  return std::tie(s.worker_id, s.parent_pid, s.region_fd, s.region_bytes, s.task_event_fd,
-                  s.done_event_fd, s.socket_fd);
+  return std::tie(s.worker_id, s.worker_slots, s.parent_pid, s.region_fd, s.region_bytes,
+                  s.task_event_fd, s.done_event_fd, s.socket_fd);
 }
 
 }  // namespace
@@ -67,7 +67,7 @@ std::string encode_spec(const WorkerSpec& s) {
   std::ostringstream out;
   out << "v3 " << s.worker_id << ' ' << s.parent_pid << ' ' << s.region_fd << ' '
       << s.region_bytes << ' ' << s.task_event_fd << ' ' << s.done_event_fd << ' '
-      << s.socket_fd << ' ' << w.num_workers << ' ' << w.seed << ' ' << w.first_epoch << ' '
+      << s.socket_fd << ' ' << s.worker_slots << ' ' << w.seed << ' ' << w.first_epoch << ' '
       << w.rank << ' ' << w.world_size << ' ' << w.allow_overflow << ' ' << hex(w.dataset_factory) << "- "
       << hex(w.dataset_config) << "- " << hex(w.collator_recipe) << '-';
   return out.str();
@@ -79,7 +79,7 @@ std::optional<WorkerSpec> decode_spec(const std::string& text) {
   WorkerSettings& w = s.settings;
   std::string version, factory, config, collator;
   in >> version >> s.worker_id >> s.parent_pid >> s.region_fd >> s.region_bytes >>
-      s.task_event_fd >> s.done_event_fd >> s.socket_fd >> w.num_workers >> w.seed >>
+      s.task_event_fd >> s.done_event_fd >> s.socket_fd >> s.worker_slots >> w.seed >>
       w.first_epoch >> w.rank >> w.world_size >> w.allow_overflow >> factory >> config >> collator;
   if (!in || version != "v3") return std::nullopt;
   std::optional<std::string> f = unhex_field(factory), d = unhex_field(config),

@@ -20,8 +20,6 @@ namespace mploader::worker {
 // What every worker of one pool is told alike. The loader builds it once from its options
 // (loader/component_settings.h); the pool puts it into each worker's spec unchanged.
 struct WorkerSettings {
-  // WorkerInfo::num_workers: the loader's worker count, also in the slot probe's one process.
-  int num_workers = 0;
   uint64_t seed = 0;         // LoaderOptions::seed: with the epoch and worker id, each seed
   uint64_t first_epoch = 0;  // the epoch current when the workers start (their first seed)
   int64_t rank = 0;
@@ -33,10 +31,14 @@ struct WorkerSettings {
   std::string collator_recipe;
 };
 
-// One worker: the shared settings, who it is, and the descriptors of its own channel.
+// One worker: the shared settings, who it is, and the descriptors of its own channel. The pool
+// fills in all but the settings.
 struct WorkerSpec {
   WorkerSettings settings;
   int worker_id = 0;
+  // WorkerInfo::num_workers: the pool's worker slots (PoolConfig::worker_slots), so the ids
+  // run 0 .. worker_slots - 1; the slot probe's one process reports the loader's pool.
+  int worker_slots = 0;
   pid_t parent_pid = 0;
   int region_fd = -1;
   uint64_t region_bytes = 0;
