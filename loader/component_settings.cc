@@ -88,7 +88,6 @@ PoolConfig pool_config(const LoaderOptions& options, const Dataset& dataset) {
 
 DispatcherSettings dispatcher_settings(const LoaderOptions& options) {
   DispatcherSettings s;
-  s.prefetch_factor = starting_prefetch(options);
   s.in_order = options.in_order;
   s.timeout = options.timeout;
   s.max_restarts_per_epoch = options.max_restarts_per_epoch;

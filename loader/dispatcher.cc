@@ -40,11 +40,11 @@ class SlotLease {
 }  // namespace
 
 Dispatcher::Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
-                       const SupervisorSettings& supervision, DispatcherNotices& notices,
-                       std::shared_ptr<SkipLedger> skips)
+                       int64_t prefetch_factor, const SupervisorSettings& supervision,
+                       DispatcherNotices& notices, std::shared_ptr<SkipLedger> skips)
     : pool_(pool), settings_(settings), in_flight_(pool.size()),
       supervisor_(pool, in_flight_, supervision), notices_(notices), workers_(pool.size()),
-      prefetch_(settings.prefetch_factor), quarantine_(supervision.quarantine),
+      prefetch_factor_(prefetch_factor), quarantine_(supervision.quarantine),
       skips_(std::move(skips)) {
   refresh_issuable();
   for (WorkerState& w : workers_) {
@@ -114,8 +114,8 @@ void Dispatcher::settle_removal() {
   removing_.reset();
 }
 
-void Dispatcher::set_prefetch_factor(int64_t prefetch) {
-  prefetch_ = std::clamp<int64_t>(prefetch, 1, pool_.config().num_descriptors);
+void Dispatcher::set_prefetch_factor(int64_t prefetch_factor) {
+  prefetch_factor_ = std::clamp<int64_t>(prefetch_factor, 1, pool_.config().num_descriptors);
 }
 
 void Dispatcher::add_memory(LoaderStats& stats) const {
@@ -170,7 +170,7 @@ std::optional<Dispatcher::Ready> Dispatcher::take_ready() {
 // buffer grow without bound).
 std::optional<uint64_t> Dispatcher::next_to_issue() const {
   if (!reissue_.empty()) return reissue_.front();
-  const size_t window = issuable_.size() * static_cast<size_t>(prefetch_);
+  const size_t window = issuable_.size() * static_cast<size_t>(prefetch_factor_);
   if (next_issue_ < batch_count() && next_issue_ < next_deliver_ + window) return next_issue_;
   return std::nullopt;
 }
@@ -198,7 +198,7 @@ void Dispatcher::issue_tasks() {
 // worker only.
 bool Dispatcher::issue_one(uint64_t sequence, const std::vector<int64_t>& indices,
                            bool require_slot) {
-  const size_t prefetch = static_cast<size_t>(prefetch_);
+  const size_t most_in_flight = static_cast<size_t>(prefetch_factor_);
   std::vector<size_t> order;
   if (streamed_) {
     order.push_back(issuable_[static_cast<size_t>(batches_->stream(sequence)) % issuable_.size()]);
@@ -213,7 +213,7 @@ bool Dispatcher::issue_one(uint64_t sequence, const std::vector<int64_t>& indice
   }
   for (size_t w : order) {
     WorkerState& state = workers_[w];
-    if (in_flight_.count(w) >= prefetch || state.free_descriptors.empty()) continue;
+    if (in_flight_.count(w) >= most_in_flight || state.free_descriptors.empty()) continue;
     // A promise, not a slot: the worker pops the slot freed last when it starts the batch.
     const bool promised = pool_.channel(w).slots->reserve();
     if (!promised && require_slot) continue;

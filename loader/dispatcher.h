@@ -36,9 +36,9 @@ struct DispatcherNotices {
   bool copying_overflow = false;  // too many overflow segments mapped: copying them
 };
 
-// The options a Dispatcher reads.
+// The options a Dispatcher reads. Not prefetch_factor: the autotuner changes it, so the runtime
+// holds it and hands it to each Dispatcher (the constructor, set_prefetch_factor()).
 struct DispatcherSettings {
-  int64_t prefetch_factor = 2;  // tasks in flight per worker
   bool in_order = true;
   std::chrono::milliseconds timeout{0};  // for one batch; 0 waits forever
   int64_t max_restarts_per_epoch = 0;
@@ -47,9 +47,10 @@ struct DispatcherSettings {
 
 class Dispatcher : public BatchSource {
  public:
-  // Starts supervising the pool's workers (the Supervisor's thread) until destroyed. Samples
-  // left out by the quarantine (supervision.quarantine) are reported to `skips`.
-  Dispatcher(WorkerPool& pool, const DispatcherSettings& settings,
+  // Starts supervising the pool's workers (the Supervisor's thread) until destroyed, with up
+  // to `prefetch_factor` tasks in flight per worker. Samples left out by the quarantine
+  // (supervision.quarantine) are reported to `skips`.
+  Dispatcher(WorkerPool& pool, const DispatcherSettings& settings, int64_t prefetch_factor,
              const SupervisorSettings& supervision, DispatcherNotices& notices,
              std::shared_ptr<SkipLedger> skips);
   void start_epoch(std::shared_ptr<const BatchList> batches, uint64_t epoch) override;
@@ -69,9 +70,9 @@ class Dispatcher : public BatchSource {
   bool remove_worker();
   // Workers that take new tasks: running and not being removed.
   size_t taking_tasks() const { return issuable_.size(); }
-  int64_t prefetch_factor() const { return prefetch_; }
+  int64_t prefetch_factor() const { return prefetch_factor_; }
   // At most the descriptors each region has (PoolConfig::num_descriptors).
-  void set_prefetch_factor(int64_t prefetch);
+  void set_prefetch_factor(int64_t prefetch_factor);
   // The shards each batch's stream reads from then on, sent with the batch (null: none); set
   // it before start_epoch().
   void set_prefetch_plan(std::shared_ptr<const ShardPrefetchPlan> plan) {
@@ -134,7 +135,7 @@ class Dispatcher : public BatchSource {
   std::vector<WorkerState> workers_;
   std::vector<size_t> issuable_;   // running, not being removed, in slot order
   std::optional<size_t> removing_;  // the worker remove_worker() drains
-  int64_t prefetch_ = 2;
+  int64_t prefetch_factor_ = 2;  // tasks in flight per worker
   size_t next_worker_hint_ = 0;
   uint64_t generation_ = 0;
   uint64_t epoch_ = 0;

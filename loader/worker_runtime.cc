@@ -28,6 +28,7 @@ WorkerRuntime::WorkerRuntime(Dataset& dataset, const LoaderOptions& options,
     return;
   }
   config_ = pool_config(options, dataset_);
+  prefetch_factor_ = starting_prefetch(options);
   dispatcher_settings_ = dispatcher_settings(options);
   supervisor_settings_ = supervisor_settings(options);
   supervisor_settings_.quarantine = quarantine_;
@@ -101,7 +102,7 @@ void WorkerRuntime::start_workers(uint64_t epoch) {
   PoolConfig config = config_;
   config.worker_settings.first_epoch = epoch;  // the one setting that differs between pools
   pool_ = std::make_unique<WorkerPool>(dataset_, *collator_, config);
-  auto dispatcher = std::make_unique<Dispatcher>(*pool_, dispatcher_settings_,
+  auto dispatcher = std::make_unique<Dispatcher>(*pool_, dispatcher_settings_, prefetch_factor_,
                                                  supervisor_settings_, notices_, skips_);
   dispatcher_ = dispatcher.get();
   source_ = std::move(dispatcher);
@@ -111,9 +112,8 @@ void WorkerRuntime::start_workers(uint64_t epoch) {
 void WorkerRuntime::stop_workers() {
   if (!pool_) return;
   stopped_stats_ = stats();  // the next pool's counters add to these
-  if (dispatcher_) {  // the next pool starts where this one ended
+  if (dispatcher_) {  // the next pool starts with the workers this one ran
     config_.workers_running = static_cast<int>(dispatcher_->taking_tasks());
-    dispatcher_settings_.prefetch_factor = dispatcher_->prefetch_factor();
   }
   dispatcher_ = nullptr;
   source_.reset();  // and its supervisor, before the orderly shutdown, whose exits are no deaths
@@ -185,7 +185,7 @@ LoaderStats WorkerRuntime::stats() const {
   if (autotune_) s.autotune.assign(autotune_->history().begin(), autotune_->history().end());
   if (!pool_) {
     epochs_.fill(s);
-    s.prefetch_factor = dispatcher_settings_.prefetch_factor;
+    s.prefetch_factor = prefetch_factor_;
     s.workers_running = 0;
     return s;
   }
@@ -212,8 +212,7 @@ LoaderStats WorkerRuntime::stats() const {
   }
   epochs_.fill(s);
   s.workers_running = pool_->running();
-  s.prefetch_factor = dispatcher_ ? dispatcher_->prefetch_factor()
-                                  : dispatcher_settings_.prefetch_factor;
+  s.prefetch_factor = prefetch_factor_;
   return s;
 }
 

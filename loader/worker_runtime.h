@@ -80,6 +80,9 @@ class WorkerRuntime {
   bool persistent_workers_ = false;
   PoolConfig config_;  // the first epoch aside, every pool this runtime starts
   DispatcherSettings dispatcher_settings_;
+  // Tasks in flight per worker: where prefetch_factor starts, then as the autotuner sets it;
+  // each Dispatcher starts with it. Without workers it stays at the option's default.
+  int64_t prefetch_factor_ = 2;
   SupervisorSettings supervisor_settings_;
   DispatcherNotices notices_;  // once-per-loader warnings, across epochs' Dispatchers
   LoaderStats stopped_stats_;

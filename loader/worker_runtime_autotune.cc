@@ -124,7 +124,7 @@ void WorkerRuntime::make_autotuner(const LoaderOptions& options, const std::stri
   l.max_workers_reason = !l.tune_workers    ? "num_workers is fixed"
                          : shm_cap.empty() ? auto_worker_slots().reason
                                            : shm_cap;
-  l.max_prefetch_factor = static_cast<int64_t>(config_.num_descriptors);
+  l.max_prefetch_factor = most_prefetch(options);
   l.between_epochs = dynamic_cast<const StreamingDataset*>(&dataset_) != nullptr;
   l.churn_every = autotune_churn_for_testing();
   if (l.tune_workers && l.between_epochs && options.world_size > 1) {
@@ -136,7 +136,7 @@ void WorkerRuntime::make_autotuner(const LoaderOptions& options, const std::stri
   }
   log().info("mploader: autotune: starting with {} workers and prefetch_factor {} (CPU budget "
              "{}, {}; at most {} workers: {})",
-             config_.workers_running, dispatcher_settings_.prefetch_factor, l.cpu_budget,
+             config_.workers_running, prefetch_factor_, l.cpu_budget,
              l.cpu_source, l.max_workers, l.max_workers_reason);
   autotune_ = std::make_unique<Autotuner>(std::move(l));
 }
@@ -158,7 +158,7 @@ void WorkerRuntime::autotune_step() {
   if (autotune_->window_due(now)) read_queued(*pool_, now);
   const AutotuneVerdict verdict =
       autotune_->after_batch(now, static_cast<int64_t>(dispatcher_->taking_tasks()),
-                             dispatcher_->prefetch_factor(), all_started);
+                             prefetch_factor_, all_started);
   if (verdict.step == AutotuneStep::kNone) return;
   AutotuneVerdict taken = verdict;
   const bool adds = taken.step == AutotuneStep::kAddWorker;
@@ -193,6 +193,7 @@ bool WorkerRuntime::take_step(const AutotuneVerdict& v) {
     case AutotuneStep::kRaisePrefetch:
     case AutotuneStep::kLowerPrefetch:
       dispatcher_->set_prefetch_factor(v.change.prefetch_after);
+      prefetch_factor_ = dispatcher_->prefetch_factor();
       return true;
     case AutotuneStep::kNone:
       break;
