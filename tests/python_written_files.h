@@ -4,6 +4,11 @@
 // holds a file open.
 #pragma once
 
+#include <mploader/npy.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
 #include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -12,6 +17,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <string>
 
 namespace test_files {
@@ -43,6 +49,41 @@ inline std::string write_with_python(const std::string& stem, const std::string&
   return name;
 }
 
+// One component's reference files: written by `script` at the first call of folder(), once per
+// test process, with the reference library's reads of them beside them as <file>.<field>.npy
+// (numbers) and <file>.<field>.json (texts, bytes, lists).
+class PythonWrittenFiles {
+ public:
+  PythonWrittenFiles(std::string stem, std::string python, std::string script, int64_t rows,
+                     std::string what)
+      : stem_(std::move(stem)), python_(std::move(python)), script_(std::move(script)),
+        rows_(rows), what_(std::move(what)) {}
+
+  // The folder holding the files, or "" when they could not be written (why() says why).
+  const std::string& folder() const {
+    std::call_once(written_, [this] {
+      folder_ = write_with_python(stem_, python_, script_, rows_, what_, why_);
+    });
+    return folder_;
+  }
+  const std::string& why() const { return why_; }
+  std::string path(const std::string& name) const { return folder() + "/" + name; }
+  at::Tensor npy(const std::string& file, const std::string& field) const {
+    return mploader::NpyArray(path(file + "." + field + ".npy")).tensor();
+  }
+  nlohmann::json json(const std::string& file, const std::string& field) const {
+    std::ifstream in(path(file + "." + field + ".json"));
+    return nlohmann::json::parse(in);
+  }
+
+ private:
+  std::string stem_, python_, script_;
+  int64_t rows_;
+  std::string what_;
+  mutable std::once_flag written_;
+  mutable std::string folder_, why_;
+};
+
 // Whether this process holds a descriptor of `file`.
 inline bool holds_descriptor(const std::string& file) {
   char resolved[PATH_MAX];
@@ -61,3 +102,12 @@ inline bool holds_descriptor(const std::string& file) {
 }
 
 }  // namespace test_files
+
+// Returns from the test, as skipped, when the Python library could not write `files`.
+#define TEST_NEEDS_PYTHON_FILES(files)             \
+  do {                                             \
+    if ((files).folder().empty()) {                \
+      WARN("skipped: " << (files).why());          \
+      return;                                      \
+    }                                              \
+  } while (0)

@@ -1,15 +1,9 @@
-// The HDF5 tests' files, written once per test process by h5py (components/hdf5/tests/write_h5.py), and
+// The HDF5 tests' files, written once per test process by h5py (write_h5.py beside this), and
 // h5py's reads of them: the reference every value the loader reads is compared with.
 #pragma once
 
 #include "tests/python_written_files.h"
 
-#include <mploader/npy.h>
-
-#include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
-
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,37 +11,22 @@ namespace h5_test {
 
 constexpr int64_t kRows = 60;
 
-// The folder holding the files, or "" when they could not be written (why() says why).
-inline std::string& why() {
-  static std::string text;
-  return text;
+inline const test_files::PythonWrittenFiles& files() {
+  static const test_files::PythonWrittenFiles written(
+      "mploader-h5-test", MPLOADER_PYTHON, MPLOADER_H5_WRITER, kRows, "the HDF5 files with h5py");
+  return written;
 }
-inline const std::string& folder() {
-  static const std::string dir = test_files::write_with_python(
-      "mploader-h5-test", MPLOADER_PYTHON, MPLOADER_H5_WRITER,
-      kRows, "the HDF5 files with h5py", why());
-  return dir;
-}
-
-inline std::string path(const std::string& name) { return folder() + "/" + name; }
+inline std::string path(const std::string& name) { return files().path(name); }
 
 // h5py's read of `field` of `file` ("numeric", "group/nested").
 inline at::Tensor reference(const std::string& file, std::string field) {
   for (char& c : field) c = c == '/' ? '_' : c;
-  return mploader::NpyArray(path(file + "." + field + ".npy")).tensor();
+  return files().npy(file, field);
 }
 inline std::vector<std::string> reference_texts(const std::string& file, const std::string& field) {
-  std::ifstream in(path(file + "." + field + ".json"));
-  return nlohmann::json::parse(in).get<std::vector<std::string>>();
+  return files().json(file, field).get<std::vector<std::string>>();
 }
 
 }  // namespace h5_test
 
-// Returns from the test, as skipped, when h5py could not write the files.
-#define H5_TEST_NEEDS_FILES()                        \
-  do {                                               \
-    if (h5_test::folder().empty()) {                 \
-      WARN("skipped: " << h5_test::why());           \
-      return;                                        \
-    }                                                \
-  } while (0)
+#define H5_TEST_NEEDS_FILES() TEST_NEEDS_PYTHON_FILES(h5_test::files())

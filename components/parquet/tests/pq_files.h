@@ -1,15 +1,9 @@
-// The Parquet tests' files, written once per test process by pyarrow (write_parquet.py), and
-// pyarrow's reads of them: the reference every value the loader reads is compared with.
+// The Parquet tests' files, written once per test process by pyarrow (write_parquet.py beside
+// this), and pyarrow's reads of them: the reference every value the loader reads is compared with.
 #pragma once
 
 #include "tests/python_written_files.h"
 
-#include <mploader/npy.h>
-
-#include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
-
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,31 +11,25 @@ namespace pq_test {
 
 constexpr int64_t kRows = 60;
 
-// The folder holding the files, or "" when they could not be written (why() says why).
-inline std::string& why() {
-  static std::string text;
-  return text;
+inline const test_files::PythonWrittenFiles& files() {
+  static const test_files::PythonWrittenFiles written(
+      "mploader-pq-test", MPLOADER_PYTHON, MPLOADER_PQ_WRITER, kRows,
+      "the Parquet files with pyarrow");
+  return written;
 }
-inline const std::string& folder() {
-  static const std::string dir = test_files::write_with_python(
-      "mploader-pq-test", MPLOADER_PYTHON, MPLOADER_PQ_WRITER,
-      kRows, "the Parquet files with pyarrow", why());
-  return dir;
-}
-
-inline std::string path(const std::string& name) { return folder() + "/" + name; }
+inline const std::string& folder() { return files().folder(); }
+inline std::string path(const std::string& name) { return files().path(name); }
 
 // pyarrow's read of numeric or image column `column` of `file` ("numeric", "f32"), nulls as 0;
 // "<column>_valid" is its validity.
 inline at::Tensor reference(const std::string& file, const std::string& column) {
-  return mploader::NpyArray(path(file + "." + column + ".npy")).tensor();
+  return files().npy(file, column);
 }
-// pyarrow's read of a text or binary column: each row's bytes (a null as "").
+// pyarrow's read of a text or binary column: each row's bytes (a null as ""), saved as hex.
 inline std::vector<std::string> reference_bytes(const std::string& file,
                                                 const std::string& column) {
-  std::ifstream in(path(file + "." + column + ".json"));
   std::vector<std::string> out;
-  for (const auto& hex : nlohmann::json::parse(in)) {
+  for (const auto& hex : files().json(file, column)) {
     const std::string h = hex.get<std::string>();
     std::string bytes;
     for (size_t i = 0; i + 1 < h.size(); i += 2) {
@@ -53,17 +41,9 @@ inline std::vector<std::string> reference_bytes(const std::string& file,
 }
 // pyarrow's read of a list column: each row's numbers (a null as none).
 inline nlohmann::json reference_lists(const std::string& file, const std::string& column) {
-  std::ifstream in(path(file + "." + column + ".json"));
-  return nlohmann::json::parse(in);
+  return files().json(file, column);
 }
 
 }  // namespace pq_test
 
-// Returns from the test, as skipped, when pyarrow could not write the files.
-#define PQ_TEST_NEEDS_FILES()                        \
-  do {                                               \
-    if (pq_test::folder().empty()) {                 \
-      WARN("skipped: " << pq_test::why());           \
-      return;                                        \
-    }                                                \
-  } while (0)
+#define PQ_TEST_NEEDS_FILES() TEST_NEEDS_PYTHON_FILES(pq_test::files())
