@@ -151,7 +151,7 @@ inline const char* cause_name(DeathCause cause) { return to_string(cause); }
 
 // Whether `name` is a cause a report may name: the name of some DeathCause.
 inline bool is_cause_name(const char* name) {
-  for (int c = 0; c <= static_cast<int>(DeathCause::kOtherSignal); ++c) {
+  for (int c = 0; c < kDeathCauseCount; ++c) {
     if (std::strcmp(to_string(static_cast<DeathCause>(c)), name) == 0) return true;
   }
   return false;

@@ -9,23 +9,35 @@
 
 namespace mploader {
 
+namespace {
+
+// The one table of the causes' names, in the enum's order: a cause added to the enum without a
+// name here fails the static_assert.
+constexpr const char* kDeathCauseNames[] = {
+    "shm_full",             // kShmFull
+    "oom",                  // kOutOfMemory
+    "killed",               // kKilled
+    "terminated",           // kTerminated
+    "segfault",             // kSegfault
+    "bus_error",            // kBusError
+    "file_truncated",       // kFileTruncated
+    "fpe",                  // kFloatingPoint
+    "illegal_instruction",  // kIllegalInstruction
+    "abort",                // kAbort
+    "exit",                 // kExit
+    "hang",                 // kHang
+    "signal",               // kOtherSignal
+};
+static_assert(sizeof(kDeathCauseNames) / sizeof(kDeathCauseNames[0]) == kDeathCauseCount,
+              "every DeathCause needs its name in kDeathCauseNames, in the enum's order");
+
+}  // namespace
+
 const char* to_string(DeathCause cause) {
-  switch (cause) {
-    case DeathCause::kShmFull: return "shm_full";
-    case DeathCause::kOutOfMemory: return "oom";
-    case DeathCause::kKilled: return "killed";
-    case DeathCause::kTerminated: return "terminated";
-    case DeathCause::kSegfault: return "segfault";
-    case DeathCause::kBusError: return "bus_error";
-    case DeathCause::kFileTruncated: return "file_truncated";
-    case DeathCause::kFloatingPoint: return "fpe";
-    case DeathCause::kIllegalInstruction: return "illegal_instruction";
-    case DeathCause::kAbort: return "abort";
-    case DeathCause::kExit: return "exit";
-    case DeathCause::kHang: return "hang";
-    case DeathCause::kOtherSignal: break;
-  }
-  return "signal";  // kOtherSignal's: a value outside the enum is some other signal too
+  const int index = static_cast<int>(cause);
+  // A value outside the enum is some other signal too.
+  if (index < 0 || index >= kDeathCauseCount) return "signal";
+  return kDeathCauseNames[index];
 }
 
 namespace detail {

@@ -91,8 +91,11 @@ enum class DeathCause {
   kAbort,               ///< SIGABRT (abort(), a failed assert, std::terminate)
   kExit,                ///< the worker exited on its own
   kHang,                ///< no progress within the timeout; killed after a stack was taken
-  kOtherSignal,         ///< any other signal; keep it last (is_cause_name loops up to it)
+  kOtherSignal,         ///< any other signal; keep it last: kDeathCauseCount counts up to it
 };
+
+/// The number of DeathCause values: the causes are 0 to kDeathCauseCount - 1.
+inline constexpr int kDeathCauseCount = static_cast<int>(DeathCause::kOtherSignal) + 1;
 
 /// "shm_full", "oom", ...: the names used in crash reports.
 const char* to_string(DeathCause cause);
