@@ -115,9 +115,10 @@ class H5Dataset : public Dataset {
   /// For mploader and its tests: whether this process has the file open.
   bool is_open_here() const;
 
-  struct FileStamp {  ///< The file as the metadata found it: a change is refused later.
-    uint64_t size = 0;
-    int64_t mtime_ns = 0;
+  /// The file as the metadata found it: a change is refused later.
+  struct FileStamp {
+    uint64_t size = 0;     ///< Its size in bytes.
+    int64_t mtime_ns = 0;  ///< Its modification time, in nanoseconds since the epoch.
   };
 
  private:

@@ -44,9 +44,10 @@ struct RemoteOptions {
   /// S3: the region that signs requests; empty: AWS_REGION, AWS_DEFAULT_REGION, the profile's
   /// region, else "us-east-1".
   std::string region;
-  /// Seconds to wait for a connection, and the seconds after which a response that brought
-  /// fewer than 1 KiB a second counts as stalled (a try that failed).
+  /// Seconds to wait for a connection.
   double connect_timeout_s = 10;
+  /// Seconds after which a response that brought fewer than 1 KiB a second counts as stalled
+  /// (a try that failed).
   double stall_timeout_s = 30;
   /// Local paths, too, are read through the shard cache: each tar is copied into it once per
   /// machine and read from there. For shards on a slow network file system.
@@ -76,7 +77,7 @@ class TransportError : public std::runtime_error {
  public:
   TransportError(const std::string& message, bool transient, int http_status)
       : std::runtime_error(message), transient_(transient), http_status_(http_status) {}
-  bool transient() const { return transient_; }
+  bool transient() const { return transient_; }  ///< Whether a retry may succeed.
   int http_status() const { return http_status_; }  ///< 0 when no response arrived.
 
  private:
@@ -86,7 +87,7 @@ class TransportError : public std::runtime_error {
 
 /// One ranged read.
 struct ReadRequest {
-  std::string url;
+  std::string url;       ///< The object read.
   int64_t offset = 0;    ///< The first byte wanted.
   /// Bytes wanted from `offset`; -1: to the object's end. A store that ignores ranges may
   /// send more: a reader stops once it has enough.
@@ -111,6 +112,7 @@ class Transport {
   virtual std::vector<std::string> list(const std::string& prefix_url);
 };
 
+/// Makes a Transport for a scheme, with the reader's options.
 using TransportFactory = std::function<std::unique_ptr<Transport>(const RemoteOptions&)>;
 
 /// Makes `scheme` ("gs", "myproto") readable: URLs "scheme://..." are then read through the

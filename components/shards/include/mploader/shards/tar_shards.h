@@ -136,8 +136,9 @@ class TarShards : public StreamingDataset {
   /// TarShardsOptions::remote.prefetch_bytes (the Loader calls it in each worker). Local tars
   /// are not fetched ahead unless cache_local_paths is set.
   void prefetch_shards(const std::vector<size_t>& shards) override;
-  /// Shards this process downloaded ahead of its reads, and their bytes.
+  /// Shards this process downloaded ahead of its reads.
   int64_t prefetched_shards() const;
+  /// The bytes of the shards this process downloaded ahead of its reads.
   int64_t prefetched_bytes() const;
   /// Spawned workers rebuild the dataset from the paths, options and scan (no second scan).
   std::optional<DatasetRecipe> recipe() const override;
