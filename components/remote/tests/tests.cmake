@@ -3,7 +3,7 @@
 # so the tests read them with mploader::shards (built after this component, when it is on).
 if(NOT TARGET mploader_shards)
   message(STATUS "mploader: the remote component's tests are left out: they read tar shards, "
-                 "and MPLOADER_BUILD_SHARDS is off")
+                 "and the shards component is not built")
   return()
 endif()
 find_package(LibArchive REQUIRED)
