@@ -1,9 +1,10 @@
 #!/bin/sh
 # Each component listed in components/list.cmake has the parts docs/contributing.md's "Adding a
 # format" names, in its own folder: its CMakeLists.txt calls mploader_add_component(<name>, its
-# public headers are in include/mploader/<name>/, its package part, tests, fuzz target (with a
-# seed corpus) and README (linking its user page in docs/) are there. A component's bench
-# workload is optional. Prints each part missing; "components complete" when none is.
+# public headers are in include/mploader/<name>/, and its package part, its Debian packages'
+# list, tests, fuzz target (with a seed corpus) and README (linking its user page in docs/) are
+# there. A component's bench workload is optional. Prints each part missing; "components
+# complete" when none is.
 # Usage: check_components.sh <source root>
 cd "$1" || exit 2
 bad=0
@@ -18,6 +19,8 @@ for c in $names; do
     missing "$c" "public header in include/mploader/$c/" "users include <mploader/$c/...>"
   [ -f "$d/package.cmake.in" ] ||
     missing "$c" "package.cmake.in" "the installed package finds its libraries with it"
+  [ -f "$d/debian-packages" ] ||
+    missing "$c" "debian-packages" "scripts/install-deps installs what it builds on from it"
   grep -q "add_executable(mploader_${c}_tests" "$d/tests/tests.cmake" 2>/dev/null ||
     missing "$c" "tests/tests.cmake making mploader_${c}_tests" "its tests' binary"
   grep -q "mploader_fuzz_target(" "$d/fuzz/fuzz.cmake" 2>/dev/null ||
