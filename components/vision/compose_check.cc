@@ -2,6 +2,10 @@
 // pipeline that cannot give one output shape fails where it is written, not in a worker.
 #include <mploader/vision/transforms.h>
 
+#include "util/errors.h"
+
+#include <mploader/errors.h>
+
 #include <cmath>
 #include <sstream>
 
@@ -98,20 +102,27 @@ Compose::Compose(std::vector<Transform> transforms) : transforms_(std::move(tran
   bool to_tensor = false, normalized = false;
   for (size_t i = 0; i < transforms_.size(); ++i) {
     const Transform& step = transforms_[i];
-    const std::string where = "Compose: transform " + std::to_string(i) + ", " +
-                              describe_one(step) + ": ";
+    // "transform 2, Normalize(...): <problem>", refused as the option it is.
+    auto refuse = [&](const std::string& problem, const std::string& fix) {
+      throw OptionError("transforms",
+                        mploader::detail::message("Compose",
+                                                  "transform " + std::to_string(i) + ", " +
+                                                      describe_one(step) + ": " + problem,
+                                                  fix));
+    };
     if (const std::string problem = parameter_problem(step); !problem.empty()) {
-      throw std::invalid_argument(where + problem);
+      refuse(problem, "Give it parameters in those ranges");
     }
     if (is_geometric(step) && to_tensor) {
-      throw std::invalid_argument(where + "geometric transforms must come before ToTensor()");
+      refuse("it is geometric and comes after ToTensor()",
+             "Put the geometric transforms before ToTensor()");
     }
     if (std::holds_alternative<ToTensor>(step) && to_tensor) {
-      throw std::invalid_argument(where + "ToTensor() is given twice; keep one");
+      refuse("ToTensor() is given twice", "Keep one");
     }
     if (std::holds_alternative<Normalize>(step)) {
-      if (!to_tensor) throw std::invalid_argument(where + "Normalize needs ToTensor() before it");
-      if (normalized) throw std::invalid_argument(where + "Normalize is given twice; keep one");
+      if (!to_tensor) refuse("Normalize needs ToTensor() before it", "Put ToTensor() first");
+      if (normalized) refuse("Normalize is given twice", "Keep one");
       normalized = true;
       const auto& n = std::get<Normalize>(step);
       for (int c = 0; c < 3; ++c) {
@@ -127,10 +138,13 @@ Compose::Compose(std::vector<Transform> transforms) : transforms_(std::move(tran
     size = fixed_size_after(step, size);
   }
   if (!size) {
-    throw std::invalid_argument(
-        describe() + " gives images whose size depends on the input, and a batch needs one "
-                     "shape: end the geometric transforms with CenterCrop, RandomResizedCrop or "
-                     "Resize({height, width})");
+    throw OptionError("transforms",
+                      mploader::detail::message("Compose",
+                                                describe() + " gives images whose size depends "
+                                                             "on the input, and a batch needs "
+                                                             "one shape",
+                                                "End the geometric transforms with CenterCrop, "
+                                                "RandomResizedCrop or Resize({height, width})"));
   }
   out_ = *size;
   layout_ = to_tensor ? PixelLayout::kFloat32CHW : PixelLayout::kUint8HWC;

@@ -3,7 +3,10 @@
 #include <mploader/vision/encode.h>
 #include <mploader/vision/image.h>
 
+#include "util/errors.h"
 #include "vision/jpeg_trap.h"
+
+#include <mploader/errors.h>
 
 #include <cstdlib>
 #include <string>
@@ -47,10 +50,14 @@ std::vector<uint8_t> encode_jpeg(const uint8_t* pixels, int width, int height, i
                                  int quality) {
   if (width < 1 || height < 1 || width > 65500 || height > 65500 ||
       (channels != 1 && channels != 3) || quality < 1 || quality > 100) {
-    throw std::invalid_argument(
-        "encode_jpeg: " + std::to_string(width) + " x " + std::to_string(height) + " pixels of " +
-        std::to_string(channels) + " channels at quality " + std::to_string(quality) +
-        "; JPEG takes 1 to 65500 pixels a side, 1 or 3 channels, quality 1 to 100");
+    throw OptionError("pixels",
+                      mploader::detail::message(
+                          "encode_jpeg",
+                          std::to_string(width) + " x " + std::to_string(height) +
+                              " pixels of " + std::to_string(channels) +
+                              " channels at quality " + std::to_string(quality),
+                          "Give what JPEG takes: 1 to 65500 pixels a side, 1 or 3 channels, "
+                          "quality 1 to 100"));
   }
   unsigned char* data = nullptr;
   unsigned long size = 0;

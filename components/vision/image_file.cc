@@ -2,6 +2,8 @@
 
 #include "vision/decoders.h"
 
+#include <mploader/errors.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +15,9 @@
 
 namespace mploader::vision::detail {
 namespace {
+
+// Errors here say what happened to the file, not its name: ImageFolder's message around them
+// names it.
 
 // Enough for any PNG's IHDR and for a JPEG's SOF behind ordinary metadata; a header further in
 // (a large ICC profile, say) is read with the rest of the file.
@@ -40,11 +45,10 @@ void read_at(int fd, uint8_t* out, size_t count, size_t offset, size_t file_size
   while (done < count) {
     const ssize_t n = pread(fd, out + done, count - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::runtime_error(system_error("read"));
+    if (n < 0) throw Error(system_error("read"));
     if (n == 0) {
-      throw std::runtime_error("the file shrank while it was read (" +
-                               std::to_string(offset + done) + " of " +
-                               std::to_string(file_size) + " bytes)");
+      throw Error("the file shrank while it was read (" + std::to_string(offset + done) + " of " +
+                  std::to_string(file_size) + " bytes)");
     }
     done += static_cast<size_t>(n);
   }
@@ -56,10 +60,9 @@ void check_file_bytes(size_t size, int64_t max_bytes, const ImageInfo* info) {
       info ? "a " + std::to_string(info->width) + " x " + std::to_string(info->height) +
                  (info->format == ImageFormat::kJpeg ? " JPEG" : " PNG") + " in "
            : "";
-  throw std::runtime_error("the file is " + what + std::to_string(size) +
-                           " bytes, more than the limit of " + std::to_string(max_bytes) +
-                           " (ImageFolderOptions::max_file_bytes): it was refused before it "
-                           "was read; raise the limit if such files are expected");
+  throw Error("the file is " + what + std::to_string(size) + " bytes, more than the limit of " +
+              std::to_string(max_bytes) + " (ImageFolderOptions::max_file_bytes): it was "
+              "refused before it was read; raise the limit if such files are expected");
 }
 
 }  // namespace
@@ -69,14 +72,14 @@ ImageInfo read_image_file(const std::string& path, const FileLimits& limits,
   // O_NONBLOCK: a FIFO put in an image's place would block open() until a writer came.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    throw std::runtime_error(system_error("open") + (errno == ENOENT ? limits.missing_hint : ""));
+    throw Error(system_error("open") + (errno == ENOENT ? limits.missing_hint : ""));
   }
   const FileCloser closer{fd};
   struct stat st;
-  if (fstat(fd, &st) != 0) throw std::runtime_error(system_error("fstat"));
+  if (fstat(fd, &st) != 0) throw Error(system_error("fstat"));
   if (!S_ISREG(st.st_mode)) {
-    throw std::runtime_error(std::string("it is ") + kind_of(st.st_mode) +
-                             ", not a regular file; put an image file there or remove it");
+    throw Error(std::string("it is ") + kind_of(st.st_mode) +
+                ", not a regular file; put an image file there or remove it");
   }
   const auto size = static_cast<size_t>(st.st_size);
   if (size == 0) throw DecodeError("the file is empty (0 bytes)");

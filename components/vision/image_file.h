@@ -16,8 +16,9 @@ struct FileLimits {
 };
 
 // Reads `path` into `bytes` and returns its header (decoder.info()). Throws DecodeError for the
-// decoder's refusals and std::runtime_error for the file's (missing, not a regular file, over
-// limits.max_bytes, unreadable), each naming the call or the numbers. Never blocks on a FIFO.
+// decoder's refusals and Error for the file's (missing, not a regular file, over
+// limits.max_bytes, unreadable), each naming the call or the numbers but not the file, which
+// ImageFolder's message around it names. Never blocks on a FIFO.
 ImageInfo read_image_file(const std::string& path, const FileLimits& limits,
                           ImageDecoder& decoder, std::vector<uint8_t>& bytes);
 

@@ -1,6 +1,7 @@
 #include <mploader/vision/image_folder.h>
 
 #include "vision/folder_scan.h"
+#include "util/errors.h"
 #include "vision/image_file.h"
 
 #include <mploader/errors.h>
@@ -143,8 +144,10 @@ int64_t ImageFolder::load_substitute(int64_t index, uint64_t seed, Decoding& d,
                           " files: every file of the dataset failed")
           : "; nor any of the next " + std::to_string(tries) +
                 " files (ImageFolderOptions::max_consecutive_bad)";
-  throw std::runtime_error("ImageFolder: cannot load " + path(index) + ": " + error + others +
-                           ": is the folder readable and are these images?");
+  throw Error(mploader::detail::message("ImageFolder",
+                                       "cannot load " + path(index) + ": " + error + others,
+                                       "Check that the folder is readable and holds these "
+                                       "images"));
 }
 
 void ImageFolder::write(int64_t index, SampleWriter& out) {
@@ -158,9 +161,11 @@ void ImageFolder::write(int64_t index, SampleWriter& out) {
   int64_t chosen = index;
   if (!load(index, seed, *d, error)) {
     if (options_.on_bad_image == OnBadImage::kRaise) {
-      throw std::runtime_error("ImageFolder: cannot load " + path(index) + ": " + error +
-                               " (ImageFolderOptions::on_bad_image = kSkip loads the next good "
-                               "file in its place and counts the skip)");
+      throw Error(mploader::detail::message("ImageFolder",
+                                           "cannot load " + path(index) + ": " + error,
+                                           "Replace or remove the file; "
+                                           "ImageFolderOptions::on_bad_image = kSkip loads the "
+                                           "next good file in its place and counts the skip"));
     }
     chosen = load_substitute(index, seed, *d, error);
     report_skipped_sample(index, chosen, path(index), error);

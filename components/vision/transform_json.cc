@@ -1,6 +1,10 @@
 // Transforms as JSON (transform_json.h): what a spawned worker rebuilds a Compose from.
 #include "vision/transform_json.h"
 
+#include "util/errors.h"
+
+#include <mploader/errors.h>
+
 #include <stdexcept>
 #include <string>
 
@@ -56,7 +60,10 @@ Transform transform_from(const json& j) {
     return Normalize(j.at("mean").get<std::array<double, 3>>(),
                      j.at("std").get<std::array<double, 3>>());
   }
-  throw std::invalid_argument("unknown transform \"" + type + "\"");
+  throw OptionError("transforms",
+                    mploader::detail::message("Compose", "unknown transform \"" + type + "\"",
+                                              "Pass the transforms' recipe as mploader wrote "
+                                              "it, unchanged"));
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ namespace mploader::vision {
 
 /// The transforms of `compose`, in order, as a JSON array of objects with a "type".
 nlohmann::json compose_to_json(const Compose& compose);
-/// The Compose compose_to_json() wrote. Throws std::invalid_argument for an unknown type and
+/// The Compose compose_to_json() wrote. Throws OptionError("transforms", ...) for an unknown type and
 /// nlohmann::json's exceptions for a malformed entry.
 Compose compose_from_json(const nlohmann::json& steps);
 

@@ -277,7 +277,7 @@ TEST_CASE("vision: encode_jpeg writes what the decoder reads back, grey or RGB")
   const uint8_t one = 0;
   REQUIRE_THROWS_WITH(mploader::vision::encode_jpeg(&one, 0, 1, 3, 90),
                       Catch::Contains("0 x 1") && Catch::Contains("1 to 65500"));
-  REQUIRE_THROWS_AS(mploader::vision::encode_jpeg(&one, 1, 1, 2, 90), std::invalid_argument);
+  REQUIRE_THROWS_AS(mploader::vision::encode_jpeg(&one, 1, 1, 2, 90), mploader::OptionError);
 }
 
 TEST_CASE("vision: a truncated JPEG or PNG is refused even when the region asked for is whole") {

@@ -3,9 +3,13 @@
 #include "vision_test_support.h"
 
 #include <mploader/vision/decode.h>
+#include <mploader/vision/encode.h>
 #include <mploader/vision/transforms.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace test_transforms {
 
@@ -98,7 +102,7 @@ TEST_CASE("vision: RandomHorizontalFlip flips by its probability, and a crop aft
 }
 
 TEST_CASE("vision: Compose refuses what cannot give one output shape, naming the fix") {
-  REQUIRE_THROWS_WITH(Compose({Resize(256)}), Catch::Contains("end the geometric transforms with"));
+  REQUIRE_THROWS_WITH(Compose({Resize(256)}), Catch::Contains("End the geometric transforms with"));
   REQUIRE_THROWS_WITH(Compose({CenterCrop(224), Resize(256)}), Catch::Contains("depends on the input"));
   REQUIRE_THROWS_WITH(Compose({CenterCrop(8), Normalize({0, 0, 0}, {1, 1, 1})}),
                       Catch::Contains("transform 1") && Catch::Contains("needs ToTensor()"));
@@ -219,6 +223,30 @@ TEST_CASE("vision: Normalize refuses a mean that is not a finite number") {
     REQUIRE_THROWS_WITH(Compose({CenterCrop(8), ToTensor(), Normalize({0.5, bad, 0.5}, {1, 1, 1})}),
                         Catch::Contains("mean"));
   }
+}
+
+// The component's errors are mploader::Errors: one catch (const mploader::Error&) takes them.
+TEST_CASE("vision: a DecodeError, a TransformError and an OptionError are all mploader::Errors") {
+  const auto caught = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const mploader::Error& e) {
+      return e.what();
+    }
+    FAIL("no mploader::Error was thrown");
+    return {};
+  };
+  const std::vector<uint8_t> junk{'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'};
+  ImageDecoder decoder;
+  CHECK_THAT(caught([&] { (void)decoder.info(junk.data(), junk.size()); }),
+             Catch::Contains("not a JPEG or PNG"));
+  CHECK_THAT(caught([] { (void)Compose({CenterCrop(224)}).plan(200, 300, 0); }),
+             Catch::Contains("CenterCrop(224, 224)"));
+  CHECK_THAT(caught([] { Compose({Resize(256)}); }),
+             Catch::StartsWith("mploader: Compose: ") && Catch::Contains("End the geometric"));
+  const uint8_t pixel = 0;
+  CHECK_THAT(caught([&] { (void)encode_jpeg(&pixel, 1, 1, 2, 90); }),
+             Catch::StartsWith("mploader: encode_jpeg: 1 x 1 pixels of 2 channels"));
 }
 
 }  // namespace test_transforms

@@ -4,8 +4,9 @@
 /// the core library does not depend on.
 #pragma once
 
+#include <mploader/errors.h>
+
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,10 @@ namespace mploader::vision {
 
 /// A file that cannot be decoded as an image, or one refused before decoding (no pixels, more
 /// than the pixel limit). what() is the decoder's message; it does not name the file, which the
-/// caller (ImageFolder) adds.
-class DecodeError : public std::runtime_error {
+/// caller (ImageFolder) adds. An mploader::Error, as every error mploader throws.
+class DecodeError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;  ///< what() is the message given.
 };
 
 /// A rectangle of an image, in that image's pixel coordinates: pixel (x, y) covers

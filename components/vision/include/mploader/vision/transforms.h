@@ -97,10 +97,11 @@ enum class PixelLayout {
 };
 
 /// An image's own failure under a transform, such as a CenterCrop larger than the image;
-/// what() gives both sizes. The caller adds the file's name.
-class TransformError : public std::runtime_error {
+/// what() gives both sizes. The caller adds the file's name. An mploader::Error, as every error
+/// mploader throws.
+class TransformError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;  ///< what() is the message given.
 };
 
 /// What Compose::plan() chose for one image: which source rectangle becomes the output.
@@ -134,7 +135,8 @@ class Compose {
  public:
   /// Checks the pipeline: parameters in range, a fixed output size (it ends with a crop or a
   /// Resize(Size2) after any Resize(int)), ToTensor after the geometric transforms, Normalize
-  /// after ToTensor. Throws std::invalid_argument naming the transform, its position and the fix.
+  /// after ToTensor. Throws OptionError("transforms", ...) naming the transform, its position
+  /// and the fix.
   explicit Compose(std::vector<Transform> transforms);
 
   /// The transforms, in order.
