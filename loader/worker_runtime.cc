@@ -211,7 +211,7 @@ LoaderStats WorkerRuntime::stats() const {
     source_->add_memory(s);
   }
   epochs_.fill(s);
-  s.workers_running = pool_->running();
+  s.workers_running = pool_->workers_running();
   s.prefetch_factor = prefetch_factor_;
   return s;
 }

@@ -89,7 +89,7 @@ WorkerPool::WorkerPool(Dataset& dataset, Collator& collator, const PoolConfig& c
   for (size_t id = static_cast<size_t>(running); id < channels_.size(); ++id) {
     channels_[id]->parked = true;
   }
-  running_.store(running, std::memory_order_relaxed);
+  workers_running_.store(running, std::memory_order_relaxed);
   for (auto& channel : channels_) {
     if (!channel->parked) set_pinned(*channel, config_.pin_memory);
   }
@@ -252,7 +252,7 @@ void WorkerPool::unpark(size_t worker) {
   if (!c.parked) return;
   c.parked = false;
   restart(worker);  // a parked channel's process is reaped: restart() only resets and starts
-  running_.fetch_add(1, std::memory_order_relaxed);
+  workers_running_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void WorkerPool::park(size_t worker) {
@@ -268,7 +268,7 @@ void WorkerPool::park(size_t worker) {
   c.process = detail::WorkerProcess{};  // closes its pidfd
   c.reaped = true;
   c.parked = true;
-  running_.fetch_sub(1, std::memory_order_relaxed);
+  workers_running_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void WorkerPool::shutdown() {

@@ -93,7 +93,7 @@ class WorkerPool {
 
   size_t size() const { return channels_.size(); }
   // Worker processes running now (channels not parked); any thread may read it.
-  int running() const { return running_.load(std::memory_order_relaxed); }
+  int workers_running() const { return workers_running_.load(std::memory_order_relaxed); }
   WorkerChannel& channel(size_t i) { return *channels_[i]; }
   const PoolConfig& config() const { return config_; }
   // Asks every worker to stop, waits briefly, kills stragglers, reaps all. Idempotent.
@@ -120,7 +120,7 @@ class WorkerPool {
   Collator& collator_;
   PoolConfig config_;
   std::vector<std::unique_ptr<WorkerChannel>> channels_;
-  std::atomic<int> running_{0};
+  std::atomic<int> workers_running_{0};
 };
 
 }  // namespace mploader::detail

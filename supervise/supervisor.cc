@@ -298,7 +298,7 @@ std::vector<std::string> Supervisor::follow_memory_growth() {
     ++growth_warnings_;
     warnings.push_back(memory_growth_warning(
         static_cast<int>(worker), w.seen.pid, *growth, w.seen.oom,
-        cgroup_usage_bytes(w.seen.oom), pool_.running(), settings_.persistent_workers));
+        cgroup_usage_bytes(w.seen.oom), pool_.workers_running(), settings_.persistent_workers));
   }
   return warnings;
 }
@@ -366,7 +366,7 @@ std::shared_ptr<const DeathRecord> Supervisor::gather(size_t worker, bool hang,
   e.loading_index = h.current_index.load();
   e.phase = h.phase.load();
   e.tasks_done = h.tasks_done.load();
-  e.workers_running = pool_.running();
+  e.workers_running = pool_.workers_running();
   e.init_error.assign(h.init_error, strnlen(h.init_error, sizeof h.init_error));
   const detail::ProcessRef process{w.pid, w.pidfd, w.foreign_status};
   if (hang) end_hung_worker(h, process, e);
