@@ -4,6 +4,8 @@
 
 #include "remote/text.h"
 
+#include <mploader/errors.h>
+
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -60,8 +62,9 @@ AwsCredentials resolve_aws_credentials(const std::string& profile_option) {
     c.session_token = env_or("AWS_SESSION_TOKEN");
     c.source = "the environment (AWS_ACCESS_KEY_ID)";
     if (c.secret_access_key.empty()) {
-      throw std::runtime_error("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not: "
-                               "set both, or neither to use ~/.aws/credentials");
+      throw OptionError("AWS_SECRET_ACCESS_KEY",
+                        "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not: set both, or "
+                        "neither to use ~/.aws/credentials");
     }
     return c;
   }
@@ -72,7 +75,8 @@ AwsCredentials resolve_aws_credentials(const std::string& profile_option) {
   if (it == sections.end()) {
     std::string names;
     for (const auto& [name, keys] : sections) names += (names.empty() ? "" : ", ") + name;
-    throw std::runtime_error(
+    throw OptionError(
+        "AWS_PROFILE",
         "no AWS credentials: AWS_ACCESS_KEY_ID is not set and \"" + file + "\" has no profile \"" +
         profile + "\"" + (names.empty() ? " (it is missing or empty)" : " (its profiles: " +
         names + ")") + ": set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE "
@@ -88,8 +92,8 @@ AwsCredentials resolve_aws_credentials(const std::string& profile_option) {
   c.session_token = value("aws_session_token");
   c.source = "profile \"" + profile + "\" of " + file;
   if (c.access_key_id.empty() || c.secret_access_key.empty()) {
-    throw std::runtime_error("the " + c.source + " lacks aws_access_key_id or "
-                             "aws_secret_access_key: add both to it");
+    throw OptionError("AWS_PROFILE", "the " + c.source + " lacks aws_access_key_id or "
+                                     "aws_secret_access_key: add both to it");
   }
   return c;
 }

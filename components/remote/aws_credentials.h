@@ -9,7 +9,7 @@ namespace mploader::remote::detail {
 
 // AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN too), else the profile
 // `profile_option`, AWS_PROFILE or "default" of AWS_SHARED_CREDENTIALS_FILE or
-// ~/.aws/credentials. Throws std::runtime_error naming the variables and the file it looked at
+// ~/.aws/credentials. Throws OptionError naming the variables and the file it looked at
 // when none is found, or a profile lacks its secret.
 AwsCredentials resolve_aws_credentials(const std::string& profile_option);
 

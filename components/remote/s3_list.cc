@@ -3,6 +3,8 @@
 
 #include "remote/text.h"
 
+#include <mploader/errors.h>
+
 #include <cctype>
 #include <stdexcept>
 
@@ -82,8 +84,8 @@ std::string unescaped(const std::string& s) {
 }
 
 [[noreturn]] void bad(const std::string& why) {
-  throw std::runtime_error("the store's object listing (ListObjectsV2) " + why +
-                           ": is the endpoint an S3-compatible store?");
+  throw Error("the store's object listing (ListObjectsV2) " + why +
+              ": is the endpoint an S3-compatible store?");
 }
 
 }  // namespace

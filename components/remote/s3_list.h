@@ -21,7 +21,7 @@ struct S3ListPage {
   std::string next_token;  // NextContinuationToken when truncated
 };
 
-// Throws std::runtime_error saying what is wrong for a page that is not a listing: a
+// Throws mploader::Error saying what is wrong for a page that is not a listing: a
 // <Contents> without its end, or without a <Key>, or a <Size> that is no non-negative number,
 // or a truncated page without a continuation token.
 S3ListPage parse_list_objects_v2(const std::string& xml);

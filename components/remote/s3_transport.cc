@@ -91,7 +91,7 @@ const AwsCredentials& S3Transport::credentials() {
   if (!credentials_) {
     try {
       credentials_ = resolve_aws_credentials(options().aws_profile);
-    } catch (const std::runtime_error& e) {
+    } catch (const OptionError& e) {
       throw TransportError(e.what(), false, 0);  // a read's error: the caller's type
     }
   }

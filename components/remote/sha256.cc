@@ -1,6 +1,8 @@
 // Sha256 and sha256_of_file (sha256.h).
 #include "remote/sha256.h"
 
+#include <mploader/errors.h>
+
 #include <openssl/evp.h>
 
 #include <cerrno>
@@ -13,7 +15,7 @@ namespace mploader::remote::detail {
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
   if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("OpenSSL cannot start a SHA-256 (out of memory?)");
+    throw Error("OpenSSL cannot start a SHA-256 (out of memory?)");
   }
 }
 
@@ -41,8 +43,8 @@ std::string Sha256::hex() {
 std::string sha256_of_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw std::runtime_error("cannot read \"" + path + "\" (" + std::strerror(errno) +
-                             ") to take its SHA-256");
+    throw Error("cannot read \"" + path + "\" (" + std::strerror(errno) +
+                ") to take its SHA-256");
   }
   Sha256 hash;
   std::vector<char> buffer(1 << 20);
@@ -50,7 +52,7 @@ std::string sha256_of_file(const std::string& path) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     hash.update(buffer.data(), static_cast<size_t>(in.gcount()));
   }
-  if (in.bad()) throw std::runtime_error("reading \"" + path + "\" failed midway");
+  if (in.bad()) throw Error("reading \"" + path + "\" failed midway");
   return hash.hex();
 }
 

@@ -25,7 +25,7 @@ class Sha256 {
 // `n` bytes as lowercase hex, two digits each.
 std::string hex_of(const unsigned char* bytes, size_t n);
 
-// The SHA-256 of a file's bytes in lowercase hex; throws std::runtime_error naming the file
+// The SHA-256 of a file's bytes in lowercase hex; throws mploader::Error naming the file
 // when it cannot be read.
 std::string sha256_of_file(const std::string& path);
 

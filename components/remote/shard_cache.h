@@ -26,9 +26,9 @@ namespace mploader::remote::detail {
 
 // The cache cannot hold a shard (no room, a lock or a rename refused): what() says why and
 // what to do.
-class CacheError : public std::runtime_error {
+class CacheError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 // Where the cache is and how big it may get, with the environment's defaults applied.

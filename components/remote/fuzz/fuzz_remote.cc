@@ -1,9 +1,9 @@
 // Fuzzes the remote component's parsers (remote/): the shard manifest, an S3 ListObjectsV2
 // page and an S3 error body, and brace patterns. The input's first byte picks the parser.
-// Refusing is fine (mploader::Error from the manifest and the patterns, std::runtime_error from
-// the S3 parsers); a crash, UB, a hang or another exception is not. An accepted manifest must
-// have every count non-negative and every name once; a pattern expands only when it has at
-// most two brace groups of at most three digits each, so that a run stays in memory.
+// Refusing is fine (mploader::Error, from every parser); a crash, UB, a hang or another
+// exception is not. An accepted manifest must have every count non-negative and every name
+// once; a pattern expands only when it has at most two brace groups of at most three digits
+// each, so that a run stays in memory.
 #include <mploader/errors.h>
 #include <mploader/remote/remote.h>
 
@@ -34,7 +34,7 @@ void check_listing(const std::string& text) {
     for (const auto& o : page.objects) {
       if (o.size < 0) std::abort();
     }
-  } catch (const std::runtime_error&) {
+  } catch (const mploader::Error&) {
   }
   (void)mploader::remote::detail::parse_s3_error(text);
 }

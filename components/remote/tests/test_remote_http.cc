@@ -307,4 +307,38 @@ TEST_CASE("remote: local tars read through the cache with cache_local_paths", "[
   CHECK_THROWS_WITH(again.get(6), Contains(paths[1]) && Contains("changed since"));
 }
 
+// The component's errors are mploader::Errors: one catch (const mploader::Error&) takes a
+// failed read, a store that cannot list, an unknown scheme and a bad pattern alike.
+TEST_CASE("remote: a TransportError and the URL OptionErrors are all mploader::Errors",
+          "[remote]") {
+  const auto caught = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const mploader::Error& e) {
+      return e.what();
+    }
+    FAIL("no mploader::Error was thrown");
+    return {};
+  };
+  mploader::remote::RemoteOptions o;
+  o.max_retries = 0;
+  // Port 1 of this machine: nothing listens there, so the connection is refused at once.
+  const std::string url = "http://127.0.0.1:1/shard-0.tar";
+  auto transport = mploader::remote::make_transport(url, o);
+  CHECK_THAT(caught([&] {
+               transport->read({url, 0, -1, ""}, [](const mploader::remote::ObjectInfo&) {},
+                               [](const char*, size_t) {});
+             }),
+             Contains("127.0.0.1"));
+  CHECK_THROWS_AS(transport->read({url, 0, -1, ""}, [](const mploader::remote::ObjectInfo&) {},
+                                  [](const char*, size_t) {}),
+                  mploader::remote::TransportError);
+  CHECK_THAT(caught([&] { (void)transport->list("http://127.0.0.1:1/train/"); }),
+             Contains("does not list objects"));
+  CHECK_THAT(caught([&] { (void)mploader::remote::make_transport("gopher://host/x.tar", o); }),
+             Contains("gopher"));
+  CHECK_THAT(caught([] { (void)mploader::remote::expand_braces("shard-{000..002.tar"); }),
+             Contains("shard-{000..002.tar"));
+}
+
 }  // namespace test_remote_http

@@ -85,7 +85,7 @@ const char* const kCredentialsFile =
 std::string message_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const std::runtime_error& e) {
+  } catch (const mploader::Error& e) {
     return e.what();
   }
   return "(no error)";

@@ -14,6 +14,8 @@
 /// that building the dataset downloads no shard.
 #pragma once
 
+#include <mploader/errors.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -72,11 +74,14 @@ struct ObjectInfo {
 };
 
 /// A read that failed. `transient`: worth retrying (a connection error, a stall, a body cut
-/// short, HTTP 5xx or 429); otherwise retrying cannot help (404, 403, a changed object).
-class TransportError : public std::runtime_error {
+/// short, HTTP 5xx or 429); otherwise retrying cannot help (404, 403, a changed object). An
+/// mploader::Error, as every error mploader throws; what() names the request, and the reader
+/// that made it adds its own name.
+class TransportError : public Error {
  public:
+  /// `message` is what() returns; `http_status` 0 when no response arrived.
   TransportError(const std::string& message, bool transient, int http_status)
-      : std::runtime_error(message), transient_(transient), http_status_(http_status) {}
+      : Error(message), transient_(transient), http_status_(http_status) {}
   bool transient() const { return transient_; }  ///< Whether a retry may succeed.
   int http_status() const { return http_status_; }  ///< 0 when no response arrived.
 
