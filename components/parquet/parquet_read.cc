@@ -5,6 +5,9 @@
 #include "core/loading_scope.h"
 #include "parquet/pq_reading.h"
 #include "parquet/pq_rows.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <mploader/sample_writer.h>
 
@@ -16,9 +19,10 @@ namespace mploader::parquet {
 namespace {
 
 void refuse_without_layout(const std::string& file) {
-  throw std::logic_error("mploader: ParquetShards: " + file + ": it has list or text columns, "
-                         "so it has no layout; write() and write_batch() are not for it. Fix: "
-                         "call get()");
+  throw Error(mploader::detail::message("ParquetShards",
+                                       file + ": it has list or text columns, so it has no "
+                                              "layout; write() and write_batch() are not for it",
+                                       "Call get()"));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // row groups each process decodes.
 #include <mploader/parquet/parquet_shards.h>
 
+#include "core/file_list.h"
 #include "parquet/pq_columns.h"
 #include "parquet/pq_file.h"
 #include "parquet/pq_reading.h"
@@ -14,26 +15,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 
 namespace mploader::parquet {
 namespace {
 
 void check_options(const std::vector<std::string>& paths, const ParquetShardsOptions& o) {
-  if (paths.empty()) {
-    throw OptionError("paths", "mploader: ParquetShards: no file given. Fix: pass at least one "
-                               "Parquet file, or use ParquetShards::from_directory");
-  }
-  std::set<std::string> seen;
-  for (const std::string& p : paths) {
-    std::error_code error;
-    const std::string key = std::filesystem::weakly_canonical(p, error).string();
-    if (!seen.insert(error ? p : key).second) {
-      throw OptionError("paths", detail::error_prefix(p) + "listed twice. Fix: list each file "
-                                 "once: each row group is read once an epoch");
-    }
-  }
+  mploader::detail::check_file_list("ParquetShards", "paths", paths, /*from_directory=*/true);
   std::set<std::string> columns;
   for (const std::string& c : o.columns) {
     if (c.empty() || !columns.insert(c).second) {

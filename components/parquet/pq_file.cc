@@ -4,6 +4,7 @@
 #include "parquet/pq_file.h"
 
 #include "parquet/pq_columns.h"
+#include "util/errors.h"
 
 #include <mploader/errors.h>
 
@@ -82,10 +83,11 @@ std::unique_ptr<::parquet::arrow::FileReader> open_at(const std::string& path,
   }
 }
 
-std::string changed(const ParquetFileInfo& file, const std::string& what) {
-  return error_prefix(file.path) + "the file changed after the dataset was built (" + what +
-         "). Fix: build the dataset again after a file is rewritten, or write new files "
-         "instead of changing these while a job reads them";
+[[noreturn]] void refuse_changed(const ParquetFileInfo& file, const std::string& what) {
+  throw Error(mploader::detail::message(
+      "ParquetShards", file.path + ": the file changed after the dataset was built (" + what + ")",
+      "Build the dataset again after a file is rewritten, or write new files instead of "
+      "changing these while a job reads them"));
 }
 
 // Parquet stores a row in at least a bit of one of its columns' pages, and no writer packs more
@@ -148,16 +150,15 @@ void check_unchanged(const ParquetFileInfo& file) {
   try {
     now = stamp_of(file.path);
   } catch (const OptionError& e) {
-    throw std::runtime_error(changed(file, std::string("it cannot be opened now: ") + e.what()));
+    refuse_changed(file, std::string("it cannot be opened now: ") + e.what());
   }
   if (now.size != file.size) {
-    throw std::runtime_error(changed(file, std::to_string(file.size) + " bytes then, " +
-                                               std::to_string(now.size) + " now"));
+    refuse_changed(file, std::to_string(file.size) + " bytes then, " + std::to_string(now.size) +
+                             " now");
   }
   if (now.mtime_ns != file.mtime_ns) {
-    throw std::runtime_error(changed(file, "its modification time moved by " +
-                                               std::to_string((now.mtime_ns - file.mtime_ns) /
-                                                              1000000) + " ms"));
+    refuse_changed(file, "its modification time moved by " +
+                             std::to_string((now.mtime_ns - file.mtime_ns) / 1000000) + " ms");
   }
 }
 
@@ -165,15 +166,15 @@ std::unique_ptr<::parquet::arrow::FileReader> open_reader(const ParquetFileInfo&
   check_unchanged(file);
   std::string why;
   std::unique_ptr<::parquet::arrow::FileReader> reader = open_at(file.path, why);
-  if (!reader) throw std::runtime_error(changed(file, "its footer no longer reads: " + why));
+  if (!reader) refuse_changed(file, "its footer no longer reads: " + why);
   const std::shared_ptr<::parquet::FileMetaData> meta = reader->parquet_reader()->metadata();
   bool same = meta->num_row_groups() == static_cast<int>(file.row_group_rows.size());
   for (int g = 0; same && g < meta->num_row_groups(); ++g) {
     same = meta->RowGroup(g)->num_rows() == file.row_group_rows[static_cast<size_t>(g)];
   }
   if (!same) {
-    throw std::runtime_error(changed(file, std::to_string(meta->num_row_groups()) +
-                                               " row groups of other counts now"));
+    refuse_changed(file, std::to_string(meta->num_row_groups()) +
+                             " row groups of other counts now");
   }
   return reader;
 }

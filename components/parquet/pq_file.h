@@ -24,11 +24,11 @@ FooterScan scan_footer(const std::string& path);
 
 /// A reader of `file` for this process, its footer read again and checked: size, modification
 /// time and row group counts as `file` recorded them. Reads with no thread of Arrow's and no
-/// read-ahead, so a process that forks holds no thread. Throws std::runtime_error naming the
+/// read-ahead, so a process that forks holds no thread. Throws mploader::Error naming the
 /// file and the change.
 std::unique_ptr<::parquet::arrow::FileReader> open_reader(const ParquetFileInfo& file);
 
-/// Throws std::runtime_error naming the file when its size or modification time is no longer
+/// Throws mploader::Error naming the file when its size or modification time is no longer
 /// what `file` recorded.
 void check_unchanged(const ParquetFileInfo& file);
 

@@ -4,6 +4,9 @@
 
 #include "parquet/pq_columns.h"
 #include "parquet/pq_file.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <mploader/loading_context.h>
 #include <mploader/stage_timer.h>
@@ -28,9 +31,14 @@ void collect_leaves(const ::parquet::arrow::SchemaField& field, std::vector<int>
   for (const auto& child : field.children) collect_leaves(child, out);
 }
 
+// "<file>: row group 3 of 8: ", the start of what happened to a row group.
 std::string in_group(const ParquetFileInfo& file, int group) {
-  return detail::error_prefix(file.path) + "row group " + std::to_string(group) + " of " +
+  return file.path + ": row group " + std::to_string(group) + " of " +
          std::to_string(file.row_group_rows.size()) + ": ";
+}
+
+[[noreturn]] void refuse(const std::string& what, const std::string& fix) {
+  throw Error(mploader::detail::message("ParquetShards", what, fix));
 }
 
 // Arrow allocates a row group's decoded columns whole, from the row count the footer gives: a
@@ -51,12 +59,12 @@ void check_decodable(const ParquetFileInfo& file, int group,
   const int64_t rows = file.row_group_rows[static_cast<size_t>(group)];
   const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
   if (row_bytes > 0 && rows > memory / row_bytes) {
-    throw std::runtime_error(in_group(file, group) + "its footer says it has " +
-                             std::to_string(rows) + " rows, which decode to at least " +
-                             std::to_string(row_bytes) + " bytes each: more than this machine's " +
-                             std::to_string(memory >> 20) + " MiB of memory. Fix: the footer is "
-                             "damaged, or the file was written with one huge row group: write "
-                             "it again with smaller ones");
+    refuse(in_group(file, group) + "its footer says it has " + std::to_string(rows) +
+               " rows, which decode to at least " + std::to_string(row_bytes) +
+               " bytes each: more than this machine's " + std::to_string(memory >> 20) +
+               " MiB of memory",
+           "The footer is damaged, or the file was written with one huge row group: write it "
+           "again with smaller ones");
   }
 }
 
@@ -67,17 +75,16 @@ std::shared_ptr<arrow::Array> read_column(const ParquetFileInfo& info,
                                           const ParquetColumnInfo& column,
                                           const std::vector<int>& leaves) {
   const std::string where = in_group(info, group) + "column '" + column.name + "' ";
-  const std::string damaged = "Fix: the file is damaged: write or copy it again";
+  const std::string damaged = "The file is damaged: write or copy it again";
   arrow::Result<std::shared_ptr<arrow::Table>> table;
   try {
     ScopedStageTimer stage(DatasetStage::kDecode);
     table = reader.ReadRowGroup(group, leaves);
   } catch (const std::exception& e) {  // Parquet throws for a damaged page or checksum
-    throw std::runtime_error(where + "cannot be decoded (" + e.what() + "). " + damaged);
+    refuse(where + "cannot be decoded (" + e.what() + ")", damaged);
   }
   if (!table.ok()) {
-    throw std::runtime_error(where + "cannot be decoded (" + table.status().message() + "). " +
-                             damaged);
+    refuse(where + "cannot be decoded (" + table.status().message() + ")", damaged);
   }
   const std::shared_ptr<arrow::ChunkedArray> chunks = (*table)->GetColumnByName(column.name);
   std::shared_ptr<arrow::Array> array;
@@ -86,21 +93,21 @@ std::shared_ptr<arrow::Array> read_column(const ParquetFileInfo& info,
   } else if (chunks != nullptr && chunks->num_chunks() > 1) {
     auto joined = arrow::Concatenate(chunks->chunks(), arrow::system_memory_pool());
     if (!joined.ok()) {
-      throw std::runtime_error(where + "cannot be joined into one array (" +
-                               joined.status().message() + "). Fix: write smaller row groups");
+      refuse(where + "cannot be joined into one array (" + joined.status().message() + ")",
+             "Write smaller row groups");
     }
     array = *joined;
   }
   const int64_t rows = info.row_group_rows[static_cast<size_t>(group)];
   if (array == nullptr || array->length() != rows) {
-    throw std::runtime_error(where + "decoded " + std::to_string(array ? array->length() : 0) +
-                             " rows, not the footer's " + std::to_string(rows) + ". " + damaged);
+    refuse(where + "decoded " + std::to_string(array ? array->length() : 0) +
+               " rows, not the footer's " + std::to_string(rows),
+           damaged);
   }
   // libparquet does not check what a damaged page decodes to: offsets past their data (a
   // string or list) would be read past its buffer. O(rows), beside the decode itself.
   if (const arrow::Status valid = array->ValidateFull(); !valid.ok()) {
-    throw std::runtime_error(where + "decoded to invalid data (" + valid.message() + "). " +
-                             damaged);
+    refuse(where + "decoded to invalid data (" + valid.message() + ")", damaged);
   }
   return array;
 }
@@ -134,9 +141,9 @@ ParquetShards::Reading::OpenFile& ParquetShards::Reading::open(size_t file) {
       return sf.field->name() == column.name;
     });
     if (field == fields.end() || field->field->type()->ToString() != column.arrow_type) {
-      throw std::runtime_error(detail::error_prefix(files_[file].path) + "column '" +
-                               column.name + "' is no longer of type " + column.arrow_type +
-                               ". Fix: build the dataset again after a file is rewritten");
+      refuse(files_[file].path + ": column '" + column.name + "' is no longer of type " +
+                 column.arrow_type,
+             "Build the dataset again after a file is rewritten");
     }
     collect_leaves(*field, f.leaves.emplace_back());
     std::sort(f.leaves.back().begin(), f.leaves.back().end());

@@ -37,7 +37,7 @@ struct ParquetShards::Reading {
           const std::vector<ParquetColumnInfo>& columns, const ParquetShardsOptions& options);
 
   /// Row group `group` of file `file` (shard `shard`), decoded now or kept from before.
-  /// Throws std::runtime_error naming the file, the row group and what failed.
+  /// Throws mploader::Error naming the file, the row group and what failed.
   DecodedGroup& decoded(size_t shard, size_t file, int group);
   /// Rows [row, row + rows) of `group` are being handed out.
   void served(DecodedGroup& group, int64_t row, int64_t rows);

@@ -3,6 +3,9 @@
 #include "parquet/pq_rows.h"
 
 #include "parquet/pq_columns.h"
+#include "util/errors.h"
+
+#include <mploader/errors.h>
 
 #include <mploader/stage_timer.h>
 
@@ -16,18 +19,24 @@
 namespace mploader::parquet::detail {
 namespace {
 
+// "<file>: row group 2, row 5 (sample 105), column 'x'": where a row's error happened.
 std::string place_text(const RowPlace& at, const ParquetColumnInfo& info) {
-  return error_prefix(at.file->path) + "row group " + std::to_string(at.group) + ", row " +
+  return at.file->path + ": row group " + std::to_string(at.group) + ", row " +
          std::to_string(at.row) + " (sample " + std::to_string(at.global) + "), column '" +
          info.name + "'";
 }
 
+[[noreturn]] void refuse_row(const RowPlace& at, const ParquetColumnInfo& info,
+                             const std::string& what, const std::string& fix) {
+  throw Error(mploader::detail::message("ParquetShards", place_text(at, info) + what, fix));
+}
+
 [[noreturn]] void refuse_null(const RowPlace& at, const ParquetColumnInfo& info,
                               const char* what) {
-  throw std::runtime_error(place_text(at, info) + " holds a null " + what + ", and its null "
-                           "policy is refuse. Fix: set ParquetShardsOptions::nulls, or "
-                           "column_nulls[\"" + info.name + "\"], to NullPolicy::kFill (nulls "
-                           "become null_fill) or kMask (and a \"" + info.name + "_valid\" field)");
+  refuse_row(at, info, std::string(" holds a null ") + what + ", and its null policy is refuse",
+             "Set ParquetShardsOptions::nulls, or column_nulls[\"" + info.name +
+                 "\"], to NullPolicy::kFill (nulls become null_fill) or kMask (and a \"" +
+                 info.name + "_valid\" field)");
 }
 
 RowPlace advanced(RowPlace at, int64_t by) {
@@ -67,9 +76,9 @@ void write_image_row(const ColumnData& c, const ParquetColumnInfo& info,
   const int64_t value = value_row(c, at.row);
   std::string_view bytes;
   if (value < 0 || !image_bytes(*c.values, value, bytes)) {
-    throw std::runtime_error(place_text(at, info) + " holds no image (null). Fix: drop the "
-                             "rows without an image when writing the file: an image column's "
-                             "nulls are never filled");
+    refuse_row(at, info, " holds no image (null)",
+               "Drop the rows without an image when writing the file: an image column's nulls "
+               "are never filled");
   }
   const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
   try {
@@ -82,12 +91,14 @@ void write_image_row(const ColumnData& c, const ParquetColumnInfo& info,
     stage.emplace(DatasetStage::kTransform);
     compose.render(state.image, plan, dst, state.scratch);
   } catch (const vision::DecodeError& e) {
-    throw std::runtime_error(place_text(at, info) + ": the image does not decode (" +
-                             std::to_string(bytes.size()) + " bytes: " + e.what() +
-                             "). Fix: rewrite the row with a JPEG or PNG file");
+    refuse_row(at, info,
+               ": the image does not decode (" + std::to_string(bytes.size()) +
+                   " bytes: " + e.what() + ")",
+               "Rewrite the row with a JPEG or PNG file");
   } catch (const vision::TransformError& e) {
-    throw std::runtime_error(place_text(at, info) + ": the image does not fit the transform " +
-                             compose.describe() + ": " + e.what());
+    refuse_row(at, info,
+               ": the image does not fit the transform " + compose.describe() + ": " + e.what(),
+               "Give a transform that fits every image, or leave this row out");
   }
 }
 

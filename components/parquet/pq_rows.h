@@ -31,12 +31,12 @@ struct ImageState {
 
 /// Writes `rows` rows of tensor column `c` from `at` into `dst` (C-contiguous rows of
 /// info.shape), and each row's validity into `mask` (one bool a row) when it is not null.
-/// Throws std::runtime_error naming the place when a null meets NullPolicy::kRefuse.
+/// Throws mploader::Error naming the place when a null meets NullPolicy::kRefuse.
 void write_tensor_rows(const ColumnData& c, const ParquetColumnInfo& info, double fill,
                        const RowPlace& at, int64_t rows, uint8_t* dst, uint8_t* mask);
 
 /// Decodes row `at` of image column `c` through `compose` into `dst` (info.shape, info.dtype).
-/// Throws std::runtime_error naming the place for a null or an image that does not decode.
+/// Throws mploader::Error naming the place for a null or an image that does not decode.
 void write_image_row(const ColumnData& c, const ParquetColumnInfo& info,
                      const vision::Compose& compose, const RowPlace& at, uint64_t seed,
                      ImageState state, uint8_t* dst);

@@ -3,6 +3,7 @@
 
 #include "shards/tar_reader.h"
 
+#include <mploader/errors.h>
 #include <mploader/tensor_dict.h>
 #include <mploader/vision/decode.h>
 #include <mploader/vision/transforms.h>
@@ -15,9 +16,9 @@ namespace mploader::shards::detail {
 /// A sample that cannot become tensors (a missing member, an int member that is no integer,
 /// an image that does not decode): what() says which member and why, without the tar's name,
 /// which the caller adds. OnBadSample::kSkip skips these, and only these.
-class BadSample : public std::runtime_error {
+class BadSample : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 /// An image decoder and its buffers, reused from one image member to the next.

@@ -6,6 +6,8 @@
 #include "remote/shard_prefetcher.h"
 #include "shards/tar_reader.h"
 
+#include <mploader/errors.h>
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -20,9 +22,9 @@
 namespace mploader::shards::detail {
 
 /// A tar that changed, or went away, since the scan counted it: what() says what to do.
-class ShardChanged : public std::runtime_error {
+class ShardChanged : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 /// Contract: fetch(shard, k) returns sample k of the shard, reading each shard front to back
@@ -31,7 +33,7 @@ class ShardChanged : public std::runtime_error {
 /// A shard named by URL is read from the shard cache (remote/shard_cache.h), downloaded there
 /// first unless another process did; the reader holds its lease while the tar is open.
 /// Readers belong to the process that opened them: after a fork the child drops what it
-/// inherited and opens its own. Errors are std::runtime_error naming the tar (TarReader's);
+/// inherited and opens its own. Errors are mploader::Error naming the tar (TarReader's);
 /// a tar whose size, modification time or sample count differs from its scan, or that is
 /// gone, is a ShardChanged. Size and modification time are checked on every fetch, not only
 /// when the tar is opened.

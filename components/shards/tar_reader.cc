@@ -2,6 +2,7 @@
 // only when asked for; skipping seeks past it (an uncompressed tar on a seekable file).
 #include "shards/tar_reader.h"
 #include "shards/text.h"
+#include "util/errors.h"
 #include "util/file_stat.h"
 
 #include <mploader/errors.h>
@@ -38,25 +39,25 @@ bool split_member_name(const std::string& path, std::string& key, std::string& e
 TarReader::TarReader(std::string path) : path_(std::move(path)) {
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) {
-    throw std::runtime_error(in_quotes(path_) + " cannot be opened: " + std::strerror(errno));
+    throw Error(in_quotes(path_) + " cannot be opened: " + std::strerror(errno));
   }
-  if (!S_ISREG(st.st_mode)) throw std::runtime_error(in_quotes(path_) + " is not a regular file");
+  if (!S_ISREG(st.st_mode)) throw Error(in_quotes(path_) + " is not a regular file");
   file_bytes_ = static_cast<int64_t>(st.st_size);
   if (file_bytes_ == 0) {
     // Likely a shard whose writer died before its first block: say so, not "no tar format".
-    throw std::runtime_error(in_quotes(path_) + " is empty (0 bytes), not a tar (even an empty "
+    throw Error(in_quotes(path_) + " is empty (0 bytes), not a tar (even an empty "
                              "tar holds its end blocks)");
   }
   mtime_ns_ = mploader::detail::mtime_ns(st);
   archive_ = archive_read_new();
-  if (archive_ == nullptr) throw std::runtime_error("libarchive could not allocate a reader");
+  if (archive_ == nullptr) throw Error("libarchive could not allocate a reader");
   archive_read_support_format_tar(archive_);
   archive_read_support_filter_all(archive_);
   if (archive_read_open_filename(archive_, path_.c_str(), kBlockBytes) != ARCHIVE_OK) {
     const std::string why = archive_error_string(archive_) ? archive_error_string(archive_) : "";
     archive_read_free(archive_);
     archive_ = nullptr;
-    throw std::runtime_error(in_quotes(path_) + " cannot be read as a tar (libarchive: " + why +
+    throw Error(in_quotes(path_) + " cannot be read as a tar (libarchive: " + why +
                              ")");
   }
   for (int i = 0; i < archive_filter_count(archive_); ++i) {
@@ -70,7 +71,7 @@ TarReader::~TarReader() {
 
 void TarReader::fail(const std::string& what) const {
   const char* why = archive_ != nullptr ? archive_error_string(archive_) : nullptr;
-  throw std::runtime_error(in_quotes(path_) + ": " + what +
+  throw Error(in_quotes(path_) + ": " + what +
                            (why != nullptr ? std::string(" (libarchive: ") + why + ")" : ""));
 }
 
@@ -105,7 +106,7 @@ bool TarReader::next_member(int64_t samples_before) {
     pending_size_ = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1;
     if (archive_entry_size_is_set(entry) && pending_size_ < 0) {
       // libarchive then reads on past the file's end (2 GB of data from a 4 KB tar).
-      throw std::runtime_error(in_quotes(path_) + ": member " + in_quotes(pending_.name) +
+      throw Error(in_quotes(path_) + ": member " + in_quotes(pending_.name) +
                                " has a size of " + std::to_string(pending_size_) + " bytes in its "
                                "header: the header is damaged");
     }
@@ -115,7 +116,7 @@ bool TarReader::next_member(int64_t samples_before) {
     const int64_t data_start = archive_read_header_position(archive_) + kTarHeaderBytes;
     if (!compressed_ && std::max<int64_t>(pending_size_, 0) > file_bytes_ - data_start) {
       const uint64_t data_end = static_cast<uint64_t>(data_start) + pending_size_;
-      throw std::runtime_error(in_quotes(path_) + " is cut short: member " + in_quotes(pending_.name) +
+      throw Error(in_quotes(path_) + " is cut short: member " + in_quotes(pending_.name) +
                                " (" + std::to_string(pending_size_) + " bytes) ends past byte " +
                                std::to_string(data_end) + " but the file has " +
                                std::to_string(file_bytes_) + " bytes");
@@ -129,7 +130,7 @@ void TarReader::check_end_blocks(int64_t samples_before) const {
   // A tar ends with zero blocks, which libarchive consumes at its end; one that ends right
   // after a member's data was cut on a member boundary, and would lose its last samples.
   if (archive_filter_bytes(archive_, 0) > archive_read_header_position(archive_)) return;
-  throw std::runtime_error(
+  throw Error(
       in_quotes(path_) + " is cut short: it ends at byte " +
       std::to_string(archive_read_header_position(archive_)) + ", after " +
       std::to_string(samples_before) + " samples, on a member boundary without the zero "
@@ -184,7 +185,7 @@ bool TarReader::next(RawSample* out) {
   if (out != nullptr) *out = RawSample{key, {}, 0};
   for (;;) {
     if (std::find(exts.begin(), exts.end(), pending_.ext) != exts.end()) {
-      throw std::runtime_error(in_quotes(path_) + ": sample " + in_quotes(key) + " has two members " +
+      throw Error(in_quotes(path_) + ": sample " + in_quotes(key) + " has two members " +
                                "of extension " + in_quotes(pending_.ext) + " (the second is " +
                                in_quotes(pending_.name) + "): write each extension once per key");
     }
@@ -212,10 +213,12 @@ ShardScan scan_shard(const std::string& path) {
     while (reader.next(nullptr)) {
     }
     return ShardScan{reader.position(), reader.file_bytes(), reader.mtime_ns(), {}};
-  } catch (const std::runtime_error& e) {
-    throw OptionError("tar_paths", std::string("TarShards: ") + e.what() +
-                                       ": check the file (tar tvf lists what is readable of "
-                                       "it) and write it again, or leave it out of the list");
+  } catch (const Error& e) {  // the reader's own: they name the tar and what is wrong
+    throw OptionError("tar_paths",
+                      mploader::detail::message("TarShards", e.what(),
+                                                "Check the file (tar tvf lists what is readable "
+                                                "of it) and write it again, or leave it out of "
+                                                "the list"));
   }
 }
 

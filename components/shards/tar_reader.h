@@ -30,7 +30,7 @@ struct RawSample {
 bool split_member_name(const std::string& path, std::string& key, std::string& ext);
 
 /// Reads a tar front to back, one sample at a time, reading member data or skipping it.
-/// Contract: every failure throws std::runtime_error whose text names the tar and, for a
+/// Contract: every failure throws mploader::Error whose text names the tar and, for a
 /// member, the member, with libarchive's message; the reader is then unusable (the caller
 /// drops it). Not thread-safe; owns its file descriptor (never used across a fork).
 class TarReader {

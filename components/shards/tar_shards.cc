@@ -4,6 +4,7 @@
 #include <mploader/loading_context.h>
 #include <mploader/shards/tar_shards.h>
 
+#include "core/file_list.h"
 #include "core/loading_scope.h"
 #include "remote/manifest.h"
 #include "remote/shard_cache.h"
@@ -12,17 +13,11 @@
 #include "shards/sample_source.h"
 #include "shards/shard_count.h"
 #include "shards/tar_reader.h"
-#include "util/file_stat.h"
+#include "util/errors.h"
 #include "util/folder_files.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <filesystem>
-#include <map>
-#include <set>
 #include <stdexcept>
-#include <system_error>
 
 namespace mploader::shards {
 
@@ -39,30 +34,21 @@ namespace {
 
 using detail::in_quotes;
 
-
 void check_options(const std::vector<std::string>& paths, const TarShardsOptions& o) {
-  if (paths.empty()) {
-    throw OptionError("tar_paths", "TarShards: the list of tar files is empty: give at least "
-                                   "one (or use TarShards::from_directory)");
-  }
-  std::set<std::string> seen;
-  for (const std::string& p : paths) {
-    if (!seen.insert(p).second) {
-      throw OptionError("tar_paths", "TarShards: " + in_quotes(p) + " is listed twice: each tar "
-                                     "is one shard, read once per epoch");
-    }
-  }
+  mploader::detail::check_file_list("TarShards", "tar_paths", paths, /*from_directory=*/true);
   for (const std::string& k : o.int_keys) {
     if (o.image_keys.count(k) != 0) {
-      throw OptionError("int_keys", "TarShards: extension " + in_quotes(k) + " is in both "
-                                    "int_keys and image_keys: list it in one of them");
+      throw OptionError("int_keys", mploader::detail::message(
+                                        "TarShards", "extension " + in_quotes(k) +
+                                                         " is in both int_keys and image_keys",
+                                        "List it in one of them"));
     }
   }
   auto at_least = [](const char* name, int64_t value, int64_t least) {
     if (value < least) {
-      throw OptionError(name, std::string("TarShards: ") + name + " is " +
-                                  std::to_string(value) + "; it must be at least " +
-                                  std::to_string(least));
+      throw OptionError(name, mploader::detail::message(
+                                  "TarShards", std::string(name) + " is " + std::to_string(value),
+                                  "Give " + std::to_string(least) + " or more"));
     }
   };
   at_least("read_ahead", o.read_ahead, 0);
@@ -75,26 +61,9 @@ void check_options(const std::vector<std::string>& paths, const TarShardsOptions
                                           o.remote.connect_timeout_s},
                                       {"remote.stall_timeout_s", o.remote.stall_timeout_s}}) {
     if (!(seconds >= 0.001 && seconds <= 86400)) {
-      throw OptionError(name, std::string("TarShards: ") + name + " is " +
-                                  std::to_string(seconds) + "; give a number of seconds from "
-                                  "0.001 to 86400");
-    }
-  }
-}
-
-// One file under two spellings ("x.tar", "./x.tar", a link) would be read twice an epoch.
-void refuse_same_file(const std::vector<std::string>& paths) {
-  std::map<mploader::detail::FileKey, const std::string*> seen;
-  for (const std::string& p : paths) {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) != 0) continue;  // the scan said why
-    const auto [it, fresh] = seen.emplace(mploader::detail::file_key(st), &p);
-    if (!fresh) {
-      throw OptionError("tar_paths", "TarShards: " + in_quotes(*it->second) + " and " +
-                                         in_quotes(p) + " are the same file (device " +
-                                         std::to_string(st.st_dev) + ", inode " +
-                                         std::to_string(st.st_ino) + "): each tar is one shard, "
-                                         "read once per epoch; list it once");
+      throw OptionError(name, mploader::detail::message(
+                                  "TarShards", std::string(name) + " is " + std::to_string(seconds),
+                                  "Give a number of seconds from 0.001 to 86400"));
     }
   }
 }
@@ -122,7 +91,6 @@ std::vector<ShardScan> scan_all(const std::vector<std::string>& paths,
       scans.push_back(detail::scan_shard(p));
     }
   }
-  refuse_same_file(paths);
   return scans;
 }
 
@@ -154,8 +122,10 @@ TarShards::TarShards(std::vector<std::string> tar_paths, std::vector<ShardScan> 
     : paths_(std::move(tar_paths)), scans_(std::move(scans)), options_(std::move(options)) {
   check_options(paths_, options_);
   if (scans_.size() != paths_.size()) {
-    throw std::invalid_argument("TarShards: " + std::to_string(scans_.size()) + " scans for " +
-                                std::to_string(paths_.size()) + " tar files");
+    throw OptionError("scans", mploader::detail::message(
+                                   "TarShards", std::to_string(scans_.size()) + " scans for " +
+                                                    std::to_string(paths_.size()) + " tar files",
+                                   "Give one scan for each tar file, in the files' order"));
   }
   refuse_empty(paths_, scans_);
   std::vector<ShardInfo> shards;
@@ -208,18 +178,18 @@ Sample TarShards::get(int64_t index) {
     std::shared_ptr<const detail::RawSample> raw;
     try {
       raw = reading_->source.fetch(at.shard, sample, /*keep=*/step > 0);
-    } catch (const std::runtime_error& e) {
+    } catch (const std::runtime_error& e) {  // mploader::Error, or the library's own
       // A changed shard, a failed download, a full cache and a bad setting (the cache's
       // folder or limit) say what to do themselves; any other failure is the tar's.
       const bool damaged = dynamic_cast<const detail::ShardChanged*>(&e) == nullptr &&
                            dynamic_cast<const remote::TransportError*>(&e) == nullptr &&
                            dynamic_cast<const remote::detail::CacheError*>(&e) == nullptr &&
                            dynamic_cast<const OptionError*>(&e) == nullptr;
-      throw std::runtime_error("TarShards: cannot read " + where(sample) + ": " + e.what() +
-                               (damaged ? ": the tar is damaged; check it (tar tvf " + path +
-                                              ") and write it again, or leave it out of the "
-                                              "dataset"
-                                        : ""));
+      throw Error(mploader::detail::message(
+          "TarShards", "cannot read " + where(sample) + ": " + e.what(),
+          damaged ? "The tar is damaged: check it (tar tvf " + path +
+                        ") and write it again, or leave it out of the dataset"
+                  : ""));
     }
     try {
       Sample out = detail::decode_sample(*raw, options_, seed, reading_->decoding);
@@ -227,17 +197,20 @@ Sample TarShards::get(int64_t index) {
       return out;
     } catch (const detail::BadSample& e) {
       if (options_.on_bad_sample == OnBadSample::kRaise) {
-        throw std::runtime_error("TarShards: " + where(sample) + ": " + e.what() +
-                                 " (TarShardsOptions::on_bad_sample = kSkip loads the next good "
-                                 "sample of the shard in its place and counts the skip)");
+        throw Error(mploader::detail::message(
+            "TarShards", where(sample) + ": " + e.what(),
+            "Write the sample again, or set TarShardsOptions::on_bad_sample = kSkip, which loads "
+            "the next good sample of the shard in its place and counts the skip"));
       }
       if (step == 0) first_error = e.what();
       if (step >= options_.max_consecutive_bad || step + 1 >= count) {
-        throw std::runtime_error(
-            "TarShards: " + where(at.sample) + ": " + first_error + "; nor could any of the " +
-            std::to_string(step) + " samples after it be loaded (max_consecutive_bad is " +
-            std::to_string(options_.max_consecutive_bad) + "): is this the shard you meant, "
-            "and are TarShardsOptions::keys its extensions?");
+        throw Error(mploader::detail::message(
+            "TarShards",
+            where(at.sample) + ": " + first_error + "; nor could any of the " +
+                std::to_string(step) + " samples after it be loaded (max_consecutive_bad is " +
+                std::to_string(options_.max_consecutive_bad) + ")",
+            "Check that this is the shard you meant, and that TarShardsOptions::keys are its "
+            "extensions"));
       }
     }
   }

@@ -15,7 +15,7 @@ if(MPLOADER_ARROW_FOUND)
                                core/streaming_dataset.cc core/registry.cc
                                worker/worker_info.cc core/sample_writer.cc core/dataset.cc
                                core/tensor_dict.cc core/loading_scope.cc core/collate.cc
-                               core/pad_collator.cc core/remote_files.cc
+                               core/pad_collator.cc core/remote_files.cc core/file_list.cc
                                core/text_fields.cc core/batch.cc core/exception_text.cc
                                core/stage_timer.cc
                                util/errors.cc

@@ -1,9 +1,8 @@
 // Fuzzes what ParquetShards parses: the recipe a spawned worker rebuilds the dataset from
 // (first byte even), and Parquet files (first byte odd: the rest is the file, opened through a
 // memfd's /proc/self/fd path as a user's file would be), whose footer is read and whose every
-// row is read as a worker reads it (at most 4096 rows). Refusing with mploader::Error, or with
-// the std::runtime_error a read gives for a damaged file, is fine; a crash, UB or another
-// exception is not.
+// row is read as a worker reads it (at most 4096 rows). Refusing with mploader::Error, the
+// recipe's and a damaged file's alike, is fine; a crash, UB or another exception is not.
 #include <mploader/errors.h>
 #include <mploader/parquet/parquet_shards.h>
 
@@ -33,7 +32,7 @@ void read_file(const uint8_t* data, size_t size, bool fill_nulls) {
   try {
     pq::ParquetShards dataset({path}, options);
     read_rows(dataset);
-  } catch (const std::runtime_error&) {  // mploader::Error is one
+  } catch (const mploader::Error&) {
   }
   close(fd);
 }
@@ -50,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto dataset = pq::ParquetShards::from_recipe(
         std::string(reinterpret_cast<const char*>(data) + 1, size - 1));
     read_rows(*dataset);
-  } catch (const std::runtime_error&) {
+  } catch (const mploader::Error&) {
   }
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 namespace test_parquet_errors {
@@ -176,8 +177,8 @@ TEST_CASE("parquet: a data page whose checksum does not match is an error naming
   const std::string where = "damaged_pages.parquet: row group 1 of 2: column 'x'";
   REQUIRE_THROWS_WITH(data.get(half + 5), Catch::Contains(where) &&
                                               Catch::Contains("checksum") &&
-                                              Catch::Contains("Fix: the file is damaged: write "
-                                                              "or copy it again"));
+                                              Catch::Contains("The file is damaged: write or "
+                                                              "copy it again"));
   // Through a worker the same: the batch fails, nothing of the row group is handed out.
   LoaderOptions o;
   o.batch_size = 8;
@@ -195,7 +196,7 @@ TEST_CASE("parquet: a data page whose checksum does not match is an error naming
 TEST_CASE("parquet: bad options name the option and the fix", "[parquet]") {
   PQ_TEST_NEEDS_FILES();
   const std::string file = pq_test::path("numeric.parquet");
-  CHECK_THAT(construction_error({}), Catch::Contains("no file given"));
+  CHECK_THAT(construction_error({}), Catch::Contains("the list of files is empty"));
   CHECK_THAT(construction_error({file, pq_test::folder() + "/./numeric.parquet"}),
              Catch::Contains("listed twice"));
   ParquetShardsOptions o;
@@ -223,7 +224,35 @@ TEST_CASE("parquet: write() on a dataset with text columns is refused", "[parque
   std::vector<uint8_t*> bases;
   std::vector<size_t> sizes;
   mploader::SampleWriter out(layout, bases.data(), sizes.data(), 0);
-  REQUIRE_THROWS_WITH(data.write(0, out), Catch::Contains("call get()"));
+  REQUIRE_THROWS_WITH(data.write(0, out), Catch::Contains("Call get()"));
+}
+
+// The component's errors are mploader::Errors: the file-list check it shares with TarShards
+// (core/file_list.h) words its refusals as TarShards' does.
+TEST_CASE("parquet: the file list's refusals are mploader::Errors worded as TarShards' are",
+          "[parquet]") {
+  PQ_TEST_NEEDS_FILES();
+  const auto caught = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const mploader::Error& e) {
+      return e.what();
+    }
+    FAIL("no mploader::Error was thrown");
+    return {};
+  };
+  CHECK_THAT(caught([] { ParquetShards(std::vector<std::string>{}); }),
+             Catch::StartsWith("mploader: ParquetShards: the list of files is empty. Give at "
+                               "least one file, or use ParquetShards::from_directory"));
+  const std::string file = pq_test::path("numeric.parquet");
+  const std::string linked = pq_test::path("numeric-linked.parquet");
+  std::filesystem::remove(linked);
+  std::filesystem::create_hard_link(file, linked);
+  CHECK_THAT(caught([&] { ParquetShards({file, linked}); }),
+             Catch::StartsWith("mploader: ParquetShards: ") && Catch::Contains(linked) &&
+                 Catch::Contains("are the same file, listed twice (device ") &&
+                 Catch::Contains("List each file once"));
+  std::filesystem::remove(linked);
 }
 
 }  // namespace test_parquet_errors

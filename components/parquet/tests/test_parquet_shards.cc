@@ -193,7 +193,7 @@ TEST_CASE("parquet: nulls are refused by default, filled, or filled and masked",
     try {
       (void)data.get(first_null);
       FAIL("a null was read under the refuse policy");
-    } catch (const std::runtime_error& e) {
+    } catch (const mploader::Error& e) {
       const std::string what = e.what();
       CHECK(what.find("nulls.parquet") != std::string::npos);
       CHECK(what.find("column 'x'") != std::string::npos);

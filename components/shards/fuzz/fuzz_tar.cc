@@ -1,8 +1,8 @@
 // Fuzzes the tar shard reader (shards/tar_reader.cc, libarchive underneath): any bytes as a
 // shard, through a memfd's /proc/self/fd path as TarShards opens a file. The shard is scanned
 // as the TarShards constructor does (headers only), then read member by member as a worker
-// does. Refusing is fine (OptionError from the scan, std::runtime_error naming the tar from
-// the reader); a crash, UB, another exception, or a runaway allocation is not.
+// does. Refusing is fine (OptionError from the scan, mploader::Error naming the tar from the
+// reader); a crash, UB, another exception, or a runaway allocation is not.
 #include "shards/tar_reader.h"
 
 #include <mploader/errors.h>
@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!detail::split_member_name(m.name, key, ext) || ext != m.ext) std::abort();
       }
     }
-  } catch (const std::runtime_error&) {
+  } catch (const mploader::Error&) {
   }
   close(fd);
   return 0;

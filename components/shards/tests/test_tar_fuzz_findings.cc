@@ -22,7 +22,7 @@ TEST_CASE("shards: a gzipped member claiming 1 TiB is cut short, not allocated")
   try {
     reader.next(&sample);
     FAIL("the member was read whole");
-  } catch (const std::runtime_error& e) {
+  } catch (const mploader::Error& e) {
     INFO(e.what());
     CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("member \"a.cls\"") &&
                              Catch::Contains("of its 1099511627776 bytes"));

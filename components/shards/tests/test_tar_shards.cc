@@ -12,7 +12,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <numeric>
 #include <random>
@@ -293,6 +295,43 @@ TEST_CASE("shards: a gzipped tar reads the same, and one cut short is refused by
   for (int64_t g : order) check_raw(data.get(g), g);
   cut_file(path, fs::file_size(path) / 2);
   REQUIRE_THROWS_WITH(TarShards({path}), Contains(path) && Contains("write it again"));
+}
+
+// The component's errors are mploader::Errors: the file-list check it shares with
+// ParquetShards (core/file_list.h), a tar that cannot be read, and a bad sample alike.
+TEST_CASE("shards: the file list, an unreadable tar and a bad sample are all mploader::Errors") {
+  const auto caught = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const mploader::Error& e) {
+      return e.what();
+    }
+    FAIL("no mploader::Error was thrown");
+    return {};
+  };
+  TempDir dir("family");
+  const auto paths = write_corpus(dir, {3});
+  CHECK_THAT(caught([] { TarShards(std::vector<std::string>{}); }),
+             Catch::StartsWith("mploader: TarShards: the list of files is empty. Give at least "
+                               "one file, or use TarShards::from_directory"));
+  CHECK_THAT(caught([&] { TarShards({paths[0], paths[0]}); }),
+             Catch::StartsWith("mploader: TarShards: ") &&
+                 Contains("is the same file, listed twice"));
+  const std::string linked = dir.file("linked.tar");
+  std::filesystem::create_hard_link(paths[0], linked);
+  CHECK_THAT(caught([&] { TarShards({paths[0], linked}); }),
+             Contains(paths[0]) && Contains(linked) && Contains("(device ") &&
+                 Contains("List each file once"));
+  std::ofstream(dir.file("text.tar")) << "not a tar";
+  CHECK_THAT(caught([&] { TarShards({dir.file("text.tar")}); }),
+             Catch::StartsWith("mploader: TarShards: ") && Contains("cannot be read as a tar"));
+  write_tar(dir.file("bad.tar"), {{"a.cls", "one"}});
+  TarShardsOptions o;
+  o.int_keys = {"cls"};
+  o.on_bad_sample = OnBadSample::kRaise;
+  TarShards bad({dir.file("bad.tar")}, o);
+  CHECK_THAT(caught([&] { (void)bad.get(0); }),
+             Catch::StartsWith("mploader: TarShards: ") && Contains("a.cls"));
 }
 
 }  // namespace test_tar_shards

@@ -137,7 +137,7 @@ class ParquetShards : public StreamingDataset {
                                                        ParquetShardsOptions options = {});
 
   /// Row `index` (global, over every row group of every file) as named tensors and text
-  /// fields. Throws std::runtime_error naming the file, the row group and the column when a
+  /// fields. Throws mploader::Error naming the file, the row group and the column when a
   /// file cannot be read, changed, or holds a null the policy refuses.
   Sample get(int64_t index) override;
   /// The fields (masks after their columns) when no column is ColumnKind::kList or kText;

@@ -125,7 +125,7 @@ class TarShards : public StreamingDataset {
                                                    TarShardsOptions options = {});
 
   /// Sample `index` as named tensors (see TarShardsOptions for which and how). Throws
-  /// std::runtime_error naming the tar, the member, the sample and the fix when the tar cannot
+  /// mploader::Error naming the tar, the member, the sample and the fix when the tar cannot
   /// be read (cut short, changed since the scan, deleted or renamed).
   Sample get(int64_t index) override;
   /// Non-empty when `shuffle_buffer` is larger than TarShardsOptions::read_ahead: the samples
