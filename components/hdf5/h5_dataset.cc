@@ -7,6 +7,7 @@
 #include "hdf5/h5_meta.h"
 #include "hdf5/h5_probe.h"
 #include "hdf5/h5_reader.h"
+#include "util/errors.h"
 
 #include <ATen/ATen.h>
 
@@ -107,16 +108,21 @@ bool H5Dataset::is_open_here() const { return open_ != nullptr && open_->pid == 
 namespace {
 void check_index(const std::string& file, int64_t index, int64_t rows) {
   if (index < 0 || index >= rows) {
-    throw std::out_of_range(error_prefix(file) + "index " + std::to_string(index) +
-                            " is outside its " + std::to_string(rows) + " rows");
+    throw OptionError("index", mploader::detail::message(
+                                   "H5Dataset", file + ": index " + std::to_string(index) +
+                                                    " is outside its " + std::to_string(rows) +
+                                                    " rows",
+                                   "Give an index from 0 to size() - 1"));
   }
 }
 
 // write() and write_batch() fill a declared layout, which a dataset with text fields has not.
 void check_no_text(const std::string& file, bool has_text) {
   if (has_text) {
-    throw std::logic_error(error_prefix(file) + "it has text fields, so it has no "
-                           "sample layout to write into; read its samples with get()");
+    throw Error(mploader::detail::message("H5Dataset",
+                                         file + ": it has text fields, so it has no sample "
+                                                "layout to write into",
+                                         "Read its samples with get()"));
   }
 }
 

@@ -168,7 +168,7 @@ TEST_CASE("hdf5: variable- and fixed-length strings are text fields, with 0 and 
   const int64_t first = 0;
   const mploader::SampleLayout no_layout;
   mploader::BatchWriter none(no_layout, nullptr, nullptr, 1);
-  REQUIRE_THROWS_AS(data->write_batch(&first, 1, none), std::logic_error);
+  REQUIRE_THROWS_AS(data->write_batch(&first, 1, none), mploader::Error);
   const auto text = h5_test::reference_texts("strings", "text");
   const auto ascii = h5_test::reference_texts("strings", "ascii");
   const at::Tensor vec = h5_test::reference("strings", "vec");

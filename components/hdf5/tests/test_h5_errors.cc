@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -242,6 +243,31 @@ TEST_CASE("hdf5: a file rewritten in place while a process has it open is named 
   CHECK_THAT(e, Contains("rewritten.h5: changed after the dataset was built"));
   CHECK_THAT(e, Contains("Fix: build the dataset again"));
   CHECK_THAT(e, !Contains("damaged"));
+}
+
+// The component's errors are mploader::Errors: one catch (const mploader::Error&) takes an
+// index outside the rows and a file that is no HDF5 file alike.
+TEST_CASE("hdf5: an index outside the rows and a foreign file are both mploader::Errors",
+          "[hdf5]") {
+  H5_TEST_NEEDS_FILES();
+  const auto caught = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const mploader::Error& e) {
+      return e.what();
+    }
+    FAIL("no mploader::Error was thrown");
+    return {};
+  };
+  H5Dataset data(h5_test::path("numeric.h5"), {{"x", "/f64"}});
+  const int64_t rows = static_cast<int64_t>(data.size());
+  CHECK_THAT(caught([&] { (void)data.get(rows); }),
+             Catch::StartsWith("mploader: H5Dataset: ") &&
+                 Contains("index " + std::to_string(rows) + " is outside its " +
+                          std::to_string(rows) + " rows"));
+  CHECK_THROWS_AS(data.get(-1), mploader::OptionError);
+  CHECK_THAT(caught([] { H5Dataset(h5_test::path("numeric.h5"), {{"x", "/nope"}}); }),
+             Contains("no dataset at '/nope'"));
 }
 
 }  // namespace test_h5_errors
