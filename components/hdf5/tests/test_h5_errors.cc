@@ -246,8 +246,8 @@ TEST_CASE("hdf5: a file rewritten in place while a process has it open is named 
 }
 
 // The component's errors are mploader::Errors: one catch (const mploader::Error&) takes an
-// index outside the rows and a file that is no HDF5 file alike.
-TEST_CASE("hdf5: an index outside the rows and a foreign file are both mploader::Errors",
+// index outside the rows and a dataset path the file does not hold alike.
+TEST_CASE("hdf5: an index outside the rows and a missing dataset path are both mploader::Errors",
           "[hdf5]") {
   H5_TEST_NEEDS_FILES();
   const auto caught = [](const std::function<void()>& f) -> std::string {
