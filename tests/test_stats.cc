@@ -148,10 +148,6 @@ TEST_CASE("stats: workers that sleep in get() are busy reading, off the CPU, and
   const mploader::EpochStats e = only_epoch(s);
   CHECK(e.batches == 120);
   CHECK(e.workers_running == 2);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  CHECK(e.num_workers == 2);  // the deprecated name reads the same count
-#pragma GCC diagnostic pop
   CHECK(e.wall_ns >= 480 * 5 * kMs / 2);
   CHECK(e.wait_ns > e.wall_ns / 2);
   CHECK(e.busy_ns == e.stages.total_ns());

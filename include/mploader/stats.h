@@ -118,11 +118,7 @@ enum class Bottleneck {
 struct EpochStats {
   uint64_t epoch = 0;     ///< The epoch.
   bool finished = false;  ///< Whether next() has reached its end (false: running, abandoned).
-  union {
-    int64_t workers_running = 0;  ///< Worker processes running at its end.
-    /// Deprecated: the former name of workers_running (the same storage).
-    [[deprecated("use EpochStats::workers_running")]] int64_t num_workers;
-  };
+  int64_t workers_running = 0;  ///< Worker processes running at its end.
   uint64_t batches = 0;     ///< Batches next() returned in it.
   uint64_t wall_ns = 0;     ///< Its duration.
   uint64_t wait_ns = 0;     ///< Of which the loop waited inside next().
