@@ -14,7 +14,7 @@ namespace mploader::detail {
 
 // An empty function for a name no one registered.
 DatasetFactory find_dataset_factory(const std::string& name);
-// Throws std::invalid_argument for an unknown recipe.
+// Throws OptionError("collate", ...) for an unknown recipe.
 std::shared_ptr<Collator> collator_from_recipe(const std::string& recipe);
 
 // Records what registers while it lives, for a program that loads a library of datasets

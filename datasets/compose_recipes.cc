@@ -1,5 +1,6 @@
 #include "datasets/compose_recipes.h"
 
+#include "core/recipe_json.h"
 #include "core/recipes.h"
 #include "util/errors.h"
 
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <typeinfo>
+#include <utility>
 
 namespace mploader::detail {
 namespace {
@@ -87,8 +89,13 @@ std::optional<std::string> subset_text(const Subset& dataset) {
       .dump();
 }
 
+// A source's dataset, rebuilt by its own factory. Only the reading of the recipe's fields is
+// ours: what the factory throws is its own, and passes through.
 std::shared_ptr<Dataset> from_recipe(const json& recipe, const std::string& where) {
-  const std::string name = recipe.at("factory").get<std::string>();
+  const auto [name, config] = read_recipe(where, [&] {
+    return std::pair{recipe.at("factory").get<std::string>(),
+                     recipe.at("config").get<std::string>()};
+  });
   DatasetFactory factory = find_dataset_factory(name);
   if (!factory) {
     throw OptionError("config", message("registry", "no dataset factory '" + name + "' (" +
@@ -96,18 +103,20 @@ std::shared_ptr<Dataset> from_recipe(const json& recipe, const std::string& wher
                                         "Register it with MPLOADER_REGISTER_DATASET in the "
                                         "program or in a library the workers load"));
   }
-  return factory(recipe.at("config").get<std::string>());
+  return factory(config);
 }
 
 std::shared_ptr<Dataset> rebuild_concat(const std::string& config) {
-  const json text = json::parse(config);
+  const auto [listed, source_field] = read_recipe("mploader.concat", [&] {
+    const json text = json::parse(config);
+    return std::pair{text.at("sources"), text.at("source_field").get<std::string>()};
+  });
   std::vector<std::shared_ptr<Dataset>> sources;
-  for (const json& source : text.at("sources")) {
+  for (const json& source : listed) {
     sources.push_back(from_recipe(source, "source " + std::to_string(sources.size()) +
                                               " of a ConcatDataset"));
   }
-  return std::make_shared<ConcatDataset>(std::move(sources),
-                                         text.at("source_field").get<std::string>());
+  return std::make_shared<ConcatDataset>(std::move(sources), source_field);
 }
 
 const char* end_name(MixtureEnd end) {
@@ -141,9 +150,18 @@ std::optional<std::string> stream_mixture_text(const StreamMixture& dataset) {
 }
 
 std::shared_ptr<Dataset> rebuild_stream_mixture(const std::string& config) {
-  const json text = json::parse(config);
+  json listed;
+  StreamMixtureOptions o;
+  read_recipe("mploader.stream_mixture", [&] {
+    const json text = json::parse(config);
+    listed = text.at("sources");
+    o.weights = text.at("weights").get<std::vector<double>>();
+    o.end = end_of(text.at("end").get<std::string>());
+    o.num_samples = text.at("num_samples").get<int64_t>();
+    o.source_field = text.at("source_field").get<std::string>();
+  });
   std::vector<std::shared_ptr<StreamingDataset>> sources;
-  for (const json& source : text.at("sources")) {
+  for (const json& source : listed) {
     const std::string where =
         "source " + std::to_string(sources.size()) + " of a StreamMixture";
     auto stream = std::dynamic_pointer_cast<StreamingDataset>(from_recipe(source, where));
@@ -155,18 +173,15 @@ std::shared_ptr<Dataset> rebuild_stream_mixture(const std::string& config) {
     }
     sources.push_back(std::move(stream));
   }
-  StreamMixtureOptions o;
-  o.weights = text.at("weights").get<std::vector<double>>();
-  o.end = end_of(text.at("end").get<std::string>());
-  o.num_samples = text.at("num_samples").get<int64_t>();
-  o.source_field = text.at("source_field").get<std::string>();
   return std::make_shared<StreamMixture>(std::move(sources), std::move(o));
 }
 
 std::shared_ptr<Dataset> rebuild_subset(const std::string& config) {
-  const json text = json::parse(config);
-  return std::make_shared<Subset>(from_recipe(text.at("source"), "the source of a Subset"),
-                                  decode_indices(text.at("indices").get<std::string>()));
+  const auto [source, indices] = read_recipe("mploader.subset", [&] {
+    const json text = json::parse(config);
+    return std::pair{text.at("source"), decode_indices(text.at("indices").get<std::string>())};
+  });
+  return std::make_shared<Subset>(from_recipe(source, "the source of a Subset"), indices);
 }
 
 std::optional<DatasetRecipe> checked(const char* factory, std::optional<std::string> text) {

@@ -1,5 +1,6 @@
 // TokenStream: language-model windows from memory-mapped token files
 // (include/mploader/token_stream.h).
+#include "core/recipe_json.h"
 #include "core/remote_files.h"
 #include "ipc/unique_fd.h"
 #include "util/errors.h"
@@ -251,19 +252,22 @@ void TokenStream::prefetch_shards(const std::vector<size_t>& shards) {
 }
 
 std::shared_ptr<TokenStream> TokenStream::from_recipe(const std::string& config) {
-  const nlohmann::json j = nlohmann::json::parse(config);
-  TokenStreamOptions o;
-  o.type = j.at("type").get<std::string>() == "uint32" ? TokenType::kUInt32 : TokenType::kUInt16;
-  o.context = j.at("context").get<int64_t>();
-  o.vocab_size = j.at("vocab_size").get<int64_t>();
-  o.windows = j.at("windows").get<std::string>() == "random" ? TokenWindows::kRandom
-                                                             : TokenWindows::kSequential;
-  o.windows_per_shard = j.at("windows_per_shard").get<int64_t>();
-  o.cache_dir = j.at("cache_dir").get<std::string>();
-  // The sizes the training process read: a spawned worker asks no store again.
-  return std::shared_ptr<TokenStream>(new TokenStream(
-      j.at("files").get<std::vector<std::string>>(), o,
-      j.at("file_tokens").get<std::vector<int64_t>>()));
+  return detail::read_recipe("mploader.TokenStream", [&] {
+    const nlohmann::json j = nlohmann::json::parse(config);
+    TokenStreamOptions o;
+    o.type =
+        j.at("type").get<std::string>() == "uint32" ? TokenType::kUInt32 : TokenType::kUInt16;
+    o.context = j.at("context").get<int64_t>();
+    o.vocab_size = j.at("vocab_size").get<int64_t>();
+    o.windows = j.at("windows").get<std::string>() == "random" ? TokenWindows::kRandom
+                                                               : TokenWindows::kSequential;
+    o.windows_per_shard = j.at("windows_per_shard").get<int64_t>();
+    o.cache_dir = j.at("cache_dir").get<std::string>();
+    // The sizes the training process read: a spawned worker asks no store again.
+    return std::shared_ptr<TokenStream>(new TokenStream(
+        j.at("files").get<std::vector<std::string>>(), o,
+        j.at("file_tokens").get<std::vector<int64_t>>()));
+  });
 }
 
 namespace {

@@ -77,6 +77,9 @@ TEST_CASE("errors: one catch of mploader::Error takes each of the engine's error
              Catch::Contains("sample 1"));
   CHECK_THROWS_AS(stack_collate()->layout({sample, wider}), SampleError);
   CHECK_THROWS_AS(stack_collate()->layout({}), OptionError);
+  // A recipe that does not read (the JSON library's own error, turned into an OptionError).
+  CHECK_THAT(error_of([] { (void)TokenStream::from_recipe("{\"type\": 16}"); }),
+             starts && Catch::Contains("mploader.TokenStream: its recipe does not read ("));
   // A file that cannot be read: Error naming it.
   CHECK_THAT(error_of([] { NpyArray("/nonexistent/x.npy"); }),
              Catch::Contains("/nonexistent/x.npy"));

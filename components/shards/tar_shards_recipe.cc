@@ -3,6 +3,7 @@
 #include <mploader/registry.h>
 #include <mploader/shards/tar_shards.h>
 
+#include "core/recipe_json.h"
 #include "vision/transform_json.h"
 
 #include <nlohmann/json.hpp>
@@ -85,17 +86,19 @@ std::optional<DatasetRecipe> TarShards::recipe() const {
 }
 
 std::shared_ptr<TarShards> TarShards::from_recipe(const std::string& config) {
-  const json j = json::parse(config);
-  std::vector<ShardScan> scans;
-  for (const json& s : j.at("scans")) {
-    scans.push_back(ShardScan{s.at(0).get<int64_t>(), s.at(1).get<int64_t>(),
-                              s.at(2).get<int64_t>(), s.at(3).get<std::string>()});
-  }
-  // The private constructor: the worker trusts the training process's scan, and each reader
-  // checks its tar's size and modification time against it when it opens the file.
-  return std::shared_ptr<TarShards>(new TarShards(j.at("paths").get<std::vector<std::string>>(),
-                                                  std::move(scans),
-                                                  options_from(j.at("options"))));
+  return mploader::detail::read_recipe(kFactory, [&] {
+    const json j = json::parse(config);
+    std::vector<ShardScan> scans;
+    for (const json& s : j.at("scans")) {
+      scans.push_back(ShardScan{s.at(0).get<int64_t>(), s.at(1).get<int64_t>(),
+                                s.at(2).get<int64_t>(), s.at(3).get<std::string>()});
+    }
+    // The private constructor: the worker trusts the training process's scan, and each reader
+    // checks its tar's size and modification time against it when it opens the file.
+    return std::shared_ptr<TarShards>(new TarShards(
+        j.at("paths").get<std::vector<std::string>>(), std::move(scans),
+        options_from(j.at("options"))));
+  });
 }
 
 }  // namespace mploader::shards

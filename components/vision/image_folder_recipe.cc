@@ -4,6 +4,7 @@
 #include <mploader/errors.h>
 #include <mploader/registry.h>
 #include <mploader/vision/image_folder.h>
+#include "core/recipe_json.h"
 #include "vision/transform_json.h"
 
 #include <nlohmann/json.hpp>
@@ -38,7 +39,7 @@ ImageFolderOptions options_from(const json& j) {
   return o;
 }
 
-std::shared_ptr<Dataset> image_folder_from(const std::string& config) {
+std::shared_ptr<Dataset> image_folder_from_text(const std::string& config) {
   const json j = json::parse(config);
   Compose transform = compose_from_json(j.at("transforms"));
   ImageFolderOptions options = options_from(j.at("options"));
@@ -48,6 +49,11 @@ std::shared_ptr<Dataset> image_folder_from(const std::string& config) {
   }
   return std::make_shared<ImageFolder>(j.at("root").get<std::string>(), std::move(transform),
                                        std::move(options));
+}
+
+std::shared_ptr<Dataset> image_folder_from(const std::string& config) {
+  return mploader::detail::read_recipe("mploader.vision.ImageFolder",
+                                       [&] { return image_folder_from_text(config); });
 }
 
 }  // namespace
