@@ -92,7 +92,7 @@ endif()
 if(TARGET tar_shards_mlp AND TARGET mploader-manifest AND MPLOADER_PYTHON)
   set(name "example: an MLP trains from tar shards in an S3 bucket given only its URL")
   add_test(NAME "${name}"
-    COMMAND ${MPLOADER_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/shards/s3_example.py
+    COMMAND ${MPLOADER_PYTHON} ${PROJECT_SOURCE_DIR}/components/remote/tests/s3_example.py
             $<TARGET_FILE:tar_shards_mlp> $<TARGET_FILE:mploader-manifest> ${fmnist_dir}
             ${CMAKE_CURRENT_BINARY_DIR}/example-s3)
   set_tests_properties("${name}" PROPERTIES
