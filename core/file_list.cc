@@ -30,10 +30,11 @@ std::string spelling_key(const std::string& path) {
 [[noreturn]] void refuse_twice(const std::string& who, const std::string& option,
                                const std::string& first, const std::string& again,
                                const std::string& how) {
-  const std::string names =
-      first == again ? quoted(again) + " is" : quoted(first) + " and " + quoted(again) + " are";
-  throw OptionError(option, message(who, names + " the same file, listed twice" + how,
-                                    "List each file once: each is read once an epoch"));
+  const std::string what = first == again ? quoted(again) + " is listed twice"
+                                          : quoted(first) + " and " + quoted(again) +
+                                                " are the same file, listed twice" + how;
+  throw OptionError(option,
+                    message(who, what, "List each file once: each is read once an epoch"));
 }
 
 }  // namespace
