@@ -5,6 +5,7 @@
 #include "core/remote_files.h"
 #include "util/errors.h"
 #include "util/file_stat.h"
+#include "util/folder_files.h"
 
 #include <mploader/errors.h>
 
@@ -62,6 +63,22 @@ void check_file_list(const std::string& who, const std::string& option,
                        std::to_string(st.st_ino) + ")");
     }
   }
+}
+
+std::vector<std::string> folder_files(const std::string& who, const std::string& dir,
+                                      const std::string& suffix) {
+  std::string error;
+  std::vector<std::string> paths = files_ending_in(dir, suffix, error);
+  if (!error.empty()) {
+    throw OptionError("dir", message(who, "cannot list " + quoted(dir) + ": " + error,
+                                     "Give a readable folder of " + suffix + " files"));
+  }
+  if (paths.empty()) {
+    throw OptionError("dir", message(who, quoted(dir) + " holds no file ending in " + suffix +
+                                              " (subfolders are not searched)",
+                                     "Give the folder of the files, or list them"));
+  }
+  return paths;
 }
 
 }  // namespace mploader::detail

@@ -7,7 +7,7 @@
 #include "parquet/pq_file.h"
 #include "parquet/pq_reading.h"
 #include "parquet/pq_rows.h"
-#include "util/folder_files.h"
+#include "util/errors.h"
 
 #include <mploader/errors.h>
 #include <arrow/type.h>
@@ -25,17 +25,23 @@ void check_options(const std::vector<std::string>& paths, const ParquetShardsOpt
   std::set<std::string> columns;
   for (const std::string& c : o.columns) {
     if (c.empty() || !columns.insert(c).second) {
-      throw OptionError("columns", "mploader: ParquetShards: columns lists '" + c + "' " +
-                                   (c.empty() ? "(an empty name)" : "twice") +
-                                   ". Fix: list each column once, by its top-level name");
+      throw OptionError("columns", mploader::detail::message(
+                                       "ParquetShards", "columns lists '" + c + "' " +
+                                                            (c.empty() ? "(an empty name)"
+                                                                       : "twice"),
+                                       "List each column once, by its top-level name"));
     }
   }
   if (o.read_ahead < 0 || o.cache_bytes < 0 || o.max_pixels < 1) {
-    throw OptionError("read_ahead", "mploader: ParquetShards: read_ahead is " +
-                      std::to_string(o.read_ahead) + ", cache_bytes " +
-                      std::to_string(o.cache_bytes) + ", max_pixels " +
-                      std::to_string(o.max_pixels) + ". Fix: max_pixels must be at least 1, "
-                      "read_ahead and cache_bytes at least 0");
+    throw OptionError("read_ahead",
+                      mploader::detail::message("ParquetShards",
+                                                "read_ahead is " + std::to_string(o.read_ahead) +
+                                                    ", cache_bytes " +
+                                                    std::to_string(o.cache_bytes) +
+                                                    ", max_pixels " +
+                                                    std::to_string(o.max_pixels),
+                                                "Give max_pixels 1 or more, read_ahead and "
+                                                "cache_bytes 0 or more"));
   }
 }
 
@@ -160,17 +166,8 @@ void ParquetShards::finish_construction() {
 
 std::shared_ptr<ParquetShards> ParquetShards::from_directory(const std::string& dir,
                                                              ParquetShardsOptions options) {
-  std::string error;
-  std::vector<std::string> paths = mploader::detail::files_ending_in(dir, ".parquet", error);
-  if (!error.empty()) {
-    throw OptionError("dir", "mploader: ParquetShards: cannot list '" + dir + "': " + error +
-                             ". Fix: give a readable folder of .parquet files");
-  }
-  if (paths.empty()) {
-    throw OptionError("dir", "mploader: ParquetShards: '" + dir + "' holds no file ending in "
-                             ".parquet (subfolders are not searched). Fix: give the folder of "
-                             "the files, or list them");
-  }
+  std::vector<std::string> paths =
+      mploader::detail::folder_files("ParquetShards", dir, ".parquet");
   return std::make_shared<ParquetShards>(std::move(paths), std::move(options));
 }
 

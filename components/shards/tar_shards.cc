@@ -14,7 +14,6 @@
 #include "shards/shard_count.h"
 #include "shards/tar_reader.h"
 #include "util/errors.h"
-#include "util/folder_files.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -102,10 +101,14 @@ void refuse_empty(const std::vector<std::string>& paths, const std::vector<Shard
   std::string names;
   for (size_t i = 0; i < paths.size() && i < 5; ++i) names += (i ? ", " : "") + in_quotes(paths[i]);
   if (paths.size() > 5) names += " and " + std::to_string(paths.size() - 5) + " more";
-  throw OptionError("tar_paths", "TarShards: the corpus is empty: its " +
-                                     std::to_string(paths.size()) + " tar file(s) (" + names +
-                                     ") hold no sample (no member whose name has an extension); "
-                                     "give tars that hold samples");
+  throw OptionError("tar_paths",
+                    mploader::detail::message("TarShards",
+                                              "the corpus is empty: its " +
+                                                  std::to_string(paths.size()) +
+                                                  " tar file(s) (" + names +
+                                                  ") hold no sample (no member whose name has an "
+                                                  "extension)",
+                                              "Give tars that hold samples"));
 }
 
 }  // namespace
@@ -139,16 +142,7 @@ TarShards::~TarShards() = default;
 
 std::shared_ptr<TarShards> TarShards::from_directory(const std::string& dir,
                                                      TarShardsOptions options) {
-  std::string error;
-  std::vector<std::string> paths = mploader::detail::files_ending_in(dir, ".tar", error);
-  if (!error.empty()) {
-    throw OptionError("dir", "TarShards: cannot list " + in_quotes(dir) + ": " + error +
-                                 ": give a readable folder of .tar files");
-  }
-  if (paths.empty()) {
-    throw OptionError("dir", "TarShards: " + in_quotes(dir) + " holds no file ending in .tar "
-                             "(subfolders are not searched): give the folder of the shards");
-  }
+  std::vector<std::string> paths = mploader::detail::folder_files("TarShards", dir, ".tar");
   return std::make_shared<TarShards>(std::move(paths), std::move(options));
 }
 
