@@ -20,6 +20,18 @@ inline std::string option_error(const std::function<void()>& f) {
   return "no error";
 }
 
+// What() of the mploader::Error `f` throws, or "no mploader::Error was thrown". Only an
+// mploader::Error is caught: any other exception leaves the test case and fails it, which is
+// what a test of the one error family wants.
+inline std::string mploader_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const mploader::Error& e) {
+    return e.what();
+  }
+  return "no mploader::Error was thrown";
+}
+
 // The message `f` throws, or "no exception".
 inline std::string error_of(const std::function<void()>& f) {
   try {

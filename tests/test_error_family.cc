@@ -1,5 +1,6 @@
 // One error family: every error mploader throws is an mploader::Error, so one catch takes them
 // all, and each message reads "mploader: <who>: <what happened>. <Fix>." (util/errors.h).
+#include "tests/error_text.h"
 #include "util/errors.h"
 
 #include <mploader/mploader.h>
@@ -16,17 +17,7 @@ using namespace mploader;
 
 namespace {
 
-// what() of the mploader::Error `f` throws; fails the test when it throws none. Only
-// catch (const mploader::Error&) is tried: a standard exception would fail the test case.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const mploader::Error& e) {
-    return e.what();
-  }
-  FAIL("no mploader::Error was thrown");
-  return {};
-}
+using testing_errors::mploader_error_of;
 
 // A dataset that declares a layout and implements neither get() nor write().
 struct NoReads : Dataset {
@@ -52,36 +43,38 @@ TEST_CASE("errors: one catch of mploader::Error takes each of the engine's error
           "[errors]") {
   const auto starts = Catch::StartsWith("mploader: ");
   // An option the user gave: OptionError.
-  CHECK_THAT(error_of([] { TokenStream({}, TokenStreamOptions{}); }),
+  CHECK_THAT(mploader_error_of([] { TokenStream({}, TokenStreamOptions{}); }),
              starts && Catch::Contains("TokenStream: no token files given. Pass at least one"));
-  CHECK_THAT(error_of([] { FixedSizeBatchSampler(nullptr, 4, false); }),
+  CHECK_THAT(mploader_error_of([] { FixedSizeBatchSampler(nullptr, 4, false); }),
              starts && Catch::Contains("the sampler is null"));
-  CHECK_THAT(error_of([] { choose_num_workers({TunePoint{}}); }),
+  CHECK_THAT(mploader_error_of([] { choose_num_workers({TunePoint{}}); }),
              starts && Catch::Contains("choose_num_workers: 1 point(s)"));
   // An index or a name outside what there is: OptionError naming both.
   ConcatDataset concat({std::make_shared<NoReads>()});
-  CHECK_THAT(error_of([&] { concat.locate(4); }),
+  CHECK_THAT(mploader_error_of([&] { concat.locate(4); }),
              starts && Catch::Contains("ConcatDataset: index 4 is outside [0, 4)"));
   Sample sample;
   sample.set("x", at::ones({2}));
-  CHECK_THAT(error_of([&] { (void)sample["y"]; }),
+  CHECK_THAT(mploader_error_of([&] { (void)sample["y"]; }),
              starts && Catch::Contains("no tensor named 'y'; the tensors are 'x'"));
-  CHECK_THAT(error_of([] { TextColumn(at::zeros({4}, at::kByte), at::tensor(std::vector<int64_t>{0, 5})); }),
+  CHECK_THAT(mploader_error_of([] {
+               TextColumn(at::zeros({4}, at::kByte), at::tensor(std::vector<int64_t>{0, 5}));
+             }),
              starts && Catch::Contains("TextColumn: the offsets do not rise from 0"));
   // A dataset or a collator that breaks its contract: Error, or SampleError for one sample.
-  CHECK_THAT(error_of([] { (void)NoReads().get(0); }),
+  CHECK_THAT(mploader_error_of([] { (void)NoReads().get(0); }),
              starts && Catch::Contains("implements neither get() nor write()"));
   Sample wider;
   wider.set("x", at::ones({3}));
-  CHECK_THAT(error_of([&] { stack_collate()->layout({sample, wider}); }),
+  CHECK_THAT(mploader_error_of([&] { stack_collate()->layout({sample, wider}); }),
              Catch::Contains("sample 1"));
   CHECK_THROWS_AS(stack_collate()->layout({sample, wider}), SampleError);
   CHECK_THROWS_AS(stack_collate()->layout({}), OptionError);
   // A recipe that does not read (the JSON library's own error, turned into an OptionError).
-  CHECK_THAT(error_of([] { (void)TokenStream::from_recipe("{\"type\": 16}"); }),
+  CHECK_THAT(mploader_error_of([] { (void)TokenStream::from_recipe("{\"type\": 16}"); }),
              starts && Catch::Contains("mploader.TokenStream: its recipe does not read ("));
   // A file that cannot be read: Error naming it.
-  CHECK_THAT(error_of([] { NpyArray("/nonexistent/x.npy"); }),
+  CHECK_THAT(mploader_error_of([] { NpyArray("/nonexistent/x.npy"); }),
              Catch::Contains("/nonexistent/x.npy"));
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "components/hdf5/tests/h5_files.h"
+#include "tests/error_text.h"
 #include "tests/stderr_capture.h"
 
 #include <mploader/errors.h>
@@ -249,24 +250,16 @@ TEST_CASE("hdf5: a file rewritten in place while a process has it open is named 
 // index outside the rows and a dataset path the file does not hold alike.
 TEST_CASE("hdf5: an index outside the rows and a missing dataset path are both mploader::Errors",
           "[hdf5]") {
+  using testing_errors::mploader_error_of;
   H5_TEST_NEEDS_FILES();
-  const auto caught = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const mploader::Error& e) {
-      return e.what();
-    }
-    FAIL("no mploader::Error was thrown");
-    return {};
-  };
   H5Dataset data(h5_test::path("numeric.h5"), {{"x", "/f64"}});
   const int64_t rows = static_cast<int64_t>(data.size());
-  CHECK_THAT(caught([&] { (void)data.get(rows); }),
+  CHECK_THAT(mploader_error_of([&] { (void)data.get(rows); }),
              Catch::StartsWith("mploader: H5Dataset: ") &&
                  Contains("index " + std::to_string(rows) + " is outside its " +
                           std::to_string(rows) + " rows"));
   CHECK_THROWS_AS(data.get(-1), mploader::OptionError);
-  CHECK_THAT(caught([] { H5Dataset(h5_test::path("numeric.h5"), {{"x", "/nope"}}); }),
+  CHECK_THAT(mploader_error_of([] { H5Dataset(h5_test::path("numeric.h5"), {{"x", "/nope"}}); }),
              Contains("no dataset at '/nope'"));
 }
 

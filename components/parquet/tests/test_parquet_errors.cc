@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "components/parquet/tests/pq_files.h"
+#include "tests/error_text.h"
 
 #include <mploader/errors.h>
 #include <mploader/loader.h>
@@ -231,24 +232,16 @@ TEST_CASE("parquet: write() on a dataset with text columns is refused", "[parque
 // (core/file_list.h) words its refusals as TarShards' does.
 TEST_CASE("parquet: the file list's refusals are mploader::Errors worded as TarShards' are",
           "[parquet]") {
+  using testing_errors::mploader_error_of;
   PQ_TEST_NEEDS_FILES();
-  const auto caught = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const mploader::Error& e) {
-      return e.what();
-    }
-    FAIL("no mploader::Error was thrown");
-    return {};
-  };
-  CHECK_THAT(caught([] { ParquetShards(std::vector<std::string>{}); }),
+  CHECK_THAT(mploader_error_of([] { ParquetShards(std::vector<std::string>{}); }),
              Catch::StartsWith("mploader: ParquetShards: the list of files is empty. Give at "
                                "least one file, or use ParquetShards::from_directory"));
   const std::string file = pq_test::path("numeric.parquet");
   const std::string linked = pq_test::path("numeric-linked.parquet");
   std::filesystem::remove(linked);
   std::filesystem::create_hard_link(file, linked);
-  CHECK_THAT(caught([&] { ParquetShards({file, linked}); }),
+  CHECK_THAT(mploader_error_of([&] { ParquetShards({file, linked}); }),
              Catch::StartsWith("mploader: ParquetShards: ") && Catch::Contains(linked) &&
                  Catch::Contains("are the same file, listed twice (device ") &&
                  Catch::Contains("List each file once"));

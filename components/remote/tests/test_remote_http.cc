@@ -3,8 +3,9 @@
 // (killed mid-shard, 503s, a stalled connection, a body cut short, a full cache).
 #include <catch2/catch.hpp>
 
-#include "components/shards/tests/epoch_check.h"
 #include "components/remote/tests/remote_test_support.h"
+#include "components/shards/tests/epoch_check.h"
+#include "tests/error_text.h"
 #include "tests/stderr_capture.h"
 #include "tests/tmpfs_mount.h"
 
@@ -311,21 +312,13 @@ TEST_CASE("remote: local tars read through the cache with cache_local_paths", "[
 // failed read, a store that cannot list, an unknown scheme and a bad pattern alike.
 TEST_CASE("remote: a TransportError and the URL OptionErrors are all mploader::Errors",
           "[remote]") {
-  const auto caught = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const mploader::Error& e) {
-      return e.what();
-    }
-    FAIL("no mploader::Error was thrown");
-    return {};
-  };
+  using testing_errors::mploader_error_of;
   mploader::remote::RemoteOptions o;
   o.max_retries = 0;
   // Port 1 of this machine: nothing listens there, so the connection is refused at once.
   const std::string url = "http://127.0.0.1:1/shard-0.tar";
   auto transport = mploader::remote::make_transport(url, o);
-  CHECK_THAT(caught([&] {
+  CHECK_THAT(mploader_error_of([&] {
                transport->read({url, 0, -1, ""}, [](const mploader::remote::ObjectInfo&) {},
                                [](const char*, size_t) {});
              }),
@@ -333,11 +326,13 @@ TEST_CASE("remote: a TransportError and the URL OptionErrors are all mploader::E
   CHECK_THROWS_AS(transport->read({url, 0, -1, ""}, [](const mploader::remote::ObjectInfo&) {},
                                   [](const char*, size_t) {}),
                   mploader::remote::TransportError);
-  CHECK_THAT(caught([&] { (void)transport->list("http://127.0.0.1:1/train/"); }),
+  CHECK_THAT(mploader_error_of([&] { (void)transport->list("http://127.0.0.1:1/train/"); }),
              Contains("does not list objects"));
-  CHECK_THAT(caught([&] { (void)mploader::remote::make_transport("gopher://host/x.tar", o); }),
+  CHECK_THAT(mploader_error_of(
+                 [&] { (void)mploader::remote::make_transport("gopher://host/x.tar", o); }),
              Contains("gopher"));
-  CHECK_THAT(caught([] { (void)mploader::remote::expand_braces("shard-{000..002.tar"); }),
+  CHECK_THAT(mploader_error_of(
+                 [] { (void)mploader::remote::expand_braces("shard-{000..002.tar"); }),
              Contains("shard-{000..002.tar"));
 }
 

@@ -5,6 +5,7 @@
 
 #include "components/shards/tests/shard_test_support.h"
 #include "shards/sample_source.h"
+#include "tests/error_text.h"
 
 #include <mploader/errors.h>
 #include <mploader/shards/tar_shards.h>
@@ -300,37 +301,29 @@ TEST_CASE("shards: a gzipped tar reads the same, and one cut short is refused by
 // The component's errors are mploader::Errors: the file-list check it shares with
 // ParquetShards (core/file_list.h), a tar that cannot be read, and a bad sample alike.
 TEST_CASE("shards: the file list, an unreadable tar and a bad sample are all mploader::Errors") {
-  const auto caught = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const mploader::Error& e) {
-      return e.what();
-    }
-    FAIL("no mploader::Error was thrown");
-    return {};
-  };
+  using testing_errors::mploader_error_of;
   TempDir dir("family");
   const auto paths = write_corpus(dir, {3});
-  CHECK_THAT(caught([] { TarShards(std::vector<std::string>{}); }),
+  CHECK_THAT(mploader_error_of([] { TarShards(std::vector<std::string>{}); }),
              Catch::StartsWith("mploader: TarShards: the list of files is empty. Give at least "
                                "one file, or use TarShards::from_directory"));
-  CHECK_THAT(caught([&] { TarShards({paths[0], paths[0]}); }),
+  CHECK_THAT(mploader_error_of([&] { TarShards({paths[0], paths[0]}); }),
              Catch::StartsWith("mploader: TarShards: ") &&
                  Contains(paths[0] + "\" is listed twice"));
   const std::string linked = dir.file("linked.tar");
   std::filesystem::create_hard_link(paths[0], linked);
-  CHECK_THAT(caught([&] { TarShards({paths[0], linked}); }),
+  CHECK_THAT(mploader_error_of([&] { TarShards({paths[0], linked}); }),
              Contains(paths[0]) && Contains(linked) && Contains("(device ") &&
                  Contains("List each file once"));
   std::ofstream(dir.file("text.tar")) << "not a tar";
-  CHECK_THAT(caught([&] { TarShards({dir.file("text.tar")}); }),
+  CHECK_THAT(mploader_error_of([&] { TarShards({dir.file("text.tar")}); }),
              Catch::StartsWith("mploader: TarShards: ") && Contains("cannot be read as a tar"));
   write_tar(dir.file("bad.tar"), {{"a.cls", "one"}});
   TarShardsOptions o;
   o.int_keys = {"cls"};
   o.on_bad_sample = OnBadSample::kRaise;
   TarShards bad({dir.file("bad.tar")}, o);
-  CHECK_THAT(caught([&] { (void)bad.get(0); }),
+  CHECK_THAT(mploader_error_of([&] { (void)bad.get(0); }),
              Catch::StartsWith("mploader: TarShards: ") && Contains("a.cls"));
 }
 

@@ -1,5 +1,6 @@
 // Compose: torchvision's geometry (RandomResizedCrop's get_params, Resize's sizes, CenterCrop's
 // offsets), the checks at construction, and render() against PIL's antialiased resize.
+#include "tests/error_text.h"
 #include "vision_test_support.h"
 
 #include <mploader/vision/decode.h>
@@ -227,25 +228,17 @@ TEST_CASE("vision: Normalize refuses a mean that is not a finite number") {
 
 // The component's errors are mploader::Errors: one catch (const mploader::Error&) takes them.
 TEST_CASE("vision: a DecodeError, a TransformError and an OptionError are all mploader::Errors") {
-  const auto caught = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const mploader::Error& e) {
-      return e.what();
-    }
-    FAIL("no mploader::Error was thrown");
-    return {};
-  };
+  using testing_errors::mploader_error_of;
   const std::vector<uint8_t> junk{'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'};
   ImageDecoder decoder;
-  CHECK_THAT(caught([&] { (void)decoder.info(junk.data(), junk.size()); }),
+  CHECK_THAT(mploader_error_of([&] { (void)decoder.info(junk.data(), junk.size()); }),
              Catch::Contains("not a JPEG or PNG"));
-  CHECK_THAT(caught([] { (void)Compose({CenterCrop(224)}).plan(200, 300, 0); }),
+  CHECK_THAT(mploader_error_of([] { (void)Compose({CenterCrop(224)}).plan(200, 300, 0); }),
              Catch::Contains("CenterCrop(224, 224)"));
-  CHECK_THAT(caught([] { Compose({Resize(256)}); }),
+  CHECK_THAT(mploader_error_of([] { Compose({Resize(256)}); }),
              Catch::StartsWith("mploader: Compose: ") && Catch::Contains("End the geometric"));
   const uint8_t pixel = 0;
-  CHECK_THAT(caught([&] { (void)encode_jpeg(&pixel, 1, 1, 2, 90); }),
+  CHECK_THAT(mploader_error_of([&] { (void)encode_jpeg(&pixel, 1, 1, 2, 90); }),
              Catch::StartsWith("mploader: encode_jpeg: 1 x 1 pixels of 2 channels"));
 }
 
