@@ -21,8 +21,8 @@ for c in $names; do
     missing "$c" "package.cmake.in" "the installed package finds its libraries with it"
   [ -f "$d/debian-packages" ] ||
     missing "$c" "debian-packages" "scripts/install-deps installs what it builds on from it"
-  grep -q "add_executable(mploader_${c}_tests" "$d/tests/tests.cmake" 2>/dev/null ||
-    missing "$c" "tests/tests.cmake making mploader_${c}_tests" "its tests' binary"
+  grep -q "mploader_component_tests($c\b" "$d/tests/tests.cmake" 2>/dev/null ||
+    missing "$c" "tests/tests.cmake calling mploader_component_tests($c ...)" "its tests' binary"
   grep -q "mploader_fuzz_target(" "$d/fuzz/fuzz.cmake" 2>/dev/null ||
     missing "$c" "fuzz/fuzz.cmake calling mploader_fuzz_target" "what it parses is fuzzed"
   for target in $(sed -n 's/.*mploader_fuzz_target(\([a-z0-9_]*\).*/\1/p' "$d/fuzz/fuzz.cmake" 2>/dev/null); do

@@ -7,22 +7,8 @@ if(NOT TARGET mploader_shards)
   return()
 endif()
 find_package(LibArchive REQUIRED)
-add_executable(mploader_remote_tests
-  ${CMAKE_CURRENT_LIST_DIR}/test_remote_http.cc
-  ${CMAKE_CURRENT_LIST_DIR}/test_remote_cache.cc
-  ${CMAKE_CURRENT_LIST_DIR}/test_remote_prefetch.cc
-  ${CMAKE_CURRENT_LIST_DIR}/test_remote_tokens.cc
-  ${CMAKE_CURRENT_LIST_DIR}/test_remote_s3.cc
-  ${CMAKE_CURRENT_LIST_DIR}/test_remote_sigv4.cc
-  ${CMAKE_CURRENT_LIST_DIR}/test_remote_lies.cc
-)
-mploader_test_binary(mploader_remote_tests)
 # The S3 tests' server runs from the project's Python (moto_server beside it in the .venv).
-set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/test_remote_s3.cc PROPERTIES
-  COMPILE_DEFINITIONS MPLOADER_PYTHON="${MPLOADER_PYTHON}")
-target_link_libraries(mploader_remote_tests PRIVATE mploader_remote mploader_shards
-                      LibArchive::LibArchive)
-catch_discover_tests(mploader_remote_tests
-  EXTRA_ARGS --warn NoTests
-  PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXPRESSION "skipped: "
-  DISCOVERY_TIMEOUT 60)
+mploader_component_tests(remote
+  SOURCES test_remote_http.cc test_remote_cache.cc test_remote_prefetch.cc test_remote_tokens.cc
+          test_remote_s3.cc test_remote_sigv4.cc test_remote_lies.cc
+  LIBS mploader_shards LibArchive::LibArchive)

@@ -1,20 +1,10 @@
-# The mploader::shards component's tests: a binary of their own, so that the core library's
-# tests neither link libarchive nor wait for it. The tests write their tars with libarchive's
-# write API (shard_test_support.h).
+# The mploader::shards component's tests. The tests write their tars with libarchive's write API
+# (shard_test_support.h).
 find_package(LibArchive REQUIRED)
-add_executable(mploader_shards_tests
-  ${CMAKE_CURRENT_LIST_DIR}/test_tar_shards.cc
-  ${CMAKE_CURRENT_LIST_DIR}/test_tar_loader.cc
-  ${CMAKE_CURRENT_LIST_DIR}/test_tar_fuzz_findings.cc
-  ${CMAKE_CURRENT_LIST_DIR}/test_tar_damage.cc
-  ${CMAKE_CURRENT_LIST_DIR}/test_tar_elastic.cc
-)
-mploader_test_binary(mploader_shards_tests)
-target_link_libraries(mploader_shards_tests PRIVATE mploader_shards LibArchive::LibArchive)
-catch_discover_tests(mploader_shards_tests
-  EXTRA_ARGS --warn NoTests
-  PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXPRESSION "skipped: "
-  DISCOVERY_TIMEOUT 60)
+mploader_component_tests(shards
+  SOURCES test_tar_shards.cc test_tar_loader.cc test_tar_fuzz_findings.cc test_tar_damage.cc
+          test_tar_elastic.cc
+  LIBS LibArchive::LibArchive)
 
 # mploader-manifest over a folder of two tars (one in a subfolder) written by GNU tar.
 if(TARGET mploader-manifest)
