@@ -18,19 +18,15 @@
 // each peer.
 #pragma once
 
+#include "bench/file_workload_cli.h"
+
 #include <cstdint>
 #include <string>
 
 namespace bench {
 
-struct H5BenchConfig {
-  int64_t rows = 20000;
-  int64_t workers = 2;
-  int64_t batch_size = 64;
-  int64_t rounds = 3;
-  uint64_t seed = 0;
+struct H5BenchConfig : FileWorkloadConfig {
   int64_t chunk_cache_mb = 32;  // H5DatasetOptions::chunk_cache_bytes, in MiB
-  bool json = false;
 };
 
 // Runs `config` and prints its report; 0, or 1 when a run failed or the loaders disagreed.

@@ -19,19 +19,11 @@
 // ratio of mploader to each peer.
 #pragma once
 
-#include <cstdint>
-#include <string>
+#include "bench/file_workload_cli.h"
 
 namespace bench {
 
-struct PqBenchConfig {
-  int64_t rows = 20000;
-  int64_t workers = 2;
-  int64_t batch_size = 64;
-  int64_t rounds = 3;
-  uint64_t seed = 0;
-  bool json = false;
-};
+using PqBenchConfig = FileWorkloadConfig;
 
 // Runs `config` and prints its report; 0, or 1 when a run failed or the loaders disagreed.
 int run_pq_bench(const PqBenchConfig& config);
