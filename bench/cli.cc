@@ -3,6 +3,7 @@
 #include "bench/cli.h"
 
 #include "bench/runners/fault_injection.h"
+#include "bench/workload_registry.h"
 #include "bench/workloads/fmnist_idx.h"
 
 #include <CLI/CLI.hpp>
@@ -153,9 +154,11 @@ void add_fault_options(CLI::App& app, RawOptions& raw) {
 }
 
 void add_options(CLI::App& app, RawOptions& raw) {
+  std::string own;
+  for (const std::string& name : own_workload_names()) own += (own.empty() ? "" : ", ") + name;
   app.add_option("--workload", raw.workload, "synthetic, fmnist, jpeg, stream, tar or io (a comma "
-                 "list sweeps); tokens and remote have options of their own: --workload tokens --help, "
-                 "--workload remote --help")
+                 "list sweeps)" + (own.empty() ? std::string() : "; " + own + " have options "
+                 "of their own: --workload NAME --help"))
       ->capture_default_str();
   app.add_option("--dataset-lib", raw.dataset_lib, "a shared library of your datasets, built "
                  "with mploader_add_dataset_plugin; with --dataset, instead of --workload");
@@ -402,9 +405,9 @@ void validate_plugin(const RawOptions& raw, Plan& plan) {
 }
 
 void validate(const RawOptions& raw, Plan& plan) {
-  for (const char* own : {"tokens", "remote"}) {
+  for (const std::string& own : own_workload_names()) {
     if (raw.workload.find(own) != std::string::npos) {
-      throw UsageError(std::string("--workload: ") + own + " runs on its own, with its own "
+      throw UsageError("--workload: " + own + " runs on its own, with its own "
                        "options; see mploader-bench --workload " + own + " --help");
     }
   }

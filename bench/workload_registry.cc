@@ -41,4 +41,10 @@ const OwnWorkload* asked_workload(int argc, char** argv) {
   return nullptr;
 }
 
+std::vector<std::string> own_workload_names() {
+  std::vector<std::string> names;
+  for (const OwnWorkload& workload : own_workloads()) names.emplace_back(workload.name);
+  return names;
+}
+
 }  // namespace bench

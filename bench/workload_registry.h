@@ -3,6 +3,9 @@
 // workload is compiled into the bench only where the component is built (its bench.cmake).
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace bench {
 
 struct OwnWorkload {
@@ -20,5 +23,8 @@ bool register_workload(const OwnWorkload& workload);
 // The first registered workload, by name, that the command line asks for; nullptr when none
 // does (the default driver then parses it).
 const OwnWorkload* asked_workload(int argc, char** argv);
+
+// The registered workloads' names, sorted ("hdf5", "parquet", "remote", "tar-mix", "tokens").
+std::vector<std::string> own_workload_names();
 
 }  // namespace bench
