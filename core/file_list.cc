@@ -18,8 +18,6 @@
 namespace mploader::detail {
 namespace {
 
-std::string quoted(const std::string& path) { return "\"" + path + "\""; }
-
 // Local paths canonicalised; a URL, or a path that cannot be, as written.
 std::string spelling_key(const std::string& path) {
   if (names_url(path)) return path;
@@ -31,8 +29,8 @@ std::string spelling_key(const std::string& path) {
 [[noreturn]] void refuse_twice(const std::string& who, const std::string& option,
                                const std::string& first, const std::string& again,
                                const std::string& how) {
-  const std::string what = first == again ? quoted(again) + " is listed twice"
-                                          : quoted(first) + " and " + quoted(again) +
+  const std::string what = first == again ? in_quotes(again) + " is listed twice"
+                                          : in_quotes(first) + " and " + in_quotes(again) +
                                                 " are the same file, listed twice" + how;
   throw OptionError(option,
                     message(who, what, "List each file once: each is read once an epoch"));
@@ -70,11 +68,11 @@ std::vector<std::string> folder_files(const std::string& who, const std::string&
   std::string error;
   std::vector<std::string> paths = files_ending_in(dir, suffix, error);
   if (!error.empty()) {
-    throw OptionError("dir", message(who, "cannot list " + quoted(dir) + ": " + error,
+    throw OptionError("dir", message(who, "cannot list " + in_quotes(dir) + ": " + error,
                                      "Give a readable folder of " + suffix + " files"));
   }
   if (paths.empty()) {
-    throw OptionError("dir", message(who, quoted(dir) + " holds no file ending in " + suffix +
+    throw OptionError("dir", message(who, in_quotes(dir) + " holds no file ending in " + suffix +
                                               " (subfolders are not searched)",
                                      "Give the folder of the files, or list them"));
   }

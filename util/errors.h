@@ -14,4 +14,8 @@ namespace mploader::detail {
 // A full stop already ending `what` or `fix` is not doubled.
 std::string message(std::string_view who, std::string_view what, std::string_view fix);
 
+// `s` between double quotes: a path or name inside a message. Not "quoted": std::quoted would
+// win overload resolution through argument-dependent lookup for a non-const std::string.
+inline std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
+
 }  // namespace mploader::detail

@@ -1,14 +1,14 @@
 // Text for the shards' error messages.
 #pragma once
 
+#include "util/errors.h"
+
 #include <cstdio>
 #include <string>
 
 namespace mploader::shards::detail {
 
-// `s` between double quotes, for names in messages. Not "quoted": std::quoted would win
-// overload resolution through argument-dependent lookup for a non-const std::string.
-inline std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
+using mploader::detail::in_quotes;  // the library's one way of quoting a name in a message
 
 // `bytes` with every byte outside printable ASCII as \xNN: a member's data in a message, where
 // a NUL would end the text an exception's what() returns.
