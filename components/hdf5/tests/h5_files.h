@@ -13,7 +13,8 @@ constexpr int64_t kRows = 60;
 
 inline const test_files::PythonWrittenFiles& files() {
   static const test_files::PythonWrittenFiles written(
-      "mploader-h5-test", MPLOADER_PYTHON, MPLOADER_H5_WRITER, kRows, "the HDF5 files with h5py");
+      "mploader-h5-test", MPLOADER_PYTHON, MPLOADER_COMPONENT_TEST_DIR "/write_h5.py", kRows,
+      "the HDF5 files with h5py");
   return written;
 }
 inline std::string path(const std::string& name) { return files().path(name); }

@@ -1,8 +1,7 @@
 # The mploader::hdf5 component's tests. The files come from h5py (write_h5.py, run by the
 # project's Python), and so do the values they are compared with.
 mploader_component_tests(hdf5
-  SOURCES test_h5_dataset.cc test_h5_errors.cc
-  DEFINITIONS MPLOADER_H5_WRITER="${CMAKE_CURRENT_LIST_DIR}/write_h5.py")
+  SOURCES test_h5_dataset.cc test_h5_errors.cc)
 
 # The bench workload end to end on small files: h5py writes them, every loader reads every
 # layout, and the checksums of the values they read agree (else the run fails).

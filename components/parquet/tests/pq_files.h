@@ -13,7 +13,7 @@ constexpr int64_t kRows = 60;
 
 inline const test_files::PythonWrittenFiles& files() {
   static const test_files::PythonWrittenFiles written(
-      "mploader-pq-test", MPLOADER_PYTHON, MPLOADER_PQ_WRITER, kRows,
+      "mploader-pq-test", MPLOADER_PYTHON, MPLOADER_COMPONENT_TEST_DIR "/write_parquet.py", kRows,
       "the Parquet files with pyarrow");
   return written;
 }

@@ -25,7 +25,7 @@ class LyingServer {
     if (pid_ == 0) {
       ::setpgid(0, 0);
       std::freopen(log_of(state, mode).c_str(), "w", stderr);
-      ::execlp("python3", "python3", MPLOADER_TEST_DATA_DIR "/../../components/remote/tests/lying_http_server.py",
+      ::execlp("python3", "python3", MPLOADER_COMPONENT_TEST_DIR "/lying_http_server.py",
                port_file.c_str(), mode.c_str(), std::to_string(size).c_str(),
                static_cast<char*>(nullptr));
       ::_exit(127);

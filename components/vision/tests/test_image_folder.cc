@@ -28,7 +28,7 @@ std::string make_folder(bool bad) {
   const std::string dir = fs::temp_directory_path() / ("mploader-vision-" +
                                                        std::to_string(getpid()) + "-" +
                                                        std::to_string(std::rand()));
-  const std::string command = std::string(MPLOADER_PYTHON) + " " MPLOADER_VISION_TEST_DIR
+  const std::string command = std::string(MPLOADER_PYTHON) + " " MPLOADER_COMPONENT_TEST_DIR
                               "/make_image_folder.py " + dir + (bad ? " --bad" : "") +
                               " 2>&1";
   if (std::system(command.c_str()) != 0) return "";

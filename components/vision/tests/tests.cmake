@@ -2,5 +2,4 @@
 # MPLOADER_PYTHON (cmake/python.cmake), with pillow from scripts/install-deps.
 mploader_component_tests(vision
   SOURCES test_image.cc test_image_folder.cc test_decode.cc test_transforms.cc
-          test_folder_scan.cc test_bad_files.cc test_full_decode.cc
-  DEFINITIONS MPLOADER_VISION_TEST_DIR="${CMAKE_CURRENT_LIST_DIR}")
+          test_folder_scan.cc test_bad_files.cc test_full_decode.cc)

@@ -32,7 +32,7 @@ struct ScratchDir {
 
 // Runs components/vision/tests/pil_reference.py with `args`; false when Python or PIL is missing.
 inline bool pil(const std::string& args) {
-  const std::string command = std::string(MPLOADER_PYTHON) + " " MPLOADER_VISION_TEST_DIR
+  const std::string command = std::string(MPLOADER_PYTHON) + " " MPLOADER_COMPONENT_TEST_DIR
                               "/pil_reference.py " + args + " > /dev/null 2>&1";
   return std::system(command.c_str()) == 0;
 }
