@@ -1,5 +1,7 @@
 #include "core/exception_text.h"
 
+#include <mploader/errors.h>
+
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -23,6 +25,8 @@ std::string demangled(const std::type_info& type) {
 std::pair<std::string, std::string> describe_current_exception() {
   try {
     throw;
+  } catch (const ForeignError& e) {
+    return {e.type_name(), e.what()};  // the foreign language's own name, not ours
   } catch (const std::exception& e) {
     return {demangled(typeid(e)), e.what()};
   } catch (...) {

@@ -1,5 +1,7 @@
 #include "process/worker_process.h"
 
+#include <mploader/embedding.h>
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <mutex>
 
 namespace mploader::detail {
 namespace {
@@ -89,6 +92,15 @@ bool pidfd_readable(int pidfd) {
   return pidfd >= 0 && poll(&pfd, 1, 0) > 0;
 }
 
+// The embedding runtime's fork hooks (set_fork_hooks), copied under the lock by each fork.
+std::mutex g_fork_hooks_mutex;
+ForkHooks g_fork_hooks;  // GUARDED_BY(g_fork_hooks_mutex)
+
+ForkHooks current_fork_hooks() {
+  std::lock_guard<std::mutex> lock(g_fork_hooks_mutex);
+  return g_fork_hooks;
+}
+
 }  // namespace
 
 ipc::UniqueFd open_pidfd(pid_t pid) {
@@ -102,9 +114,17 @@ ipc::UniqueFd open_pidfd(pid_t pid) {
 
 ipc::Result<WorkerProcess> fork_worker(const std::function<int()>& body) {
   const pid_t parent = getpid();
+  const ForkHooks hooks = current_fork_hooks();
+  if (hooks.before) hooks.before();
   pid_t pid = fork();
+  const int fork_errno = errno;
+  if (pid == 0) {
+    if (hooks.in_child) hooks.in_child();
+    child_main(parent, body);
+  }
+  if (hooks.in_parent) hooks.in_parent();
+  errno = fork_errno;
   if (pid < 0) return ipc::last_error("fork");
-  if (pid == 0) child_main(parent, body);
   WorkerProcess p;
   p.pid = pid;
   p.pidfd = open_pidfd(pid);
@@ -118,6 +138,19 @@ ipc::Result<WorkerProcess> fork_worker(const std::function<int()>& body) {
   }
   return p;
 }
+
+}  // namespace mploader::detail
+
+namespace mploader {
+
+void set_fork_hooks(const ForkHooks& hooks) {
+  std::lock_guard<std::mutex> lock(detail::g_fork_hooks_mutex);
+  detail::g_fork_hooks = hooks;
+}
+
+}  // namespace mploader
+
+namespace mploader::detail {
 
 std::string ExitStatus::describe() const {
   if (signal == 0) return "exited with code " + std::to_string(exit_code);

@@ -2,6 +2,8 @@
 // second and nothing of ours is left behind; creating and destroying loaders leaks nothing.
 #include "crash_test_support.h"
 
+#include <mploader/embedding.h>
+
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -9,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -219,3 +222,49 @@ TEST_CASE("lifecycle: 1,000 create/destroy cycles leave fds, threads, children a
 }
 
 }  // namespace test_lifecycle
+
+namespace test_lifecycle_hooks {
+
+using namespace mploader;
+
+// Counted in this process; the child's hook marks the child, whose samples then say so.
+std::atomic<int> g_before{0}, g_in_parent{0};
+bool g_child_hook_ran = false;  // set in each child by its hook, before the worker starts
+
+class ReportsChildHook : public testing_datasets::CountingDataset {
+ public:
+  ReportsChildHook() : CountingDataset(40) {}
+  Sample get(int64_t) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the kill lands mid-epoch
+    return {{"hooked", at::scalar_tensor(g_child_hook_ran ? 1 : 0, at::kLong)}};
+  }
+};
+
+TEST_CASE("lifecycle: the fork hooks run around every fork of a worker, restarts included",
+          "[lifecycle][process]") {
+  ForkHooks hooks;
+  hooks.before = [] { g_before.fetch_add(1); };
+  hooks.in_parent = [] { g_in_parent.fetch_add(1); };
+  hooks.in_child = [] { g_child_hook_ran = true; };
+  set_fork_hooks(hooks);
+  LoaderOptions o;
+  o.num_workers = 2;
+  o.batch_size = 3;
+  o.crash_dir = "/tmp/mploader-test-crashes";
+  o.max_restarts_per_epoch = 1;
+  {
+    Loader loader(std::make_shared<ReportsChildHook>(), o);
+    std::optional<Batch> first = loader.next();
+    REQUIRE(first);
+    kill(loader.worker_pids()[0], SIGKILL);
+    int64_t hooked = first->tensors()["hooked"].sum().item<int64_t>();
+    while (auto b = loader.next()) hooked += b->tensors()["hooked"].sum().item<int64_t>();
+    CHECK(hooked == 40);  // every sample was read in a child whose hook ran
+  }
+  set_fork_hooks(ForkHooks{});
+  CHECK(g_before.load() >= 4);  // the slot probe, two workers, and the one that replaced one
+  CHECK(g_in_parent.load() == g_before.load());
+  CHECK_FALSE(g_child_hook_ran);  // never in this process
+}
+
+}  // namespace test_lifecycle_hooks

@@ -65,6 +65,39 @@ TEST_CASE("failures: the same exception with num_workers 0", "[failures]") {
   }
 }
 
+namespace {
+
+// Sample 3 fails as a Python __getitem__ does through the Python package: a ForeignError
+// that carries the Python type's name.
+class ForeignFailure : public CountingDataset {
+ public:
+  ForeignFailure() : CountingDataset(8) {}
+  Sample get(int64_t index) override {
+    if (index == 3) {
+      throw ForeignError("mymodule.BadSample", "Traceback (most recent call last):\n  ...");
+    }
+    return CountingDataset::get(index);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("failures: an exception of another language keeps that language's type name",
+          "[failures][process]") {
+  for (int64_t workers : {0, 2}) {
+    Loader loader(std::make_shared<ForeignFailure>(), options(workers, 4));
+    try {
+      while (loader.next()) {
+      }
+      FAIL("expected WorkerError");
+    } catch (const WorkerError& e) {
+      CHECK(e.sample_index() == 3);
+      CHECK(e.exception_type() == "mymodule.BadSample");
+      CHECK_THAT(e.original_message(), Catch::StartsWith("Traceback (most recent call last)"));
+    }
+  }
+}
+
 TEST_CASE("failures: a worker killed by a signal is reported with its in-flight indices",
           "[failures][process]") {
   std::vector<int> pids;

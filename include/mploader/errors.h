@@ -35,6 +35,20 @@ class OptionError : public Error {
   std::string option_;
 };
 
+/// An exception raised by code in another language inside a dataset (a Python `__getitem__`):
+/// type_name() is that language's name for its type ("builtins.ValueError"), which a
+/// WorkerError reports as its exception_type(), and what() is its message with its traceback.
+class ForeignError : public Error {
+ public:
+  /// `message` is what() returns; `type_name` is the foreign type's qualified name.
+  ForeignError(std::string type_name, const std::string& message)
+      : Error(message), type_name_(std::move(type_name)) {}
+  const std::string& type_name() const { return type_name_; }  ///< "builtins.ValueError".
+
+ private:
+  std::string type_name_;
+};
+
 /// Shared memory could not be created or reserved (for example ENOSPC on a full tmpfs).
 class ShmError : public Error {
  public:

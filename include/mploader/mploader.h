@@ -10,6 +10,7 @@
 #include <mploader/device_prefetcher.h>
 #include <mploader/distributed_sampler.h>
 #include <mploader/elastic.h>
+#include <mploader/embedding.h>
 #include <mploader/errors.h>
 #include <mploader/launch_info.h>
 #include <mploader/loader.h>

@@ -48,7 +48,7 @@ public_layer() {
     sampler.h) echo sampler ;;
     compose.h|npy.h|stream_mixture.h|token_stream.h) echo datasets ;;
     worker_info.h) echo worker ;;
-    start_method.h) echo process ;;
+    embedding.h|start_method.h) echo process ;;
     stats.h) echo supervise ;;
     elastic.h|loader.h|options.h|tune.h) echo loader ;;
     device_prefetcher.h|mploader.h) echo device ;;
