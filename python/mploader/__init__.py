@@ -1,0 +1,26 @@
+"""mploader: a multi-process data loader for PyTorch with crash-isolated workers.
+
+``mploader.DataLoader`` takes torch.utils.data.DataLoader's arguments; batches are views of
+shared memory the workers wrote into, and a worker that dies is explained. See docs/python.md.
+"""
+import torch  # first: the compiled module uses the libraries torch loads
+
+from ._version_check import check_torch_version as _check_torch_version
+
+_check_torch_version()
+
+from . import _C  # noqa: E402
+from ._errors import Error, OptionError, Timeout, WorkerCrashed  # noqa: E402
+from ._loader import DataLoader  # noqa: E402
+from torch.utils.data import get_worker_info  # noqa: E402  (mploader's workers set it)
+
+__version__ = _C.__version__
+
+
+def features():
+    """The optional components built into this installation, such as ``["vision", "shards"]``."""
+    return list(_C.components())
+
+
+__all__ = ["DataLoader", "Error", "OptionError", "Timeout", "WorkerCrashed", "features",
+           "get_worker_info"]

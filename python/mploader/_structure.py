@@ -1,0 +1,130 @@
+"""A sample as named leaves, and a batch's named leaves as the nested batch.
+
+A worker flattens each sample into (name, leaf) pairs: the leaves are tensors (numpy arrays and
+numbers become tensors, as default_collate makes them), str and bytes. The engine stacks the
+tensors of a batch into shared memory and keeps the text rows; the main process nests them
+again by name into what torch's default_collate returns for the same samples: dicts stay
+dicts, tuples and lists become lists, strings become lists of str.
+
+A name is its path of segments joined by "/": "d<pos>:<key>" a dict's str key (pos keeps the
+dict's order, since the engine keeps tensors and text apart), "n<pos>:<key>" an int key,
+"l<i>" and "t<i>" list and tuple items, "_" a sample that is a leaf itself. A text leaf's name
+ends with "|s" (str) or "|b" (bytes).
+"""
+import collections.abc
+import functools
+
+import numpy as np
+import torch
+
+_UNSUPPORTED = ("default_collate: batch must contain tensors, numpy arrays, numbers, dicts or "
+                "lists; found {}")
+
+
+def _escape(key):
+    return key.replace("%", "%25").replace("/", "%2F").replace("|", "%7C")
+
+
+def _unescape(key):
+    return key.replace("%7C", "|").replace("%2F", "/").replace("%25", "%")
+
+
+def _leaf(value, name, out):
+    if isinstance(value, torch.Tensor):
+        out.append((name, value))
+    elif isinstance(value, str):
+        out.append((name + "|s", value))
+    elif isinstance(value, bytes):
+        out.append((name + "|b", value))
+    elif isinstance(value, bool):
+        out.append((name, torch.tensor(value)))
+    elif isinstance(value, int):
+        out.append((name, torch.tensor(value, dtype=torch.int64)))
+    elif isinstance(value, float):
+        out.append((name, torch.tensor(value, dtype=torch.float64)))
+    elif isinstance(value, (np.ndarray, np.generic)):
+        if value.dtype.kind in "OUSV":  # objects and strings: no tensor holds them
+            raise TypeError(_UNSUPPORTED.format(value.dtype))
+        out.append((name, torch.as_tensor(value)))
+    else:
+        return False
+    return True
+
+
+def _flatten(value, path, out):
+    name = path or "_"
+    if _leaf(value, name, out):
+        return
+    prefix = path + "/" if path else ""
+    if isinstance(value, collections.abc.Mapping):
+        for pos, (key, item) in enumerate(value.items()):
+            if isinstance(key, str):
+                segment = f"d{pos}:{_escape(key)}"
+            elif isinstance(key, int) and not isinstance(key, bool):
+                segment = f"n{pos}:{key}"
+            else:
+                raise TypeError(f"mploader: a sample's dict has the key {key!r} of type "
+                                f"{type(key).__name__}; keys must be str or int. Use str keys.")
+            _flatten(item, prefix + segment, out)
+    elif isinstance(value, (list, tuple)):
+        kind = "t" if isinstance(value, tuple) else "l"
+        for i, item in enumerate(value):
+            _flatten(item, f"{prefix}{kind}{i}", out)
+    else:
+        raise TypeError(_UNSUPPORTED.format(type(value)))
+
+
+def flatten(sample):
+    """The sample's leaves as [(name, leaf)], in the sample's order."""
+    out = []
+    _flatten(sample, "", out)
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _segments(name):
+    parts = []
+    for segment in name.split("/"):
+        kind = segment[0]
+        if kind in "dn":
+            pos, _, key = segment[1:].partition(":")
+            parts.append((kind, int(pos), _unescape(key) if kind == "d" else int(key)))
+        elif kind in "lt":
+            parts.append((kind, int(segment[1:]), None))
+        else:
+            parts.append(("_", 0, None))
+    return tuple(parts)
+
+
+def _insert(root, name, value):
+    node = root
+    parts = _segments(name)
+    for kind, pos, key in parts[:-1]:
+        node = node.setdefault((kind, pos, key), {})
+    node[parts[-1]] = value
+
+
+def _build(node):
+    if not isinstance(node, dict):
+        return node
+    items = sorted(node.items(), key=lambda item: item[0][1])
+    if items and items[0][0][0] == "_":
+        return _build(items[0][1])
+    if items and items[0][0][0] in "dn":
+        return {key: _build(child) for (_, _, key), child in items}
+    return [_build(child) for _, child in items]
+
+
+def unflatten(tensors, texts):
+    """The nested batch from its [(name, Tensor)] and [(name, [bytes per row])]."""
+    root = {}
+    for name, tensor in tensors:
+        _insert(root, name, tensor)
+    for name, rows in texts:
+        kind, base = name[-1], name[:-2]
+        if kind == "s":
+            rows = [row.decode("utf-8") for row in rows]
+        # default_collate hands strings back as it got them: a list for the batch, a tuple for
+        # a field of tuples or lists (it transposes those with zip).
+        _insert(root, base, tuple(rows) if _segments(base)[-1][0] in "lt" else rows)
+    return _build(root)

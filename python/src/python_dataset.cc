@@ -1,0 +1,77 @@
+#include "python_dataset.h"
+
+#include <mploader/errors.h>
+#include <mploader/worker_info.h>
+
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <string>
+#include <utility>
+
+namespace mploader::python {
+
+PythonDataset::PythonDataset(py::object fetch, size_t size)
+    : fetch_(std::move(fetch)), size_(size) {}
+
+namespace {
+
+// With num_workers = 0 the dataset runs in this process: its exception object itself is kept
+// here, and raised again unchanged (as torch's DataLoader does) instead of a copy made from its
+// text. Guarded by the GIL; a raw reference, so that no destructor runs after the interpreter
+// has ended.
+PyObject* g_in_process_error = nullptr;
+
+}  // namespace
+
+py::object take_in_process_error() {
+  if (g_in_process_error == nullptr) return py::none();
+  return py::reinterpret_steal<py::object>(std::exchange(g_in_process_error, nullptr));
+}
+
+void throw_foreign(py::error_already_set& e) {
+  if (!worker_info()) {
+    Py_XDECREF(g_in_process_error);
+    g_in_process_error = py::object(e.value()).release().ptr();
+  }
+  // The worker module formats it as torch's DataLoader does (type, message, traceback), so
+  // that the main process can raise it again with the same type.
+  std::string type_name = "builtins.RuntimeError", text = e.what();
+  try {
+    py::tuple described = py::module_::import("mploader._worker")
+                              .attr("describe_exception")(e.type(), e.value(), e.trace());
+    type_name = described[0].cast<std::string>();
+    text = described[1].cast<std::string>();
+  } catch (py::error_already_set& inner) {
+    text += " (and describing it failed: " + std::string(inner.what()) + ")";
+  }
+  throw ForeignError(std::move(type_name), text);
+}
+
+Sample PythonDataset::get(int64_t index) {
+  py::gil_scoped_acquire gil;
+  Sample sample;
+  try {
+    py::list leaves = fetch_.get()(index);
+    for (py::handle item : leaves) {
+      auto pair = item.cast<py::tuple>();
+      std::string name = pair[0].cast<std::string>();
+      PyObject* leaf = pair[1].ptr();
+      if (THPVariable_Check(leaf)) {
+        sample.set(std::move(name), THPVariable_Unpack(leaf));
+      } else if (PyBytes_Check(leaf)) {
+        sample.set_bytes(std::move(name), PyBytes_AS_STRING(leaf),
+                         static_cast<size_t>(PyBytes_GET_SIZE(leaf)));
+      } else {
+        Py_ssize_t length = 0;
+        const char* utf8 = PyUnicode_AsUTF8AndSize(leaf, &length);
+        if (utf8 == nullptr) throw py::error_already_set();
+        sample.set_bytes(std::move(name), utf8, static_cast<size_t>(length));
+      }
+    }
+  } catch (py::error_already_set& e) {
+    throw_foreign(e);
+  }
+  return sample;
+}
+
+}  // namespace mploader::python

@@ -1,0 +1,44 @@
+// A map-style Python dataset as an mploader::Dataset: get() runs the dataset's __getitem__ (in
+// a worker process, or in the caller's thread with num_workers = 0) through the package's
+// worker module, which flattens the sample into named leaves; their tensors and text go into
+// the batch's shared memory as a C++ dataset's would.
+#pragma once
+
+#include <mploader/dataset.h>
+
+#include "python_object.h"
+
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mploader::python {
+
+namespace py = pybind11;
+
+class PythonDataset : public Dataset {
+ public:
+  // `fetch(index)` returns the sample as a list of (name, leaf) pairs: a leaf is a Tensor, a
+  // str or bytes (mploader/_worker.py). `size` is len(dataset).
+  PythonDataset(py::object fetch, size_t size);
+
+  size_t size() const override { return size_; }
+  Sample get(int64_t index) override;
+
+ private:
+  HeldObject fetch_;
+  size_t size_;
+};
+
+// Called inside `catch (py::error_already_set& e)` with the GIL held: the Python exception as
+// a ForeignError carrying its type's qualified name and its traceback (as text).
+// In this process (num_workers = 0) the exception object is also kept, for
+// take_in_process_error().
+[[noreturn]] void throw_foreign(py::error_already_set& e);
+
+// The exception object the dataset raised in this process (num_workers = 0), once; None when
+// there is none. Call with the GIL held.
+py::object take_in_process_error();
+
+}  // namespace mploader::python
