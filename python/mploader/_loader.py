@@ -5,8 +5,8 @@ from torch.utils.data import (BatchSampler, IterableDataset, RandomSampler, Sequ
 
 from . import _C
 from ._errors import OptionError
-from ._structure import unflatten
-from ._worker import fetcher, starter
+from ._structure import unflatten, unflatten_collated
+from ._worker import collator, fetcher, raw_fetcher, starter
 
 _START_METHODS = ("fork", "spawn", "forkserver")
 
@@ -62,10 +62,6 @@ class DataLoader:
             raise OptionError("mploader: DataLoader: an IterableDataset is not supported yet; "
                               "give a map-style Dataset (__len__ and __getitem__), or use "
                               "torch.utils.data.DataLoader for this one.", "dataset")
-        if collate_fn is not None:
-            raise OptionError("mploader: DataLoader: collate_fn is not supported yet; samples "
-                              "are collated as torch's default_collate does. Leave collate_fn "
-                              "unset.", "collate_fn")
         if batch_size is None:
             raise OptionError("mploader: DataLoader: batch_size=None (no batching) is not "
                               "supported yet. Give a batch_size of 1 or more.", "batch_size")
@@ -119,8 +115,10 @@ class DataLoader:
         }
         self._loader = None
         self._epoch = 0
-        self._epoch_set = False
         self._generation = 0
+        self._engine_seed = None  # the workers' seed, drawn at the first iteration
+        self._running = None  # the epoch running: what state_dict() needs to draw it again
+        self._resume = None  # a loaded state, for the next iteration
 
     def __len__(self):
         return len(self.batch_sampler)
@@ -129,37 +127,97 @@ class DataLoader:
         """The epoch the next iteration runs (by default each iteration runs the next one).
         It seeds the workers; call the sampler's own set_epoch too (DistributedSampler)."""
         self._epoch = int(epoch)
-        self._epoch_set = True
+        self._resume = None
 
     def _draw_base_seed(self):
         # Drawn as torch's DataLoader draws it, before the sampler's own draw: the same
         # torch.manual_seed (or generator) gives the same order of indices as torch.
         return int(torch.empty((), dtype=torch.int64).random_(generator=self.generator).item())
 
-    def _start(self, epoch):
-        base_seed = None
-        if self._loader is None or not (self.persistent_workers and self.num_workers != 0):
-            base_seed = self._draw_base_seed()
-        plan = [list(batch) for batch in self.batch_sampler]
+    def _rng_state(self):
+        return {"torch": torch.get_rng_state(),
+                "generator": None if self.generator is None else self.generator.get_state()}
+
+    def _draw_epoch(self, resume):
+        """(whether the base seed was drawn, the base seed, the batches): torch's draws for a
+        new epoch, or again the saved epoch's, from the generators' states it started with.
+        Drawing again leaves torch's global generator as the caller had it."""
+        caller = None
+        if resume is not None:
+            caller = torch.get_rng_state()
+            torch.set_rng_state(resume["rng"]["torch"])
+            if self.generator is not None and resume["rng"]["generator"] is not None:
+                self.generator.set_state(resume["rng"]["generator"])
+            drew = resume["drew_base_seed"]
+        else:
+            drew = self._loader is None or not (self.persistent_workers and self.num_workers)
+        try:
+            base_seed = self._draw_base_seed() if drew else None
+            return drew, base_seed, [list(batch) for batch in self.batch_sampler]
+        finally:
+            if caller is not None:
+                torch.set_rng_state(caller)
+
+    def _start(self, epoch, resume):
+        rng = resume["rng"] if resume is not None else self._rng_state()
+        drew, base_seed, plan = self._draw_epoch(resume)
         if self._loader is None:
             options = dict(self._engine_options)
-            options["seed"] = base_seed & 0xFFFFFFFFFFFFFFFF
-            options["max_batch_size"] = max(
-                [self.batch_size or 1] + [len(b) for b in plan])
+            self._engine_seed = (self._engine_seed if self._engine_seed is not None
+                                 else base_seed & 0xFFFFFFFFFFFFFFFF)
+            options["seed"] = self._engine_seed
+            options["max_batch_size"] = max([self.batch_size or 1] + [len(b) for b in plan])
             worker_start = (starter(self.dataset, self.worker_init_fn)
                             if self.num_workers != 0 else None)
-            self._loader = _C.Loader(fetcher(self.dataset), len(self.dataset), options,
-                                     worker_start)
+            fetch = fetcher(self.dataset)
+            if self.collate_fn is not None:
+                options["collate_fn"] = collator(self.collate_fn)
+                fetch = raw_fetcher(self.dataset)
+            self._loader = _C.Loader(fetch, len(self.dataset), options, worker_start)
         self._loader.set_plan(epoch, plan)
-        self._loader.set_epoch(epoch)
+        if resume is not None:
+            self._loader.load_state_dict(resume["engine"])
+        else:
+            self._loader.set_epoch(epoch)
+        self._running = {"epoch": epoch, "rng": rng, "drew_base_seed": drew, "done": False}
 
     def __iter__(self):
+        resume, self._resume = self._resume, None
         epoch = self._epoch
-        self._start(epoch)
+        self._start(epoch, resume)
         self._epoch = epoch + 1
-        self._epoch_set = False
         self._generation += 1
         return _Iterator(self, self._generation)
+
+    def state_dict(self):
+        """Where loading stands, to resume it after a restart of the program with
+        load_state_dict(): the running epoch and the batches the loop has received, the
+        generators' states the epoch's order was drawn from, and the workers' seed. Save it
+        with the model's checkpoint (torch.save); take it between batches."""
+        state = {"mploader_state": 1, "epoch": self._epoch, "engine_seed": self._engine_seed}
+        running = self._running
+        if running is not None and not running["done"]:
+            state.update(epoch=running["epoch"], rng=running["rng"],
+                         drew_base_seed=running["drew_base_seed"],
+                         engine=self._loader.state_dict())
+        return state
+
+    def load_state_dict(self, state):
+        """Makes the next iteration resume the saved epoch with the batches not yet received,
+        in the same order (the same dataset, batch_size, sampler and options as the state was
+        taken with; num_workers and persistent_workers may differ); a state taken between
+        epochs makes it start the next one. Raises OptionError("state") for anything else."""
+        if not isinstance(state, dict) or state.get("mploader_state") != 1:
+            raise OptionError("mploader: DataLoader.load_state_dict: the state is not one that "
+                              "DataLoader.state_dict() returned (no 'mploader_state': 1). Give "
+                              "the dict state_dict() returned, as saved.", "state")
+        if self._loader is not None and state.get("engine_seed") != self._engine_seed:
+            raise OptionError("mploader: DataLoader.load_state_dict: this DataLoader has started "
+                              "its workers with another seed than the state's. Load the state "
+                              "into a new DataLoader, before iterating it.", "state")
+        self._epoch = int(state["epoch"])
+        self._engine_seed = state.get("engine_seed")
+        self._resume = state if "engine" in state else None
 
     def stats(self):
         """The engine's counters as a dict: batches, wait_ns, workers, epochs, quarantined,
@@ -197,7 +255,10 @@ class _Iterator:
         batch = owner._loader.next(start)
         if batch is None:
             self._done = True
+            owner._running["done"] = True
             raise StopIteration
         self._yielded += 1
         tensors, texts, _ = batch
+        if owner.collate_fn is not None:
+            return unflatten_collated(tensors)
         return unflatten(tensors, texts)
