@@ -6,6 +6,11 @@ tensors of a batch into shared memory and keeps the text rows; the main process 
 again by name into what torch's default_collate returns for the same samples: dicts stay
 dicts, tuples and lists become lists, strings become lists of str.
 
+A collate_fn's batch is flattened the same way, but kept as it is rather than as
+default_collate would make it: tuples stay tuples, and numbers, str and bytes come back as
+themselves; each travels as a tensor whose name ends with "|i" (int), "|f" (float), "|o" (bool),
+"|s" (str, its UTF-8 bytes) or "|b" (bytes).
+
 A name is its path of segments joined by "/": "d<pos>:<key>" a dict's str key (pos keeps the
 dict's order, since the engine keeps tensors and text apart), "n<pos>:<key>" an int key,
 "l<i>" and "t<i>" list and tuple items, "_" a sample that is a leaf itself. A text leaf's name
@@ -27,6 +32,28 @@ def _escape(key):
 
 def _unescape(key):
     return key.replace("%7C", "|").replace("%2F", "/").replace("%25", "%")
+
+
+def _collated_leaf(value, name, out):
+    """A leaf of a collate_fn's batch, every one a tensor."""
+    if isinstance(value, torch.Tensor):
+        out.append((name, value))
+    elif isinstance(value, (str, bytes)):
+        raw = value.encode("utf-8") if isinstance(value, str) else value
+        kind = "|s" if isinstance(value, str) else "|b"
+        out.append((name + kind, torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+                    if raw else torch.empty(0, dtype=torch.uint8)))
+    elif isinstance(value, bool):
+        out.append((name + "|o", torch.tensor(value)))
+    elif isinstance(value, int):
+        out.append((name + "|i", torch.tensor(value, dtype=torch.int64)))
+    elif isinstance(value, float):
+        out.append((name + "|f", torch.tensor(value, dtype=torch.float64)))
+    elif isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind not in "OUSV":
+        out.append((name, torch.as_tensor(value)))
+    else:
+        return False
+    return True
 
 
 def _leaf(value, name, out):
@@ -51,9 +78,9 @@ def _leaf(value, name, out):
     return True
 
 
-def _flatten(value, path, out):
+def _flatten(value, path, out, leaf=_leaf):
     name = path or "_"
-    if _leaf(value, name, out):
+    if leaf(value, name, out):
         return
     prefix = path + "/" if path else ""
     if isinstance(value, collections.abc.Mapping):
@@ -65,11 +92,15 @@ def _flatten(value, path, out):
             else:
                 raise TypeError(f"mploader: a sample's dict has the key {key!r} of type "
                                 f"{type(key).__name__}; keys must be str or int. Use str keys.")
-            _flatten(item, prefix + segment, out)
+            _flatten(item, prefix + segment, out, leaf)
     elif isinstance(value, (list, tuple)):
         kind = "t" if isinstance(value, tuple) else "l"
         for i, item in enumerate(value):
-            _flatten(item, f"{prefix}{kind}{i}", out)
+            _flatten(item, f"{prefix}{kind}{i}", out, leaf)
+    elif leaf is _collated_leaf:
+        raise TypeError(f"mploader: collate_fn returned a {type(value).__name__} (at "
+                        f"{path or 'the top'}); mploader carries tensors, numpy arrays, numbers, "
+                        "str, bytes, and dicts, lists and tuples of them. Return those.")
     else:
         raise TypeError(_UNSUPPORTED.format(type(value)))
 
@@ -78,6 +109,13 @@ def flatten(sample):
     """The sample's leaves as [(name, leaf)], in the sample's order."""
     out = []
     _flatten(sample, "", out)
+    return out
+
+
+def flatten_collated(batch):
+    """A collate_fn's batch as [(name, Tensor)], in its order."""
+    out = []
+    _flatten(batch, "", out, _collated_leaf)
     return out
 
 
@@ -104,15 +142,31 @@ def _insert(root, name, value):
     node[parts[-1]] = value
 
 
-def _build(node):
+def _build(node, tuples):
     if not isinstance(node, dict):
         return node
     items = sorted(node.items(), key=lambda item: item[0][1])
-    if items and items[0][0][0] == "_":
-        return _build(items[0][1])
-    if items and items[0][0][0] in "dn":
-        return {key: _build(child) for (_, _, key), child in items}
-    return [_build(child) for _, child in items]
+    kind = items[0][0][0] if items else "l"
+    if kind == "_":
+        return _build(items[0][1], tuples)
+    if kind in "dn":
+        return {key: _build(child, tuples) for (_, _, key), child in items}
+    built = [_build(child, tuples) for _, child in items]
+    return tuple(built) if tuples and kind == "t" else built
+
+
+_COLLATED = {"i": lambda t: int(t), "f": lambda t: float(t), "o": lambda t: bool(t),
+             "s": lambda t: t.numpy().tobytes().decode("utf-8"), "b": lambda t: t.numpy().tobytes()}
+
+
+def unflatten_collated(tensors):
+    """A collate_fn's batch again, from its [(name, Tensor)]."""
+    root = {}
+    for name, tensor in tensors:
+        if len(name) > 2 and name[-2] == "|":
+            name, tensor = name[:-2], _COLLATED[name[-1]](tensor)
+        _insert(root, name, tensor)
+    return _build(root, tuples=True)
 
 
 def unflatten(tensors, texts):
@@ -127,4 +181,4 @@ def unflatten(tensors, texts):
         # default_collate hands strings back as it got them: a list for the batch, a tuple for
         # a field of tuples or lists (it transposes those with zip).
         _insert(root, base, tuple(rows) if _segments(base)[-1][0] in "lt" else rows)
-    return _build(root)
+    return _build(root, tuples=False)

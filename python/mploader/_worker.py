@@ -5,7 +5,7 @@ import traceback
 import torch
 import torch.utils.data._utils.worker as _torch_worker
 
-from ._structure import flatten
+from ._structure import flatten, flatten_collated
 
 
 def fetcher(dataset):
@@ -15,10 +15,38 @@ def fetcher(dataset):
     return fetch
 
 
+# The engine carries a worker's error message in 1024 bytes; the end of a traceback (the
+# innermost frames and the exception itself) is what says most.
+_MESSAGE_BYTES = 1000
+
+
+def raw_fetcher(dataset):
+    """fetch(index): the sample as __getitem__ returns it, for a collate_fn."""
+    def fetch(index):
+        return dataset[index]
+    return fetch
+
+
+def collator(collate_fn):
+    """collate(samples): collate_fn's batch as [(name, Tensor)] (run where the batch is made)."""
+    def collate(samples):
+        return flatten_collated(collate_fn(samples))
+    return collate
+
+
 def describe_exception(kind, value, trace):
-    """(qualified type name, traceback as text) for a worker's exception."""
+    """(qualified type name, traceback as text) for a worker's exception; a traceback too long
+    for the engine keeps its first line and its end."""
     name = f"{kind.__module__}.{kind.__qualname__}"
-    return name, "".join(traceback.format_exception(kind, value, trace)).rstrip("\n")
+    text = "".join(traceback.format_exception(kind, value, trace)).rstrip("\n")
+    encoded = text.encode("utf-8")
+    if len(encoded) > _MESSAGE_BYTES:
+        first = text.split("\n", 1)[0]
+        marker = "\n  ... (earlier frames left out)\n"
+        keep = _MESSAGE_BYTES - len(first.encode("utf-8")) - len(marker)
+        tail = encoded[-keep:].decode("utf-8", errors="ignore")
+        text = first + marker + tail[tail.find("\n") + 1:]
+    return name, text
 
 
 def starter(dataset, worker_init_fn):

@@ -10,8 +10,9 @@
 
 namespace mploader::python {
 
-PythonDataset::PythonDataset(py::object fetch, size_t size)
-    : fetch_(std::move(fetch)), size_(size) {}
+PythonDataset::PythonDataset(py::object fetch, size_t size,
+                             std::shared_ptr<PendingSamples> pending)
+    : fetch_(std::move(fetch)), size_(size), pending_(std::move(pending)) {}
 
 namespace {
 
@@ -51,6 +52,7 @@ Sample PythonDataset::get(int64_t index) {
   py::gil_scoped_acquire gil;
   Sample sample;
   try {
+    if (pending_) return pending_->keep(fetch_.get()(index));
     py::list leaves = fetch_.get()(index);
     for (py::handle item : leaves) {
       auto pair = item.cast<py::tuple>();

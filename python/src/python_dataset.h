@@ -6,12 +6,14 @@
 
 #include <mploader/dataset.h>
 
+#include "python_collate.h"
 #include "python_object.h"
 
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace mploader::python {
 
@@ -20,8 +22,10 @@ namespace py = pybind11;
 class PythonDataset : public Dataset {
  public:
   // `fetch(index)` returns the sample as a list of (name, leaf) pairs: a leaf is a Tensor, a
-  // str or bytes (mploader/_worker.py). `size` is len(dataset).
-  PythonDataset(py::object fetch, size_t size);
+  // str or bytes (mploader/_worker.py). `size` is len(dataset). With `pending` (a collate_fn
+  // is given), `fetch(index)` returns the sample as it is, which `pending` keeps for the
+  // collator.
+  PythonDataset(py::object fetch, size_t size, std::shared_ptr<PendingSamples> pending);
 
   size_t size() const override { return size_; }
   Sample get(int64_t index) override;
@@ -29,6 +33,7 @@ class PythonDataset : public Dataset {
  private:
   HeldObject fetch_;
   size_t size_;
+  std::shared_ptr<PendingSamples> pending_;
 };
 
 // Called inside `catch (py::error_already_set& e)` with the GIL held: the Python exception as

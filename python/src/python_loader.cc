@@ -110,7 +110,13 @@ PythonLoader::PythonLoader(py::object fetch, size_t size, const py::dict& option
       }
     };
   }
-  auto dataset = std::make_shared<PythonDataset>(std::move(fetch), size);
+  std::shared_ptr<PendingSamples> pending;
+  if (options.contains("collate_fn")) {
+    pending = std::make_shared<PendingSamples>();
+    o.collate = std::make_shared<PythonCollator>(
+        py::reinterpret_borrow<py::object>(options["collate_fn"]), pending);
+  }
+  auto dataset = std::make_shared<PythonDataset>(std::move(fetch), size, std::move(pending));
   py::gil_scoped_release unlocked;  // starting workers forks, which takes the GIL
   loader_ = std::make_unique<Loader>(std::move(dataset), std::move(o));
 }

@@ -38,7 +38,8 @@ class DrawnBatches : public BatchSampler {
 
 class PythonLoader {
  public:
-  // `fetch(index)`: a sample's leaves (PythonDataset); `size`: len(dataset); `options`: the
+  // `fetch(index)`: a sample's leaves (PythonDataset), or the sample itself when
+  // options["collate_fn"] (a PythonCollator's) is given; `size`: len(dataset); `options`: the
   // LoaderOptions fields by name (mploader/_loader.py); `worker_start(id, num_workers, seed,
   // epoch, rank, world_size)`: run in each worker process as it starts.
   PythonLoader(py::object fetch, size_t size, const py::dict& options, py::object worker_start);
