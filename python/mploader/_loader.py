@@ -1,7 +1,8 @@
 """mploader.DataLoader: torch.utils.data.DataLoader's signature over mploader's engine."""
 
 import torch
-from torch.utils.data import (BatchSampler, IterableDataset, RandomSampler, SequentialSampler)
+from torch.utils.data import (BatchSampler, IterableDataset, RandomSampler, SequentialSampler,
+                              default_convert)
 
 from . import _C
 from ._errors import OptionError
@@ -62,9 +63,9 @@ class DataLoader:
             raise OptionError("mploader: DataLoader: an IterableDataset is not supported yet; "
                               "give a map-style Dataset (__len__ and __getitem__), or use "
                               "torch.utils.data.DataLoader for this one.", "dataset")
-        if batch_size is None:
-            raise OptionError("mploader: DataLoader: batch_size=None (no batching) is not "
-                              "supported yet. Give a batch_size of 1 or more.", "batch_size")
+        if batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually "
+                             "exclusive with drop_last")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
@@ -75,7 +76,7 @@ class DataLoader:
         if sampler is None:
             sampler = (RandomSampler(dataset, generator=generator) if shuffle
                        else SequentialSampler(dataset))
-        if batch_sampler is None:
+        if batch_sampler is None and batch_size is not None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.dataset = dataset
         self.batch_size = batch_size
@@ -121,7 +122,16 @@ class DataLoader:
         self._resume = None  # a loaded state, for the next iteration
 
     def __len__(self):
-        return len(self.batch_sampler)
+        return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+    def _batch_collate(self):
+        """The collate function run in the workers, or None for default_collate's stacking
+        into shared memory. Without batching (batch_size=None) each sample goes alone through
+        collate_fn, or default_convert, as in torch."""
+        if self.batch_sampler is None:
+            convert = self.collate_fn or default_convert
+            return lambda samples: convert(samples[0])
+        return self.collate_fn
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (by default each iteration runs the next one).
@@ -153,6 +163,8 @@ class DataLoader:
             drew = self._loader is None or not (self.persistent_workers and self.num_workers)
         try:
             base_seed = self._draw_base_seed() if drew else None
+            if self.batch_sampler is None:
+                return drew, base_seed, [[index] for index in self.sampler]
             return drew, base_seed, [list(batch) for batch in self.batch_sampler]
         finally:
             if caller is not None:
@@ -170,8 +182,8 @@ class DataLoader:
             worker_start = (starter(self.dataset, self.worker_init_fn)
                             if self.num_workers != 0 else None)
             fetch = fetcher(self.dataset)
-            if self.collate_fn is not None:
-                options["collate_fn"] = collator(self.collate_fn)
+            if self._batch_collate() is not None:
+                options["collate_fn"] = collator(self._batch_collate())
                 fetch = raw_fetcher(self.dataset)
             self._loader = _C.Loader(fetch, len(self.dataset), options, worker_start)
         self._loader.set_plan(epoch, plan)
@@ -259,6 +271,6 @@ class _Iterator:
             raise StopIteration
         self._yielded += 1
         tensors, texts, _ = batch
-        if owner.collate_fn is not None:
+        if owner.collate_fn is not None or owner.batch_sampler is None:
             return unflatten_collated(tensors)
         return unflatten(tensors, texts)

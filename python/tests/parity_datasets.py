@@ -489,3 +489,9 @@ def read_log(path):
         return []
     with open(path) as f:
         return [tuple(int(x) for x in line.split()) for line in f.read().splitlines()]
+
+
+def describe_one(sample):
+    """A collate_fn for batch_size=None: gets one (data, label) sample, not a list."""
+    data, label = sample
+    return {"sum": float(data.sum()), "label": int(label), "shape": tuple(data.shape)}

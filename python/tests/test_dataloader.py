@@ -191,3 +191,12 @@ def test_a_package_built_for_another_torch_refuses_to_import(tmp_path):
     assert run.returncode != 0
     assert "built for torch 1.0.0" in run.stderr
     assert torch.__version__ in run.stderr and "pip install" in run.stderr
+
+
+def test_num_workers_auto_delivers_every_sample_each_epoch():
+    loader = mploader.DataLoader(SlowSquares(120), batch_size=4, num_workers="auto",
+                                 persistent_workers=True)
+    for _ in range(2):
+        assert values(list(loader)) == list(range(120))
+        assert loader.stats()["workers_running"] >= 1
+        assert all(p != os.getpid() for p in loader.worker_pids())

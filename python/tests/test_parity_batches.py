@@ -110,3 +110,20 @@ def test_samples_that_cannot_be_stacked(dataset, num_workers):
         else:
             assert type(e) is RuntimeError, repr(e)
             assert isinstance(a, RuntimeError), f"torch: {e!r}\nmploader: {a!r}"
+
+
+@pytest.mark.parametrize("num_workers", WORKERS)
+@pytest.mark.parametrize("dataset", [pds.NestedDataset(6), pds.TupleDataset(5),
+                                     pds.PythonScalarDataset(5), pds.NumpyDataset(5)],
+                         ids=["nested", "tuple", "scalars", "numpy"])
+def test_without_batching_each_sample_comes_as_default_convert_makes_it(dataset, num_workers):
+    # batch_size=None: no batches; numbers stay numbers, numpy arrays become tensors.
+    epochs = assert_same_epochs(dataset, count=2, seed=3, batch_size=None, shuffle=True,
+                                num_workers=num_workers)
+    assert len(epochs[0]) == len(dataset)
+
+
+@pytest.mark.parametrize("num_workers", WORKERS)
+def test_without_batching_a_collate_fn_gets_one_sample_at_a_time(num_workers):
+    assert_same_epochs(pds.PairDataset(7), batch_size=None, num_workers=num_workers,
+                       collate_fn=lambda: pds.describe_one)
