@@ -143,7 +143,7 @@ class Forkserver {
     void* mapping = mmap(nullptr, spec->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
                          spec->region_fd, 0);
     if (mapping == MAP_FAILED) return reply(-errno, fds);
-    const pid_t pid = fork();
+    const pid_t pid = fork_with_hooks();
     if (pid == 0) {  // the worker: it keeps `fds` (become_worker never returns)
       socket_.reset();
       sigfd_.reset();

@@ -112,18 +112,24 @@ ipc::UniqueFd open_pidfd(pid_t pid) {
 #endif
 }
 
-ipc::Result<WorkerProcess> fork_worker(const std::function<int()>& body) {
-  const pid_t parent = getpid();
+pid_t fork_with_hooks() {
   const ForkHooks hooks = current_fork_hooks();
   if (hooks.before) hooks.before();
-  pid_t pid = fork();
+  const pid_t pid = fork();
   const int fork_errno = errno;
   if (pid == 0) {
     if (hooks.in_child) hooks.in_child();
-    child_main(parent, body);
+    return 0;
   }
   if (hooks.in_parent) hooks.in_parent();
   errno = fork_errno;
+  return pid;
+}
+
+ipc::Result<WorkerProcess> fork_worker(const std::function<int()>& body) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork_with_hooks();
+  if (pid == 0) child_main(parent, body);
   if (pid < 0) return ipc::last_error("fork");
   WorkerProcess p;
   p.pid = pid;

@@ -45,6 +45,9 @@ struct ProcessRef {
   ProcessRef(const WorkerProcess& p) : ProcessRef(p.pid, p.pidfd.get(), p.foreign_status) {}
 };
 
+// fork() with the embedding runtime's hooks around it (set_fork_hooks, mploader/embedding.h):
+// every fork of a process that becomes a worker goes through here.
+pid_t fork_with_hooks();
 // Forks. In the child, ties it to the parent, runs `body` and _exit()s with its result, so no
 // atexit handler or static destructor of the parent's runs twice. Returns in the parent only.
 ipc::Result<WorkerProcess> fork_worker(const std::function<int()>& body);
