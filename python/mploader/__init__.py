@@ -12,9 +12,21 @@ _check_torch_version()
 from . import _C  # noqa: E402
 from ._errors import Error, OptionError, Timeout, WorkerCrashed  # noqa: E402
 from ._loader import DataLoader  # noqa: E402
+from ._streams import StreamMixture, TokenStream  # noqa: E402
 from torch.utils.data import get_worker_info  # noqa: E402  (mploader's workers set it)
 
 __version__ = _C.__version__
+
+# The components built into this installation, each a module (mploader.vision, ...), and their
+# readers under the names the C++ API gives them.
+if hasattr(_C, "vision"):
+    from . import vision  # noqa: E402,F401
+if hasattr(_C, "shards"):
+    from .shards import TarShards  # noqa: E402,F401
+if hasattr(_C, "parquet"):
+    from .parquet import ParquetShards  # noqa: E402,F401
+if hasattr(_C, "hdf5"):
+    from .hdf5 import H5Dataset  # noqa: E402,F401
 
 
 def features():
@@ -22,5 +34,5 @@ def features():
     return list(_C.components())
 
 
-__all__ = ["DataLoader", "Error", "OptionError", "Timeout", "WorkerCrashed", "features",
-           "get_worker_info"]
+__all__ = ["DataLoader", "Error", "OptionError", "StreamMixture", "Timeout", "TokenStream",
+           "WorkerCrashed", "features", "get_worker_info"]

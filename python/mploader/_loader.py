@@ -1,82 +1,45 @@
 """mploader.DataLoader: torch.utils.data.DataLoader's signature over mploader's engine."""
-
 import torch
-from torch.utils.data import (BatchSampler, IterableDataset, RandomSampler, SequentialSampler,
-                              default_convert)
+from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler, default_convert
 
 from . import _C
 from ._errors import OptionError
-from ._structure import unflatten, unflatten_collated
-from ._worker import collator, fetcher, raw_fetcher, starter
-
-_START_METHODS = ("fork", "spawn", "forkserver")
-
-
-def _start_method(multiprocessing_context, start_method):
-    if start_method is not None:
-        chosen, given = start_method, "start_method"
-    elif multiprocessing_context is None:
-        return "fork"
-    elif isinstance(multiprocessing_context, str):
-        chosen, given = multiprocessing_context, "multiprocessing_context"
-    else:
-        chosen, given = multiprocessing_context.get_start_method(), "multiprocessing_context"
-    if chosen not in _START_METHODS:
-        raise OptionError(f"mploader: DataLoader: {given}={chosen!r} is not one of "
-                          f"{', '.join(_START_METHODS)}. Give one of those.", given)
-    return chosen
-
-
-def _check_counts(num_workers, timeout, prefetch_factor, persistent_workers):
-    if num_workers != "auto" and (not isinstance(num_workers, int) or num_workers < 0):
-        raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
-                         "disable multiprocessing, or num_workers='auto' to let mploader "
-                         f"choose (got {num_workers!r})")
-    if timeout < 0:
-        raise ValueError(f"timeout option should be non-negative (got {timeout})")
-    if num_workers == 0 and prefetch_factor is not None:
-        raise ValueError("prefetch_factor option could only be specified in multiprocessing. "
-                         "let num_workers > 0 to enable multiprocessing, otherwise set "
-                         "prefetch_factor to None.")
-    if prefetch_factor is not None and prefetch_factor < 0:
-        raise ValueError("prefetch_factor option should be non-negative")
-    if persistent_workers and num_workers == 0:
-        raise ValueError("persistent_workers option needs num_workers > 0")
+from ._native import NativeDatasetBase
+from ._options import (check_batching, check_counts, check_dataset, check_start_method,
+                       engine_options, start_method_of)
+from ._spawning import SPAWNED_COMMAND, payload
+from ._structure import native_batch, unflatten, unflatten_collated
+from ._worker import OneSample, collator, fetcher, raw_fetcher, starter
 
 
 class DataLoader:
     """torch.utils.data.DataLoader's arguments and meanings, over mploader's worker processes.
 
-    mploader's own keywords: ``num_workers="auto"``, ``start_method``, ``max_restarts`` (worker
-    restarts allowed per epoch), ``quarantine_after`` (deaths on one sample before it is left
-    out), ``crash_dir`` (where crash reports go) and ``max_shm_bytes``. docs/python.md lists
-    every difference from torch's DataLoader."""
+    ``dataset`` is a map-style Dataset (its __getitem__ runs in the workers) or one of
+    mploader's C++ readers (mploader.vision.ImageFolder, TarShards, ...: no Python in the
+    workers). mploader's own keywords: ``num_workers="auto"``, ``start_method``,
+    ``max_restarts`` (worker restarts allowed per epoch), ``quarantine_after`` (deaths on one
+    sample before it is left out), ``crash_dir`` (where crash reports go), ``max_shm_bytes``
+    and, for streams, ``shuffle_buffer``. docs/python.md lists every difference from torch's
+    DataLoader."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=None, persistent_workers=False, pin_memory_device="",
                  in_order=True, start_method=None, max_restarts=0, quarantine_after=0,
-                 crash_dir="", max_shm_bytes=0):
-        _check_counts(num_workers, timeout, prefetch_factor, persistent_workers)
-        if isinstance(dataset, IterableDataset):
-            raise OptionError("mploader: DataLoader: an IterableDataset is not supported yet; "
-                              "give a map-style Dataset (__len__ and __getitem__), or use "
-                              "torch.utils.data.DataLoader for this one.", "dataset")
-        if batch_size is None and drop_last:
-            raise ValueError("batch_size=None option disables auto-batching and is mutually "
-                             "exclusive with drop_last")
-        if sampler is not None and shuffle:
-            raise ValueError("sampler option is mutually exclusive with shuffle")
+                 crash_dir="", max_shm_bytes=0, shuffle_buffer=0):
+        check_counts(num_workers, timeout, prefetch_factor, persistent_workers)
+        native = dataset._native if isinstance(dataset, NativeDatasetBase) else None
+        check_dataset(dataset, native, batch_size, sampler, batch_sampler, collate_fn)
+        check_batching(batch_size, shuffle, sampler, batch_sampler, drop_last)
+        self._stream = native is not None and native.streaming
         if batch_sampler is not None:
-            if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
-                                 "shuffle, sampler, and drop_last")
             batch_size, drop_last = None, False
-        if sampler is None:
+        if sampler is None and not self._stream:
             sampler = (RandomSampler(dataset, generator=generator) if shuffle
                        else SequentialSampler(dataset))
-        if batch_sampler is None and batch_size is not None:
+        if batch_sampler is None and batch_size is not None and not self._stream:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.dataset = dataset
         self.batch_size = batch_size
@@ -95,25 +58,13 @@ class DataLoader:
         self.persistent_workers = persistent_workers
         self.collate_fn = collate_fn
         self.in_order = in_order
-        self._start_method = _start_method(multiprocessing_context, start_method)
-        if self._start_method != "fork" and num_workers != 0:
-            raise OptionError(
-                f"mploader: DataLoader: start_method {self._start_method!r} does not take a "
-                "Python dataset yet; its workers are forked. Use start_method='fork' (the "
-                "default on Linux).", "start_method")
-        self._engine_options = {
-            "num_workers": -1 if num_workers == "auto" else num_workers,
-            "prefetch_factor": self.prefetch_factor or 2,
-            "pin_memory": bool(pin_memory),
-            "persistent_workers": bool(persistent_workers),
-            "in_order": bool(in_order),
-            "timeout_ms": int(timeout * 1000),
-            "start_method": self._start_method,
-            "max_restarts_per_epoch": int(max_restarts),
-            "quarantine_after": int(quarantine_after),
-            "crash_dir": str(crash_dir),
-            "max_shm_bytes": int(max_shm_bytes),
-        }
+        self._native = native
+        method = start_method_of(multiprocessing_context, start_method)
+        check_start_method(method, num_workers, native, worker_init_fn)
+        self._engine_options = engine_options(self, method, max_restarts, quarantine_after,
+                                              crash_dir, max_shm_bytes, shuffle, shuffle_buffer)
+        if method != "fork" and num_workers != 0:
+            self._prepare_spawn(method)
         self._loader = None
         self._epoch = 0
         self._generation = 0
@@ -122,15 +73,33 @@ class DataLoader:
         self._resume = None  # a loaded state, for the next iteration
 
     def __len__(self):
+        if self._stream:  # the engine plans a stream's epochs
+            self._make_loader(self._draw_base_seed() if self._engine_seed is None else None, [])
+            return self._loader.batches_per_epoch()
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+    def _prepare_spawn(self, method):
+        """Workers of a fresh interpreter: the engine runs SPAWNED_COMMAND, which rebuilds the
+        dataset (and collate_fn) from payloads pickled here, so that a dataset that cannot be
+        pickled is an OptionError now, not a failure in every worker."""
+        _C.init(SPAWNED_COMMAND)
+        if self._native is not None:
+            return  # a C++ reader has a recipe of its own
+        collate = self._batch_collate()
+        made = {"dataset": self.dataset, "raw": collate is not None,
+                "worker_init_fn": self.worker_init_fn}
+        self._engine_options["recipe"] = payload(
+            made, "dataset", method,
+            parts=[("dataset", self.dataset), ("worker_init_fn", self.worker_init_fn)])
+        if collate is not None:
+            self._engine_options["collate_recipe"] = payload(collate, "collate_fn", method)
 
     def _batch_collate(self):
         """The collate function run in the workers, or None for default_collate's stacking
         into shared memory. Without batching (batch_size=None) each sample goes alone through
         collate_fn, or default_convert, as in torch."""
         if self.batch_sampler is None:
-            convert = self.collate_fn or default_convert
-            return lambda samples: convert(samples[0])
+            return OneSample(self.collate_fn or default_convert)
         return self.collate_fn
 
     def set_epoch(self, epoch):
@@ -163,6 +132,8 @@ class DataLoader:
             drew = self._loader is None or not (self.persistent_workers and self.num_workers)
         try:
             base_seed = self._draw_base_seed() if drew else None
+            if self._stream:
+                return drew, base_seed, None
             if self.batch_sampler is None:
                 return drew, base_seed, [[index] for index in self.sampler]
             return drew, base_seed, [list(batch) for batch in self.batch_sampler]
@@ -170,23 +141,28 @@ class DataLoader:
             if caller is not None:
                 torch.set_rng_state(caller)
 
+    def _make_loader(self, base_seed, plan):
+        if self._loader is not None:
+            return
+        options = dict(self._engine_options)
+        if self._engine_seed is None:
+            self._engine_seed = base_seed & 0xFFFFFFFFFFFFFFFF
+        options["seed"] = self._engine_seed
+        options["max_batch_size"] = max([self.batch_size or 1] + [len(b) for b in plan or []])
+        worker_start = (starter(self.dataset, self.worker_init_fn)
+                        if self.num_workers != 0 else None)
+        source = self._native if self._native is not None else fetcher(self.dataset)
+        if self._native is None and self._batch_collate() is not None:
+            options["collate_fn"] = collator(self._batch_collate())
+            source = raw_fetcher(self.dataset)
+        self._loader = _C.Loader(source, len(self.dataset), options, worker_start)
+
     def _start(self, epoch, resume):
         rng = resume["rng"] if resume is not None else self._rng_state()
         drew, base_seed, plan = self._draw_epoch(resume)
-        if self._loader is None:
-            options = dict(self._engine_options)
-            self._engine_seed = (self._engine_seed if self._engine_seed is not None
-                                 else base_seed & 0xFFFFFFFFFFFFFFFF)
-            options["seed"] = self._engine_seed
-            options["max_batch_size"] = max([self.batch_size or 1] + [len(b) for b in plan])
-            worker_start = (starter(self.dataset, self.worker_init_fn)
-                            if self.num_workers != 0 else None)
-            fetch = fetcher(self.dataset)
-            if self._batch_collate() is not None:
-                options["collate_fn"] = collator(self._batch_collate())
-                fetch = raw_fetcher(self.dataset)
-            self._loader = _C.Loader(fetch, len(self.dataset), options, worker_start)
-        self._loader.set_plan(epoch, plan)
+        self._make_loader(base_seed, plan)
+        if plan is not None:
+            self._loader.set_plan(epoch, plan)
         if resume is not None:
             self._loader.load_state_dict(resume["engine"])
         else:
@@ -271,6 +247,8 @@ class _Iterator:
             raise StopIteration
         self._yielded += 1
         tensors, texts, _ = batch
+        if owner._native is not None:
+            return native_batch(tensors, texts)
         if owner.collate_fn is not None or owner.batch_sampler is None:
             return unflatten_collated(tensors)
         return unflatten(tensors, texts)

@@ -182,3 +182,15 @@ def unflatten(tensors, texts):
         # a field of tuples or lists (it transposes those with zip).
         _insert(root, base, tuple(rows) if _segments(base)[-1][0] in "lt" else rows)
     return _build(root, tuples=False)
+
+
+def native_batch(tensors, texts):
+    """A C++ reader's batch: {name: Tensor} and {name: [str]} (or [bytes] for a field that is
+    not UTF-8 text), by the names the reader gives."""
+    batch = dict(tensors)
+    for name, rows in texts:
+        try:
+            batch[name] = [row.decode("utf-8") for row in rows]
+        except UnicodeDecodeError:
+            batch[name] = rows
+    return batch

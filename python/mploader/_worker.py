@@ -34,6 +34,17 @@ def collator(collate_fn):
     return collate
 
 
+class OneSample:
+    """The collate of batch_size=None: the batch's one sample through ``convert``
+    (default_convert or the user's collate_fn). A class, not a closure: spawn pickles it."""
+
+    def __init__(self, convert):
+        self.convert = convert
+
+    def __call__(self, samples):
+        return self.convert(samples[0])
+
+
 def describe_exception(kind, value, trace):
     """(qualified type name, traceback as text) for a worker's exception; a traceback too long
     for the engine keeps its first line and its end."""

@@ -1,6 +1,7 @@
 // mploader._C: the compiled half of the Python package. The classes and functions users call
 // are in mploader/*.py; this module gives them the Loader, raises mploader's exceptions as the
 // package's Python exceptions, and keeps forks of workers safe for the interpreter.
+#include "native_dataset.h"
 #include "python_dataset.h"
 #include "python_loader.h"
 
@@ -11,9 +12,15 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace py = pybind11;
 using mploader::python::PythonLoader;
+
+namespace mploader::python {
+// mploader::init() with `argv`, the GIL released (spawned.cc).
+void init_with(const std::vector<std::string>& argv);
+}  // namespace mploader::python
 
 namespace {
 
@@ -99,6 +106,9 @@ PYBIND11_MODULE(_C, m) {
   m.attr("__version__") = MPLOADER_PY_VERSION;
   m.attr("built_with_torch") = MPLOADER_PY_TORCH_VERSION;
   m.def("components", &built_components, "The optional components built into this module.");
+  m.def("init", &mploader::python::init_with, py::arg("argv"),
+        "mploader::init(): the command a spawned worker runs; in a spawned worker (or the "
+        "forkserver), becomes it and never returns.");
   m.def("take_in_process_error", &mploader::python::take_in_process_error,
         "The exception a dataset raised with num_workers=0, once.");
   mploader::ForkHooks hooks;
@@ -108,11 +118,13 @@ PYBIND11_MODULE(_C, m) {
   mploader::set_fork_hooks(hooks);
   py::register_exception_translator(&translate_exception);
 
+  mploader::python::bind_native_datasets(m);
   py::class_<PythonLoader>(m, "Loader")
-      .def(py::init<py::object, size_t, const py::dict&, py::object>(), py::arg("fetch"),
+      .def(py::init<py::object, size_t, const py::dict&, py::object>(), py::arg("source"),
            py::arg("size"), py::arg("options"), py::arg("worker_start"))
       .def("set_plan", &PythonLoader::set_plan)
       .def("set_epoch", &PythonLoader::set_epoch)
+      .def("batches_per_epoch", &PythonLoader::batches_per_epoch)
       .def("epoch", &PythonLoader::epoch)
       .def("next", &PythonLoader::next)
       .def("state_dict", &PythonLoader::state_dict)

@@ -46,6 +46,11 @@ py::list PendingSamples::take(const std::vector<Sample>& samples) {
   return objects;
 }
 
+std::optional<std::string> PythonCollator::recipe() const {
+  if (recipe_.empty()) return std::nullopt;
+  return "mploader.python_collate\n" + recipe_;
+}
+
 PythonCollator::PythonCollator(py::object collate, std::shared_ptr<PendingSamples> pending)
     : collate_(std::move(collate)), pending_(std::move(pending)) {}
 

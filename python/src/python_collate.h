@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -44,8 +46,13 @@ class PythonCollator : public Collator {
   PythonCollator(py::object collate, std::shared_ptr<PendingSamples> pending);
   std::vector<TensorLayout> layout(const std::vector<Sample>& samples) override;
   void fill(const std::vector<Sample>& samples, std::vector<at::Tensor>& outputs) override;
+  // For start_method spawn and forkserver: the factory "mploader.python_collate" and its
+  // payload (python/src/spawned.cc).
+  void set_recipe(std::string payload) { recipe_ = std::move(payload); }
+  std::optional<std::string> recipe() const override;
 
  private:
+  std::string recipe_;
   HeldObject collate_;
   std::shared_ptr<PendingSamples> pending_;
   std::vector<std::pair<std::string, at::Tensor>> collated_;  // from layout() to fill()

@@ -48,10 +48,25 @@ void throw_foreign(py::error_already_set& e) {
   throw ForeignError(std::move(type_name), text);
 }
 
+std::optional<DatasetRecipe> PythonDataset::recipe() const {
+  if (recipe_.empty()) return std::nullopt;
+  return DatasetRecipe{"mploader.python", recipe_};
+}
+
+void PythonDataset::start_once() {
+  if (started_ || !start_) return;
+  started_ = true;
+  const std::optional<WorkerInfo> info = worker_info();
+  if (!info) return;
+  start_->get()(info->id, info->num_workers, info->seed, info->epoch, info->rank,
+                info->world_size);
+}
+
 Sample PythonDataset::get(int64_t index) {
   py::gil_scoped_acquire gil;
   Sample sample;
   try {
+    start_once();
     if (pending_) return pending_->keep(fetch_.get()(index));
     py::list leaves = fetch_.get()(index);
     for (py::handle item : leaves) {

@@ -13,6 +13,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <memory>
 
 namespace mploader::python {
@@ -29,11 +31,23 @@ class PythonDataset : public Dataset {
 
   size_t size() const override { return size_; }
   Sample get(int64_t index) override;
+  // For start_method spawn and forkserver: how the worker builds it again (`payload`, made by
+  // mploader/_spawning.py, for the factory "mploader.python", python/src/spawned.cc).
+  void set_recipe(std::string payload) { recipe_ = std::move(payload); }
+  std::optional<DatasetRecipe> recipe() const override;
+  // In a spawned worker, where LoaderOptions::worker_init cannot reach: `start(id,
+  // num_workers, seed, epoch, rank, world_size)` runs before the process's first sample.
+  void start_with(py::object start) { start_ = std::make_unique<HeldObject>(std::move(start)); }
 
  private:
+  void start_once();
+
   HeldObject fetch_;
   size_t size_;
   std::shared_ptr<PendingSamples> pending_;
+  std::string recipe_;
+  std::unique_ptr<HeldObject> start_;
+  bool started_ = false;
 };
 
 // Called inside `catch (py::error_already_set& e)` with the GIL held: the Python exception as

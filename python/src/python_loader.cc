@@ -1,8 +1,10 @@
 #include "python_loader.h"
 
+#include "native_dataset.h"
 #include "python_dataset.h"
 
 #include <mploader/errors.h>
+#include <mploader/streaming.h>
 #include <mploader/worker_info.h>
 
 #include <torch/csrc/utils/pybind.h>
@@ -93,12 +95,13 @@ std::vector<std::vector<int64_t>> DrawnBatches::batches(size_t, uint64_t epoch) 
   return found->second;
 }
 
-PythonLoader::PythonLoader(py::object fetch, size_t size, const py::dict& options,
+PythonLoader::PythonLoader(py::object source, size_t size, const py::dict& options,
                            py::object worker_start) {
   LoaderOptions o = options_from(options);
-  batches_ = std::make_shared<DrawnBatches>(options["max_batch_size"].cast<size_t>());
-  o.batch_sampler = batches_;
-  if (!worker_start.is_none()) {
+  // Spawned workers build the dataset again from its recipe; LoaderOptions::worker_init
+  // cannot reach them, so the dataset itself runs worker_start there.
+  const bool spawned = o.start_method != StartMethod::kFork;
+  if (!worker_start.is_none() && !spawned) {
     auto start = std::make_shared<HeldObject>(std::move(worker_start));
     o.worker_init = [start](const WorkerInfo& info) {
       py::gil_scoped_acquire gil;
@@ -110,13 +113,32 @@ PythonLoader::PythonLoader(py::object fetch, size_t size, const py::dict& option
       }
     };
   }
-  std::shared_ptr<PendingSamples> pending;
-  if (options.contains("collate_fn")) {
-    pending = std::make_shared<PendingSamples>();
-    o.collate = std::make_shared<PythonCollator>(
-        py::reinterpret_borrow<py::object>(options["collate_fn"]), pending);
+  std::shared_ptr<Dataset> dataset;
+  if (py::isinstance<NativeDataset>(source)) {
+    dataset = source.cast<const NativeDataset&>().dataset;
+  } else {
+    std::shared_ptr<PendingSamples> pending;
+    if (options.contains("collate_fn")) {
+      pending = std::make_shared<PendingSamples>();
+      auto collator = std::make_shared<PythonCollator>(
+          py::reinterpret_borrow<py::object>(options["collate_fn"]), pending);
+      if (spawned) collator->set_recipe(options["collate_recipe"].cast<std::string>());
+      o.collate = std::move(collator);
+    }
+    auto python = std::make_shared<PythonDataset>(std::move(source), size, std::move(pending));
+    if (spawned) python->set_recipe(options["recipe"].cast<std::string>());
+    dataset = std::move(python);
   }
-  auto dataset = std::make_shared<PythonDataset>(std::move(fetch), size, std::move(pending));
+  if (dynamic_cast<StreamingDataset*>(dataset.get()) != nullptr) {
+    // A stream plans its own epochs (shards shuffled and shared out among the workers).
+    take(options, "batch_size", o.batch_size);
+    take(options, "shuffle", o.shuffle);
+    take(options, "drop_last", o.drop_last);
+    take(options, "shuffle_buffer", o.shuffle_buffer);
+  } else {
+    batches_ = std::make_shared<DrawnBatches>(options["max_batch_size"].cast<size_t>());
+    o.batch_sampler = batches_;
+  }
   py::gil_scoped_release unlocked;  // starting workers forks, which takes the GIL
   loader_ = std::make_unique<Loader>(std::move(dataset), std::move(o));
 }
@@ -124,6 +146,11 @@ PythonLoader::PythonLoader(py::object fetch, size_t size, const py::dict& option
 PythonLoader::~PythonLoader() {
   py::gil_scoped_release unlocked;
   loader_.reset();
+}
+
+size_t PythonLoader::batches_per_epoch() const {
+  py::gil_scoped_release unlocked;
+  return loader_->batches_per_epoch();
 }
 
 void PythonLoader::set_plan(uint64_t epoch, const py::iterable& batches) {

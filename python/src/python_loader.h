@@ -38,17 +38,21 @@ class DrawnBatches : public BatchSampler {
 
 class PythonLoader {
  public:
-  // `fetch(index)`: a sample's leaves (PythonDataset), or the sample itself when
+  // `source`: a NativeDataset (a C++ dataset: no Python in the workers), or `fetch(index)`
+  // giving a Python sample's leaves (PythonDataset), or the sample itself when
   // options["collate_fn"] (a PythonCollator's) is given; `size`: len(dataset); `options`: the
   // LoaderOptions fields by name (mploader/_loader.py); `worker_start(id, num_workers, seed,
-  // epoch, rank, world_size)`: run in each worker process as it starts.
-  PythonLoader(py::object fetch, size_t size, const py::dict& options, py::object worker_start);
+  // epoch, rank, world_size)`: run in each worker process as it starts. A map-style dataset's
+  // batches are the ones set_plan() gives; a stream (StreamingDataset) plans its own.
+  PythonLoader(py::object source, size_t size, const py::dict& options, py::object worker_start);
   // Stops the workers with the GIL released.
   ~PythonLoader();
 
   // Reads `batches` (an iterable of lists of indices) as epoch `epoch`'s plan.
   void set_plan(uint64_t epoch, const py::iterable& batches);
   void set_epoch(uint64_t epoch);
+  // The next epoch's batches (a stream's, which the engine plans).
+  size_t batches_per_epoch() const;
   uint64_t epoch() const;
   // (tensors, texts, indices): [(name, Tensor)], [(name, [bytes])], [int]; None at the end of
   // the epoch. `start` begins a new epoch (abandoning what is left of the running one).

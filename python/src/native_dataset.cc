@@ -1,0 +1,111 @@
+#include "native_dataset.h"
+
+#include <mploader/stream_mixture.h>
+#include <mploader/streaming.h>
+#include <mploader/token_stream.h>
+
+#include <vector>
+
+namespace mploader::python {
+
+void bind_components(py::module_& m);  // python_components.cc, made by python/CMakeLists.txt
+
+void Keywords::check_all_used() const {
+  for (auto item : kwargs_) {
+    const std::string name = py::str(item.first);
+    if (known_.count(name)) continue;
+    std::string names;
+    for (const std::string& k : known_) names += (names.empty() ? "" : ", ") + k;
+    throw OptionError(name, "mploader: " + who_ + ": unknown option '" + name +
+                                "'. Its options are: " + names + ".");
+  }
+}
+
+void refuse_choice(const std::string& who, const char* name, const std::string& value,
+                   const char* choices) {
+  throw OptionError(name, "mploader: " + who + ": " + name + "='" + value + "' is not one of " +
+                              choices + ". Give one of those.");
+}
+
+namespace {
+
+TokenType token_type_named(const std::string& name) {
+  if (name == "uint16") return TokenType::kUInt16;
+  if (name == "uint32") return TokenType::kUInt32;
+  refuse_choice("TokenStream", "type", name, "'uint16', 'uint32'");
+}
+
+NativeDataset token_stream(std::vector<std::string> files, py::kwargs kwargs) {
+  Keywords k(std::move(kwargs), "TokenStream");
+  TokenStreamOptions o;
+  k.take("context", o.context);
+  k.take("vocab_size", o.vocab_size);
+  k.take("windows_per_shard", o.windows_per_shard);
+  k.take("cache_dir", o.cache_dir);
+  if (k.has("type")) o.type = token_type_named(k.get("type").cast<std::string>());
+  if (k.has("windows")) {
+    const std::string w = k.get("windows").cast<std::string>();
+    if (w == "sequential") {
+      o.windows = TokenWindows::kSequential;
+    } else if (w == "random") {
+      o.windows = TokenWindows::kRandom;
+    } else {
+      refuse_choice("TokenStream", "windows", w, "'sequential', 'random'");
+    }
+  }
+  k.check_all_used();
+  return {std::make_shared<TokenStream>(std::move(files), o), "mploader.TokenStream"};
+}
+
+NativeDataset stream_mixture(const std::vector<NativeDataset>& sources,
+                             std::vector<double> weights, py::kwargs kwargs) {
+  Keywords k(std::move(kwargs), "StreamMixture");
+  StreamMixtureOptions o;
+  o.weights = std::move(weights);
+  if (k.has("end")) {
+    const std::string end = k.get("end").cast<std::string>();
+    if (end == "cycle") {
+      o.end = MixtureEnd::kCycle;
+    } else if (end == "first_exhausted") {
+      o.end = MixtureEnd::kFirstExhausted;
+    } else if (end == "all_exhausted") {
+      o.end = MixtureEnd::kAllExhausted;
+    } else {
+      refuse_choice("StreamMixture", "end", end, "'cycle', 'first_exhausted', 'all_exhausted'");
+    }
+  }
+  k.take("num_samples", o.num_samples);
+  k.take("source_field", o.source_field);
+  k.check_all_used();
+  std::vector<std::shared_ptr<StreamingDataset>> streams;
+  for (const NativeDataset& s : sources) {
+    auto stream = std::dynamic_pointer_cast<StreamingDataset>(s.dataset);
+    if (!stream) {
+      throw OptionError("sources", "mploader: StreamMixture: " + s.kind +
+                                       " is not a stream; mix TarShards, TokenStream, "
+                                       "ParquetShards or StreamMixture.");
+    }
+    streams.push_back(std::move(stream));
+  }
+  return {std::make_shared<StreamMixture>(std::move(streams), o), "mploader.StreamMixture"};
+}
+
+}  // namespace
+
+void bind_native_datasets(py::module_& m) {
+  py::class_<NativeDataset>(m, "NativeDataset")
+      .def("__len__", [](const NativeDataset& d) { return d.dataset->size(); })
+      .def_property_readonly("streaming",
+                             [](const NativeDataset& d) {
+                               return dynamic_cast<StreamingDataset*>(d.dataset.get()) != nullptr;
+                             })
+      .def_readonly("kind", &NativeDataset::kind)
+      .def("__repr__", [](const NativeDataset& d) {
+        return "<" + d.kind + " of " + std::to_string(d.dataset->size()) + " samples>";
+      });
+  m.def("TokenStream", &token_stream, py::arg("files"));
+  m.def("StreamMixture", &stream_mixture, py::arg("sources"), py::arg("weights"));
+  bind_components(m);
+}
+
+}  // namespace mploader::python
