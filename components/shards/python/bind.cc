@@ -1,0 +1,114 @@
+// mploader._C.shards: TarShards for Python, with the options of TarShardsOptions by name. Image
+// transforms arrive as the JSON that spawned workers rebuild them from (shards.py makes it).
+#include "native_dataset.h"
+#include "vision/transform_json.h"
+
+#include <mploader/shards/tar_shards.h>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mploader::python {
+namespace {
+
+// TarShardsOptions::remote, given as remote={...} with RemoteOptions' field names.
+void take_remote(Keywords& k, remote::RemoteOptions& r) {
+  if (!k.has("remote") || k.get("remote").is_none()) return;
+  py::object given = k.get("remote");
+  if (!py::isinstance<py::dict>(given)) {
+    throw OptionError("remote", "mploader: TarShards: remote=" + std::string(py::repr(given)) +
+                                    " is not a dict. Give a dict of RemoteOptions' fields, "
+                                    "e.g. remote={'cache_dir': '/dev/shm/shards'}.");
+  }
+  Keywords rk(py::reinterpret_borrow<py::kwargs>(given), "TarShards remote");
+  rk.take("cache_dir", r.cache_dir);
+  rk.take("cache_limit_bytes", r.cache_limit_bytes);
+  rk.take("manifest", r.manifest);
+  rk.take("endpoint_url", r.endpoint_url);
+  rk.take("aws_profile", r.aws_profile);
+  rk.take("region", r.region);
+  rk.take("connect_timeout_s", r.connect_timeout_s);
+  rk.take("stall_timeout_s", r.stall_timeout_s);
+  rk.take("cache_local_paths", r.cache_local_paths);
+  rk.take("prefetch_bytes", r.prefetch_bytes);
+  rk.take("max_retries", r.max_retries);
+  rk.check_all_used();
+}
+
+shards::TarShardsOptions tar_shards_options(Keywords& k) {
+  shards::TarShardsOptions o;
+  k.take("keys", o.keys);
+  k.take("int_keys", o.int_keys);
+  // image_keys: {extension: JSON steps}, made from transforms by shards.py.
+  std::map<std::string, std::string> images;
+  k.take("image_keys", images);
+  for (const auto& [ext, steps] : images) {
+    try {
+      o.image_keys.emplace(ext, vision::compose_from_json(nlohmann::json::parse(steps)));
+    } catch (const OptionError& e) {  // it names "transforms"; here they are image_keys'
+      throw OptionError("image_keys", "mploader: TarShards: image_keys['" + ext +
+                                          "']: " + e.what());
+    }
+  }
+  if (k.has("on_bad_sample")) {
+    const std::string what = k.get("on_bad_sample").cast<std::string>();
+    if (what == "raise") {
+      o.on_bad_sample = shards::OnBadSample::kRaise;
+    } else if (what == "skip") {
+      o.on_bad_sample = shards::OnBadSample::kSkip;
+    } else {
+      refuse_choice("TarShards", "on_bad_sample", what, "'raise', 'skip'");
+    }
+  }
+  k.take("max_consecutive_bad", o.max_consecutive_bad);
+  k.take("read_ahead", o.read_ahead);
+  k.take("read_ahead_bytes", o.read_ahead_bytes);
+  k.take("max_pixels", o.max_pixels);
+  take_remote(k, o.remote);
+  return o;
+}
+
+// Either a list of tars (paths, URLs, brace patterns, s3:// prefixes) or a folder of them.
+NativeDataset tar_shards(const std::optional<std::vector<std::string>>& paths,
+                         const std::optional<std::string>& directory, py::kwargs kwargs) {
+  Keywords k(std::move(kwargs), "TarShards");
+  shards::TarShardsOptions options = tar_shards_options(k);
+  k.check_all_used();
+  std::shared_ptr<shards::TarShards> dataset;
+  py::gil_scoped_release unlocked;  // the scan reads every tar's headers
+  if (directory) {
+    dataset = shards::TarShards::from_directory(*directory, std::move(options));
+  } else {
+    dataset = std::make_shared<shards::TarShards>(paths.value_or(std::vector<std::string>{}),
+                                                  std::move(options));
+  }
+  return {dataset, "mploader.shards.TarShards"};
+}
+
+std::shared_ptr<shards::TarShards> tar_shards_of(const NativeDataset& d) {
+  auto tars = std::dynamic_pointer_cast<shards::TarShards>(d.dataset);
+  if (!tars) {
+    throw OptionError("dataset", "mploader: shards: " + d.kind +
+                                     " is not a TarShards. Give a TarShards.");
+  }
+  return tars;
+}
+
+}  // namespace
+
+void bind_shards(py::module_& m) {
+  m.def("TarShards", &tar_shards, py::arg("paths"), py::arg("directory"));
+  m.def("paths", [](const NativeDataset& d) { return tar_shards_of(d)->paths(); },
+        py::arg("dataset"));
+  m.def("samples_per_shard", [](const NativeDataset& d) {
+    std::vector<int64_t> counts;
+    for (const shards::ShardScan& s : tar_shards_of(d)->scans()) counts.push_back(s.num_samples);
+    return counts;
+  }, py::arg("dataset"));
+}
+
+}  // namespace mploader::python
