@@ -68,15 +68,27 @@ def _raised_again(facts):
     return _rebuilt(facts)
 
 
+def _cpp_exception_type(path):
+    """The Python class for an exception a C++ reader threw ("mploader::vision::DecodeError")."""
+    if not path.startswith("mploader::"):
+        return None
+    return OptionError if path.endswith("::OptionError") else Error
+
+
 def _rebuilt(facts):
     """The dataset's exception, of its own type where that type can be built from a message,
     as torch's DataLoader raises it: "Caught <type> in DataLoader worker process <n>." and the
-    worker's traceback."""
+    worker's traceback (a C++ reader's: mploader.Error, or OptionError)."""
     path = facts["exception_type"]
-    kind = _exception_type(path) or RuntimeError
-    message = (f"Caught {path.rpartition('.')[2]} in DataLoader worker process "
-               f"{facts['worker_id']}, sample {facts['index']}.\n"
-               f"Original {facts['original_message']}")
+    kind = _cpp_exception_type(path) or _exception_type(path) or RuntimeError
+    where = (f"DataLoader worker process {facts['worker_id']}" if facts["worker_id"] >= 0
+             else "the main process (num_workers=0)")
+    sample = f", sample {facts['index']}" if facts["index"] >= 0 else ""
+    name = path.rpartition("::")[2] if "::" in path else path.rpartition(".")[2]
+    if "::" in path:  # a C++ reader's message is whole in itself
+        message = f"Caught {name} in {where}{sample}: {facts['original_message']}"
+    else:
+        message = f"Caught {name} in {where}{sample}.\nOriginal {facts['original_message']}"
     if kind is KeyError:
         message = _KeyErrorMessage(message)
     try:

@@ -122,11 +122,13 @@ PythonLoader::PythonLoader(py::object source, size_t size, const py::dict& optio
       pending = std::make_shared<PendingSamples>();
       auto collator = std::make_shared<PythonCollator>(
           py::reinterpret_borrow<py::object>(options["collate_fn"]), pending);
-      if (spawned) collator->set_recipe(options["collate_recipe"].cast<std::string>());
+      if (options.contains("collate_recipe")) {
+        collator->set_recipe(options["collate_recipe"].cast<std::string>());
+      }
       o.collate = std::move(collator);
     }
     auto python = std::make_shared<PythonDataset>(std::move(source), size, std::move(pending));
-    if (spawned) python->set_recipe(options["recipe"].cast<std::string>());
+    if (options.contains("recipe")) python->set_recipe(options["recipe"].cast<std::string>());
     dataset = std::move(python);
   }
   if (dynamic_cast<StreamingDataset*>(dataset.get()) != nullptr) {
