@@ -13,6 +13,7 @@ from . import _C  # noqa: E402
 from ._errors import Error, OptionError, Timeout, WorkerCrashed  # noqa: E402
 from ._loader import DataLoader  # noqa: E402
 from ._streams import StreamMixture, TokenStream  # noqa: E402
+from ._tune import tune  # noqa: E402
 from torch.utils.data import get_worker_info  # noqa: E402  (mploader's workers set it)
 
 __version__ = _C.__version__
@@ -35,4 +36,4 @@ def features():
 
 
 __all__ = ["DataLoader", "Error", "OptionError", "StreamMixture", "Timeout", "TokenStream",
-           "WorkerCrashed", "features", "get_worker_info"]
+           "WorkerCrashed", "features", "get_worker_info", "tune"]

@@ -9,6 +9,7 @@
 namespace mploader::python {
 
 void bind_components(py::module_& m);  // python_components.cc, made by python/CMakeLists.txt
+void bind_tune(py::module_& m);        // tune.cc
 
 void Keywords::check_all_used() const {
   for (auto item : kwargs_) {
@@ -106,6 +107,7 @@ void bind_native_datasets(py::module_& m) {
   m.def("TokenStream", &token_stream, py::arg("files"));
   m.def("StreamMixture", &stream_mixture, py::arg("sources"), py::arg("weights"));
   bind_components(m);
+  bind_tune(m);
 }
 
 }  // namespace mploader::python

@@ -200,3 +200,14 @@ def test_num_workers_auto_delivers_every_sample_each_epoch():
         assert values(list(loader)) == list(range(120))
         assert loader.stats()["workers_running"] >= 1
         assert all(p != os.getpid() for p in loader.worker_pids())
+
+
+def test_tune_measures_each_worker_count_and_recommends_one():
+    result = mploader.tune(SlowSquares(400), batch_size=4, workers=[0, 2], batches_per_point=6,
+                           time_budget_s=30)
+    assert [p["workers"] for p in result["table"]] == [0, 2]
+    assert all(p["samples_per_s"] > 0 for p in result["table"])
+    assert result["recommendation"]["num_workers"] in (0, 2)
+    assert result["recommendation"]["bound"] and "recommended: num_workers=" in result["summary"]
+    with pytest.raises(mploader.OptionError, match="unknown option 'workerz'"):
+        mploader._C.tune(mploader._worker.fetcher(Squares()), 40, 4, False, workerz=[1])
