@@ -12,6 +12,7 @@ _check_torch_version()
 from . import _C  # noqa: E402
 from ._errors import Error, OptionError, Timeout, WorkerCrashed  # noqa: E402
 from ._loader import DataLoader  # noqa: E402
+from ._plugins import load_plugin, registered_dataset  # noqa: E402
 from ._streams import StreamMixture, TokenStream  # noqa: E402
 from ._tune import tune  # noqa: E402
 from torch.utils.data import get_worker_info  # noqa: E402  (mploader's workers set it)
@@ -36,4 +37,5 @@ def features():
 
 
 __all__ = ["DataLoader", "Error", "OptionError", "StreamMixture", "Timeout", "TokenStream",
-           "WorkerCrashed", "features", "get_worker_info", "tune"]
+           "WorkerCrashed", "features", "get_worker_info", "load_plugin", "registered_dataset",
+           "tune"]

@@ -10,6 +10,7 @@ namespace mploader::python {
 
 void bind_components(py::module_& m);  // python_components.cc, made by python/CMakeLists.txt
 void bind_tune(py::module_& m);        // tune.cc
+void bind_plugins(py::module_& m);     // plugins.cc
 
 void Keywords::check_all_used() const {
   for (auto item : kwargs_) {
@@ -108,6 +109,7 @@ void bind_native_datasets(py::module_& m) {
   m.def("StreamMixture", &stream_mixture, py::arg("sources"), py::arg("weights"));
   bind_components(m);
   bind_tune(m);
+  bind_plugins(m);
 }
 
 }  // namespace mploader::python
