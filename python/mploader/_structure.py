@@ -170,14 +170,13 @@ def unflatten_collated(tensors):
 
 
 def unflatten(tensors, texts):
-    """The nested batch from its [(name, Tensor)] and [(name, [bytes per row])]."""
+    """The nested batch from its [(name, Tensor)] and [(name, [str or bytes per row])]
+    (mploader._C decodes a "|s" field's rows, and leaves a "|b" field's as bytes)."""
     root = {}
     for name, tensor in tensors:
         _insert(root, name, tensor)
     for name, rows in texts:
-        kind, base = name[-1], name[:-2]
-        if kind == "s":
-            rows = [row.decode("utf-8") for row in rows]
+        base = name[:-2]
         # default_collate hands strings back as it got them: a list for the batch, a tuple for
         # a field of tuples or lists (it transposes those with zip).
         _insert(root, base, tuple(rows) if _segments(base)[-1][0] in "lt" else rows)
@@ -186,11 +185,7 @@ def unflatten(tensors, texts):
 
 def native_batch(tensors, texts):
     """A C++ reader's batch: {name: Tensor} and {name: [str]} (or [bytes] for a field that is
-    not UTF-8 text), by the names the reader gives."""
+    not UTF-8 text), by the names the reader gives; mploader._C decoded the text."""
     batch = dict(tensors)
-    for name, rows in texts:
-        try:
-            batch[name] = [row.decode("utf-8") for row in rows]
-        except UnicodeDecodeError:
-            batch[name] = rows
+    batch.update(texts)
     return batch

@@ -52,6 +52,28 @@ LoaderOptions options_from(const py::dict& options) {
   return o;
 }
 
+// A text field's rows as str, or as bytes for a field named "...|b" (a Python sample's bytes,
+// mploader/_structure.py) and for a C++ reader's field that is not all UTF-8.
+py::list text_rows(const std::string& name, const TextColumn& column) {
+  const bool bytes = name.size() > 2 && name.compare(name.size() - 2, 2, "|b") == 0;
+  py::list rows(column.size());
+  for (size_t r = 0; r < column.size() && !bytes; ++r) {
+    const std::string_view row = column[r];
+    PyObject* text = PyUnicode_DecodeUTF8(row.data(), static_cast<Py_ssize_t>(row.size()),
+                                          nullptr);
+    if (text == nullptr) {  // not UTF-8: the field's rows go as bytes
+      PyErr_Clear();
+      return text_rows(name + "|b", column);
+    }
+    PyList_SET_ITEM(rows.ptr(), static_cast<Py_ssize_t>(r), text);
+  }
+  for (size_t r = 0; r < column.size() && bytes; ++r) {
+    const std::string_view row = column[r];
+    rows[r] = py::bytes(row.data(), row.size());
+  }
+  return rows;
+}
+
 py::dict worker_stats_dict(const WorkerStats& w) {
   py::dict d;
   d["busy_ns"] = w.busy_ns;
@@ -191,12 +213,7 @@ py::object PythonLoader::next(bool start) {
     tensors.append(py::make_tuple(name, tensor));
   }
   for (const auto& [name, column] : batch->texts()) {
-    py::list rows;
-    for (size_t r = 0; r < column.size(); ++r) {
-      const std::string_view row = column[r];
-      rows.append(py::bytes(row.data(), row.size()));
-    }
-    texts.append(py::make_tuple(name, rows));
+    texts.append(py::make_tuple(name, text_rows(name, column)));
   }
   return py::make_tuple(tensors, texts, py::cast(batch->indices()));
 }
