@@ -19,8 +19,12 @@ ends with "|s" (str) or "|b" (bytes).
 import collections.abc
 import functools
 
-import numpy as np
 import torch
+
+try:  # numpy is not one of torch's requirements: without it, no sample holds an array
+    import numpy as np
+except ImportError:
+    np = None
 
 _UNSUPPORTED = ("default_collate: batch must contain tensors, numpy arrays, numbers, dicts or "
                 "lists; found {}")
@@ -49,7 +53,8 @@ def _collated_leaf(value, name, out):
         out.append((name + "|i", torch.tensor(value, dtype=torch.int64)))
     elif isinstance(value, float):
         out.append((name + "|f", torch.tensor(value, dtype=torch.float64)))
-    elif isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind not in "OUSV":
+    elif np is not None and isinstance(value, (np.ndarray, np.generic)) \
+            and value.dtype.kind not in "OUSV":
         out.append((name, torch.as_tensor(value)))
     else:
         return False
@@ -69,7 +74,7 @@ def _leaf(value, name, out):
         out.append((name, torch.tensor(value, dtype=torch.int64)))
     elif isinstance(value, float):
         out.append((name, torch.tensor(value, dtype=torch.float64)))
-    elif isinstance(value, (np.ndarray, np.generic)):
+    elif np is not None and isinstance(value, (np.ndarray, np.generic)):
         if value.dtype.kind in "OUSV":  # objects and strings: no tensor holds them
             raise TypeError(_UNSUPPORTED.format(value.dtype))
         out.append((name, torch.as_tensor(value)))

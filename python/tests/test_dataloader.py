@@ -211,3 +211,23 @@ def test_tune_measures_each_worker_count_and_recommends_one():
     assert result["recommendation"]["bound"] and "recommended: num_workers=" in result["summary"]
     with pytest.raises(mploader.OptionError, match="unknown option 'workerz'"):
         mploader._C.tune(mploader._worker.fetcher(Squares()), 40, 4, False, workerz=[1])
+
+
+def test_the_package_works_without_numpy():
+    # numpy is not one of torch's requirements: a fresh environment may not have it.
+    code = """
+import sys
+sys.modules["numpy"] = None  # import numpy now raises ImportError
+import torch, mploader
+class D(torch.utils.data.Dataset):
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        return {"x": torch.full((2,), i), "n": i, "s": str(i)}
+batches = list(mploader.DataLoader(D(), batch_size=4, num_workers=2))
+print(batches[1]["n"].tolist(), batches[1]["s"])
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[4, 5, 6, 7] ['4', '5', '6', '7']"
