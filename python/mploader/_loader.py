@@ -1,12 +1,15 @@
 """mploader.DataLoader: torch.utils.data.DataLoader's signature over mploader's engine."""
 import torch
-from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler, default_convert
+from torch.utils.data import (BatchSampler, IterableDataset, RandomSampler, SequentialSampler,
+                              default_convert)
 
 from . import _C
 from ._errors import OptionError
 from ._native import NativeDatasetBase
-from ._options import (check_batching, check_counts, check_dataset, check_start_method,
-                       engine_options, start_method_of)
+from ._iterable import CHUNK, INDICES, IterableCollate, IterableFetch, index_of, is_exhausted
+from ._plugins import check_forkserver_knows
+from ._options import (check_batching, check_counts, check_dataset, check_iterable,
+                       check_start_method, engine_options, start_method_of)
 from ._spawning import SPAWNED_COMMAND, payload
 from ._structure import native_batch, unflatten, unflatten_collated
 from ._worker import OneSample, collator, fetcher, raw_fetcher, starter
@@ -32,14 +35,17 @@ class DataLoader:
         check_counts(num_workers, timeout, prefetch_factor, persistent_workers)
         native = dataset._native if isinstance(dataset, NativeDatasetBase) else None
         check_dataset(dataset, native, batch_size, sampler, batch_sampler, collate_fn)
+        check_iterable(dataset, shuffle, sampler, batch_sampler, num_workers)
         check_batching(batch_size, shuffle, sampler, batch_sampler, drop_last)
         self._stream = native is not None and native.streaming
+        self._iterable = isinstance(dataset, IterableDataset)
         if batch_sampler is not None:
             batch_size, drop_last = None, False
-        if sampler is None and not self._stream:
+        if sampler is None and not (self._stream or self._iterable):
             sampler = (RandomSampler(dataset, generator=generator) if shuffle
                        else SequentialSampler(dataset))
-        if batch_sampler is None and batch_size is not None and not self._stream:
+        if batch_sampler is None and batch_size is not None and not (self._stream or
+                                                                     self._iterable):
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.dataset = dataset
         self.batch_size = batch_size
@@ -61,8 +67,13 @@ class DataLoader:
         self._native = native
         method = start_method_of(multiprocessing_context, start_method)
         check_start_method(method, num_workers, native, worker_init_fn)
+        if num_workers != 0:
+            check_forkserver_knows(dataset, method)
         self._engine_options = engine_options(self, method, max_restarts, quarantine_after,
                                               crash_dir, max_shm_bytes, shuffle, shuffle_buffer)
+        if self._iterable and num_workers:
+            # Each worker's iterator lives through the engine epochs of one epoch.
+            self._engine_options["persistent_workers"] = True
         if method != "fork" and num_workers != 0:
             self._prepare_spawn(method)
         self._loader = None
@@ -70,9 +81,15 @@ class DataLoader:
         self._generation = 0
         self._engine_seed = None  # the workers' seed, drawn at the first iteration
         self._running = None  # the epoch running: what state_dict() needs to draw it again
+        self._engine_epoch = 0  # an IterableDataset's: engine epochs run so far
         self._resume = None  # a loaded state, for the next iteration
 
     def __len__(self):
+        if self._iterable:  # as torch: from the dataset's own __len__, when it has one
+            length = len(self.dataset)
+            if self.batch_size is None:
+                return length
+            return length // self.batch_size if self.drop_last else -(-length // self.batch_size)
         if self._stream:  # the engine plans a stream's epochs
             self._make_loader(self._draw_base_seed() if self._engine_seed is None else None, [])
             return self._loader.batches_per_epoch()
@@ -87,7 +104,8 @@ class DataLoader:
             return  # a C++ reader has a recipe of its own
         collate = self._batch_collate()
         made = {"dataset": self.dataset, "raw": collate is not None,
-                "worker_init_fn": self.worker_init_fn}
+                "worker_init_fn": self.worker_init_fn,
+                "iterable": (self.batch_size, self.drop_last) if self._iterable else None}
         self._engine_options["recipe"] = payload(
             made, "dataset", method,
             parts=[("dataset", self.dataset), ("worker_init_fn", self.worker_init_fn)])
@@ -98,6 +116,8 @@ class DataLoader:
         """The collate function run in the workers, or None for default_collate's stacking
         into shared memory. Without batching (batch_size=None) each sample goes alone through
         collate_fn, or default_convert, as in torch."""
+        if self._iterable:
+            return IterableCollate(self.collate_fn, self.batch_size is not None)
         if self.batch_sampler is None:
             return OneSample(self.collate_fn or default_convert)
         return self.collate_fn
@@ -152,10 +172,12 @@ class DataLoader:
         worker_start = (starter(self.dataset, self.worker_init_fn)
                         if self.num_workers != 0 else None)
         source = self._native if self._native is not None else fetcher(self.dataset)
+        size = INDICES if self._iterable else len(self.dataset)
         if self._native is None and self._batch_collate() is not None:
             options["collate_fn"] = collator(self._batch_collate())
-            source = raw_fetcher(self.dataset)
-        self._loader = _C.Loader(source, len(self.dataset), options, worker_start)
+            source = (IterableFetch(self.dataset, self.batch_size, self.drop_last)
+                      if self._iterable else raw_fetcher(self.dataset))
+        self._loader = _C.Loader(source, size, options, worker_start)
 
     def _start(self, epoch, resume):
         rng = resume["rng"] if resume is not None else self._rng_state()
@@ -170,6 +192,8 @@ class DataLoader:
         self._running = {"epoch": epoch, "rng": rng, "drew_base_seed": drew, "done": False}
 
     def __iter__(self):
+        if self._iterable:
+            return self._iterate_stream_of_items()
         resume, self._resume = self._resume, None
         epoch = self._epoch
         self._start(epoch, resume)
@@ -177,11 +201,23 @@ class DataLoader:
         self._generation += 1
         return _Iterator(self, self._generation)
 
+    def _iterate_stream_of_items(self):
+        if self._loader is None:
+            self._make_loader(self._draw_base_seed(), [[0]])
+        self._generation += 1
+        self._epoch += 1
+        return _IterableIterator(self, self._generation)
+
     def state_dict(self):
         """Where loading stands, to resume it after a restart of the program with
         load_state_dict(): the running epoch and the batches the loop has received, the
         generators' states the epoch's order was drawn from, and the workers' seed. Save it
         with the model's checkpoint (torch.save); take it between batches."""
+        if self._iterable:
+            raise OptionError("mploader: DataLoader.state_dict: an IterableDataset's workers "
+                              "each iterate their own copy, which mploader cannot replay; "
+                              "resume needs a map-style Dataset or one of mploader's streams "
+                              "(docs/python.md).", "dataset")
         state = {"mploader_state": 1, "epoch": self._epoch, "engine_seed": self._engine_seed}
         running = self._running
         if running is not None and not running["done"]:
@@ -246,9 +282,60 @@ class _Iterator:
             owner._running["done"] = True
             raise StopIteration
         self._yielded += 1
-        tensors, texts, _ = batch
+        tensors, texts, _, _ = batch
         if owner._native is not None:
             return native_batch(tensors, texts)
         if owner.collate_fn is not None or owner.batch_sampler is None:
             return unflatten_collated(tensors)
         return unflatten(tensors, texts)
+
+
+class _IterableIterator:
+    """One epoch of an IterableDataset: engine epochs of CHUNK batches until every worker has
+    said its iterator is done (mploader/_iterable.py)."""
+
+    def __init__(self, owner, generation):
+        self._owner = owner
+        self._generation = generation
+        self._workers = max(1, owner.num_workers)
+        self._exhausted = set()
+        self._first = False
+        self._done = False
+        self._chunk = 0
+
+    def __iter__(self):
+        return self
+
+    def _next_chunk(self):
+        owner = self._owner
+        engine_epoch = owner._engine_epoch
+        owner._engine_epoch += 1
+        plan = [[index_of(self._generation, self._chunk, k)] for k in range(CHUNK)]
+        self._chunk += 1
+        owner._loader.set_plan(engine_epoch, plan)
+        owner._loader.set_epoch(engine_epoch)
+        self._first = True
+
+    def __next__(self):
+        owner = self._owner
+        if self._done:
+            raise StopIteration
+        if owner._generation != self._generation:
+            raise RuntimeError("mploader: this DataLoader iterator belongs to an epoch that "
+                               "ended when a newer iterator of the same DataLoader began. "
+                               "Iterate the newest one.")
+        while True:
+            if self._chunk == 0 or self._first is None:
+                self._next_chunk()
+            start, self._first = self._first, False
+            batch = owner._loader.next(start)
+            if batch is None:
+                self._first = None  # this engine epoch is over: the next one continues
+                continue
+            tensors, _, _, worker = batch
+            if not is_exhausted(tensors):
+                return unflatten_collated(tensors)
+            self._exhausted.add(worker)
+            if len(self._exhausted) >= self._workers:
+                self._done = True
+                raise StopIteration

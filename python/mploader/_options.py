@@ -51,13 +51,29 @@ def check_batching(batch_size, shuffle, sampler, batch_sampler, drop_last):
                          "shuffle, sampler, and drop_last")
 
 
+def check_iterable(dataset, shuffle, sampler, batch_sampler, num_workers):
+    """What an IterableDataset cannot take, as torch says it (and num_workers='auto': each
+    worker iterates its own copy, so the count cannot change during an epoch)."""
+    if not isinstance(dataset, IterableDataset):
+        return
+    if shuffle not in (False, None):
+        raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle "
+                         f"option, but got shuffle={shuffle}")
+    if sampler is not None:
+        raise ValueError("DataLoader with IterableDataset: expected unspecified sampler "
+                         f"option, but got sampler={sampler}")
+    if batch_sampler is not None:
+        raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler "
+                         f"option, but got batch_sampler={batch_sampler}")
+    if num_workers == "auto":
+        raise OptionError("mploader: DataLoader: an IterableDataset is split among its workers "
+                          "by get_worker_info(), so their number cannot change during an "
+                          "epoch: give num_workers a number.", "num_workers")
+
+
 def check_dataset(dataset, native, batch_size, sampler, batch_sampler, collate_fn):
     """What a dataset of its kind cannot take: a C++ reader makes its batches in C++ (no
     collate_fn, batches always), and a stream plans its own order (no sampler)."""
-    if isinstance(dataset, IterableDataset):
-        raise OptionError("mploader: DataLoader: an IterableDataset is not supported yet; "
-                          "give a map-style Dataset (__len__ and __getitem__), one of mploader's "
-                          "readers, or use torch.utils.data.DataLoader for this one.", "dataset")
     if native is None:
         return
     if collate_fn is not None or batch_size is None:

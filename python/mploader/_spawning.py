@@ -9,6 +9,7 @@ import pickle
 import sys
 
 from ._errors import OptionError
+from ._iterable import INDICES, IterableFetch
 from ._worker import collator, fetcher, raw_fetcher, starter
 
 SPAWNED_COMMAND = [sys.executable, "-c", "import mploader._spawned"]
@@ -63,8 +64,11 @@ def rebuild_dataset(text):
     """(fetch, size, whether a collate_fn takes the samples, worker start) in a fresh worker."""
     made = _unpickled(text)
     dataset, raw = made["dataset"], made["raw"]
-    fetch = raw_fetcher(dataset) if raw else fetcher(dataset)
-    return fetch, len(dataset), raw, starter(dataset, made["worker_init_fn"])
+    if made.get("iterable") is not None:
+        fetch, size = IterableFetch(dataset, *made["iterable"]), INDICES
+    else:
+        fetch, size = (raw_fetcher(dataset) if raw else fetcher(dataset)), len(dataset)
+    return fetch, size, raw, starter(dataset, made["worker_init_fn"])
 
 
 def rebuild_collate(text):

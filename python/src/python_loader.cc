@@ -215,7 +215,7 @@ py::object PythonLoader::next(bool start) {
   for (const auto& [name, column] : batch->texts()) {
     texts.append(py::make_tuple(name, text_rows(name, column)));
   }
-  return py::make_tuple(tensors, texts, py::cast(batch->indices()));
+  return py::make_tuple(tensors, texts, py::cast(batch->indices()), batch->worker_id());
 }
 
 std::string PythonLoader::state_dict() const { return loader_->state_dict(); }

@@ -54,8 +54,9 @@ class PythonLoader {
   // The next epoch's batches (a stream's, which the engine plans).
   size_t batches_per_epoch() const;
   uint64_t epoch() const;
-  // (tensors, texts, indices): [(name, Tensor)], [(name, [bytes])], [int]; None at the end of
-  // the epoch. `start` begins a new epoch (abandoning what is left of the running one).
+  // (tensors, texts, indices, worker id): [(name, Tensor)], [(name, [str or bytes])], [int],
+  // int (-1 without workers); None at the end of the epoch. `start` begins a new epoch
+  // (abandoning what is left of the running one).
   py::object next(bool start);
   std::string state_dict() const;
   void load_state_dict(const std::string& state);
