@@ -6,6 +6,7 @@
 #include "native_dataset.h"
 
 #include "core/recipes.h"
+#include "process/forkserver.h"
 
 #include <mploader/registry.h>
 
@@ -105,6 +106,9 @@ void bind_plugins(py::module_& m) {
   m.def("load_plugin", &load_plugin, py::arg("path"));
   m.def("registered_dataset", &registered_dataset, py::arg("name"), py::arg("config"));
   m.def("registered_datasets", &registered_datasets);
+  m.def("forkserver_started", &detail::forkserver_started,
+        "Whether this process's forkserver runs (its workers know only the plugins loaded "
+        "before it started).");
 }
 
 }  // namespace mploader::python
