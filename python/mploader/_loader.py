@@ -12,7 +12,8 @@ from ._options import (check_batching, check_counts, check_dataset, check_iterab
                        check_start_method, engine_options, start_method_of)
 from ._spawning import SPAWNED_COMMAND, payload
 from ._structure import native_batch, unflatten, unflatten_collated
-from ._worker import OneSample, collator, fetcher, raw_fetcher, starter
+from ._worker import (DeferredFetch, GetItems, OneSample, collator, fetcher, has_getitems,
+                      raw_fetcher, starter)
 
 
 class DataLoader:
@@ -22,16 +23,16 @@ class DataLoader:
     mploader's C++ readers (mploader.vision.ImageFolder, TarShards, ...: no Python in the
     workers). mploader's own keywords: ``num_workers="auto"``, ``start_method``,
     ``max_restarts`` (worker restarts allowed per epoch), ``quarantine_after`` (deaths on one
-    sample before it is left out), ``crash_dir`` (where crash reports go), ``max_shm_bytes``
-    and, for streams, ``shuffle_buffer``. docs/python.md lists every difference from torch's
-    DataLoader."""
+    sample before it is left out), ``crash_dir`` (where crash reports go), ``max_shm_bytes``,
+    ``max_batch_bytes`` and, for streams, ``shuffle_buffer``. docs/python.md lists every
+    difference from torch's DataLoader."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=None, persistent_workers=False, pin_memory_device="",
                  in_order=True, start_method=None, max_restarts=0, quarantine_after=0,
-                 crash_dir="", max_shm_bytes=0, shuffle_buffer=0):
+                 crash_dir="", max_shm_bytes=0, max_batch_bytes=0, shuffle_buffer=0):
         check_counts(num_workers, timeout, prefetch_factor, persistent_workers)
         native = dataset._native if isinstance(dataset, NativeDatasetBase) else None
         check_dataset(dataset, native, batch_size, sampler, batch_sampler, collate_fn)
@@ -39,6 +40,10 @@ class DataLoader:
         check_batching(batch_size, shuffle, sampler, batch_sampler, drop_last)
         self._stream = native is not None and native.streaming
         self._iterable = isinstance(dataset, IterableDataset)
+        # Batches read by one __getitems__ call each, as torch's fetcher reads them.
+        batched = batch_size is not None or batch_sampler is not None
+        self._getitems = (native is None and not self._iterable and batched
+                          and has_getitems(dataset))
         if batch_sampler is not None:
             batch_size, drop_last = None, False
         if sampler is None and not (self._stream or self._iterable):
@@ -71,6 +76,7 @@ class DataLoader:
             check_forkserver_knows(dataset, method)
         self._engine_options = engine_options(self, method, max_restarts, quarantine_after,
                                               crash_dir, max_shm_bytes, shuffle, shuffle_buffer)
+        self._engine_options["max_batch_bytes"] = int(max_batch_bytes)
         if self._iterable and num_workers:
             # Each worker's iterator lives through the engine epochs of one epoch.
             self._engine_options["persistent_workers"] = True
@@ -105,7 +111,8 @@ class DataLoader:
         collate = self._batch_collate()
         made = {"dataset": self.dataset, "raw": collate is not None,
                 "worker_init_fn": self.worker_init_fn,
-                "iterable": (self.batch_size, self.drop_last) if self._iterable else None}
+                "iterable": (self.batch_size, self.drop_last) if self._iterable else None,
+                "getitems": self._getitems}
         self._engine_options["recipe"] = payload(
             made, "dataset", method,
             parts=[("dataset", self.dataset), ("worker_init_fn", self.worker_init_fn)])
@@ -120,6 +127,8 @@ class DataLoader:
             return IterableCollate(self.collate_fn, self.batch_size is not None)
         if self.batch_sampler is None:
             return OneSample(self.collate_fn or default_convert)
+        if self._getitems:
+            return GetItems(self.dataset, self.collate_fn)
         return self.collate_fn
 
     def set_epoch(self, epoch):
@@ -176,7 +185,8 @@ class DataLoader:
         if self._native is None and self._batch_collate() is not None:
             options["collate_fn"] = collator(self._batch_collate())
             source = (IterableFetch(self.dataset, self.batch_size, self.drop_last)
-                      if self._iterable else raw_fetcher(self.dataset))
+                      if self._iterable else DeferredFetch() if self._getitems
+                      else raw_fetcher(self.dataset))
         self._loader = _C.Loader(source, size, options, worker_start)
 
     def _start(self, epoch, resume):
@@ -285,7 +295,7 @@ class _Iterator:
         tensors, texts, _, _ = batch
         if owner._native is not None:
             return native_batch(tensors, texts)
-        if owner.collate_fn is not None or owner.batch_sampler is None:
+        if owner.collate_fn is not None or owner.batch_sampler is None or owner._getitems:
             return unflatten_collated(tensors)
         return unflatten(tensors, texts)
 

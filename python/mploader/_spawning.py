@@ -10,7 +10,7 @@ import sys
 
 from ._errors import OptionError
 from ._iterable import INDICES, IterableFetch
-from ._worker import collator, fetcher, raw_fetcher, starter
+from ._worker import DeferredFetch, collator, fetcher, raw_fetcher, starter
 
 SPAWNED_COMMAND = [sys.executable, "-c", "import mploader._spawned"]
 _prepared = False
@@ -66,6 +66,8 @@ def rebuild_dataset(text):
     dataset, raw = made["dataset"], made["raw"]
     if made.get("iterable") is not None:
         fetch, size = IterableFetch(dataset, *made["iterable"]), INDICES
+    elif made.get("getitems"):
+        fetch, size = DeferredFetch(), len(dataset)
     else:
         fetch, size = (raw_fetcher(dataset) if raw else fetcher(dataset)), len(dataset)
     return fetch, size, raw, starter(dataset, made["worker_init_fn"])

@@ -4,6 +4,7 @@ import traceback
 
 import torch
 import torch.utils.data._utils.worker as _torch_worker
+from torch.utils.data import default_collate
 
 from ._structure import flatten, flatten_collated
 
@@ -32,6 +33,40 @@ def collator(collate_fn):
     def collate(samples):
         return flatten_collated(collate_fn(samples))
     return collate
+
+
+class DeferredIndex:
+    """What the fetch of a dataset with __getitems__ keeps per sample: its index, read with the
+    rest of the batch by one __getitems__ call when the batch is collated."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+class DeferredFetch:
+    """fetch(index) for a dataset with __getitems__ (a class, not a closure: spawn pickles it)."""
+
+    def __call__(self, index):
+        return DeferredIndex(index)
+
+
+class GetItems:
+    """collate(samples) for a dataset with __getitems__: the batch's samples from one call, as
+    torch's fetcher reads them, then collate_fn (default_collate)."""
+
+    def __init__(self, dataset, collate_fn):
+        self.dataset = dataset
+        self.collate_fn = collate_fn or default_collate
+
+    def __call__(self, deferred):
+        return self.collate_fn(self.dataset.__getitems__([d.index for d in deferred]))
+
+
+def has_getitems(dataset):
+    """Whether torch's fetcher would call the dataset's __getitems__."""
+    return bool(getattr(dataset, "__getitems__", None))
 
 
 class OneSample:

@@ -526,3 +526,17 @@ class RangeStream(torch.utils.data.IterableDataset):
 def describe_items(items):
     """A collate_fn for RangeStream's items: their numbers, as a list."""
     return {"items": [item["i"] for item in items]}
+
+
+class GetItemsDataset(PairDataset):
+    """PairDataset with __getitems__, which torch's fetcher calls once per batch: it logs each
+    call's indices to ``log`` (a file), so that a test sees one call per batch."""
+
+    def __init__(self, n, log):
+        super().__init__(n)
+        self.log = log
+
+    def __getitems__(self, indices):
+        with open(self.log, "a") as f:
+            f.write(" ".join(map(str, indices)) + "\n")
+        return [(self.data[i] * 2, self.labels[i]) for i in indices]

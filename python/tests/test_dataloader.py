@@ -231,3 +231,17 @@ print(batches[1]["n"].tolist(), batches[1]["s"])
                          timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "[4, 5, 6, 7] ['4', '5', '6', '7']"
+
+
+def test_with_max_batch_bytes_no_sample_is_read_ahead(tmp_path):
+    marks = tmp_path / "reads"
+    marks.mkdir()
+
+    class Logged(Squares):
+        def __getitem__(self, i):
+            (marks / f"{i}-{os.getpid()}").touch()
+            return super().__getitem__(i)
+
+    list(mploader.DataLoader(Logged(8), batch_size=4, num_workers=2, max_batch_bytes=4096))
+    reads = [p.name.split("-")[0] for p in marks.iterdir()]
+    assert sorted(map(int, reads)) == list(range(8))  # each sample once: no sizing read

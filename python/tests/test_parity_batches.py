@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import parity_datasets as pds
-from parity import (WORKERS, KINDS, assert_same_batch, assert_same_epochs, error_of, make_loader,
-                    outcomes)
+from parity import (WORKERS, KINDS, assert_same_batch, assert_same_batches, assert_same_epochs,
+                    error_of, make_loader, outcomes)
 
 
 
@@ -127,3 +127,21 @@ def test_without_batching_each_sample_comes_as_default_convert_makes_it(dataset,
 def test_without_batching_a_collate_fn_gets_one_sample_at_a_time(num_workers):
     assert_same_epochs(pds.PairDataset(7), batch_size=None, num_workers=num_workers,
                        collate_fn=lambda: pds.describe_one)
+
+
+@pytest.mark.parametrize("num_workers", WORKERS)
+def test_getitems_reads_each_batch_in_one_call(tmp_path, num_workers):
+    logs = {kind: tmp_path / f"{kind}.log" for kind in KINDS}
+    batches = {}
+    for kind in KINDS:
+        torch.manual_seed(8)
+        loader = make_loader(kind, pds.GetItemsDataset(13, str(logs[kind])), batch_size=4,
+                             shuffle=True, num_workers=num_workers)
+        batches[kind] = list(loader)
+    assert_same_batches(batches["torch"], batches["mploader"])
+    calls = {kind: sorted(logs[kind].read_text().splitlines()) for kind in KINDS}
+    assert len(calls["torch"]) == 4
+    expected = calls["torch"]
+    if num_workers:  # and the sizing process's one read of indices 0 to 3 (docs/python.md)
+        expected = sorted(expected + ["0 1 2 3"])
+    assert calls["mploader"] == expected
