@@ -5,7 +5,8 @@
 
 namespace mploader {
 
-/// Functions called on the thread that forks a worker (mploader's launcher thread): `before`
+/// Functions called on the thread that forks a worker (mploader's launcher thread, or the
+/// forkserver's only thread, in that process, with start_method forkserver): `before`
 /// just before fork(), then `in_parent` in this process and `in_child` in the new process, at
 /// once after it. Any may be null; none may throw. Python needs them: a child forked while
 /// another thread holds the GIL deadlocks on its first Python call, so the Python package takes
