@@ -11,6 +11,7 @@ _check_torch_version()
 
 from . import _C  # noqa: E402
 from ._errors import Error, OptionError, Timeout, WorkerCrashed  # noqa: E402
+from ._elastic import merge_states  # noqa: E402
 from ._loader import DataLoader  # noqa: E402
 from ._plugins import load_plugin, registered_dataset  # noqa: E402
 from ._streams import StreamMixture, TokenStream  # noqa: E402
@@ -37,5 +38,5 @@ def features():
 
 
 __all__ = ["DataLoader", "Error", "OptionError", "StreamMixture", "Timeout", "TokenStream",
-           "WorkerCrashed", "features", "get_worker_info", "load_plugin", "registered_dataset",
-           "tune"]
+           "WorkerCrashed", "features", "get_worker_info", "load_plugin", "merge_states",
+           "registered_dataset", "tune"]

@@ -4,6 +4,7 @@ from torch.utils.data import (BatchSampler, IterableDataset, RandomSampler, Sequ
                               default_convert)
 
 from . import _C
+from ._elastic import rank_batches, sampler_facts
 from ._errors import OptionError
 from ._native import NativeDatasetBase
 from ._iterable import CHUNK, INDICES, IterableCollate, IterableFetch, index_of, is_exhausted
@@ -89,6 +90,7 @@ class DataLoader:
         self._running = None  # the epoch running: what state_dict() needs to draw it again
         self._engine_epoch = 0  # an IterableDataset's: engine epochs run so far
         self._resume = None  # a loaded state, for the next iteration
+        self._job = None  # a loaded job state (merge_states), for the next iteration
 
     def __len__(self):
         if self._iterable:  # as torch: from the dataset's own __len__, when it has one
@@ -163,6 +165,10 @@ class DataLoader:
             base_seed = self._draw_base_seed() if drew else None
             if self._stream:
                 return drew, base_seed, None
+            job = (resume or {}).get("job") or self._job
+            if job is not None:  # the rest of a job's epoch, shared out among this job's ranks
+                return drew, base_seed, rank_batches(job, self.sampler, self.batch_size,
+                                                     self.drop_last)
             if self.batch_sampler is None:
                 return drew, base_seed, [[index] for index in self.sampler]
             return drew, base_seed, [list(batch) for batch in self.batch_sampler]
@@ -199,7 +205,9 @@ class DataLoader:
             self._loader.load_state_dict(resume["engine"])
         else:
             self._loader.set_epoch(epoch)
-        self._running = {"epoch": epoch, "rng": rng, "drew_base_seed": drew, "done": False}
+        self._running = {"epoch": epoch, "rng": rng, "drew_base_seed": drew, "done": False,
+                         "job": (resume or {}).get("job") or self._job}
+        self._job = None
 
     def __iter__(self):
         if self._iterable:
@@ -234,13 +242,28 @@ class DataLoader:
             state.update(epoch=running["epoch"], rng=running["rng"],
                          drew_base_seed=running["drew_base_seed"],
                          engine=self._loader.state_dict())
+            if running["job"] is not None:  # a resumed job's epoch: its plan is the job's
+                state["job"] = running["job"]
+            elif self._native is None and self.batch_size is not None:
+                facts = sampler_facts(self.sampler, len(self.dataset), self.batch_size,
+                                      self.drop_last)
+                if facts is not None:
+                    state["distributed"] = facts
         return state
 
     def load_state_dict(self, state):
         """Makes the next iteration resume the saved epoch with the batches not yet received,
         in the same order (the same dataset, batch_size, sampler and options as the state was
         taken with; num_workers and persistent_workers may differ); a state taken between
-        epochs makes it start the next one. Raises OptionError("state") for anything else."""
+        epochs makes it start the next one. A job state (mploader.merge_states() of every
+        rank's state, over torch's DistributedSampler) resumes on any number of ranks: the
+        rest of its epoch is shared out among them. Raises OptionError("state") for anything
+        else."""
+        if isinstance(state, dict) and state.get("mploader_job_state") == 1:
+            self._epoch = int(state["distributed"]["epoch"])
+            self._engine_seed = state.get("engine_seed")
+            self._job, self._resume = state, None
+            return
         if not isinstance(state, dict) or state.get("mploader_state") != 1:
             raise OptionError("mploader: DataLoader.load_state_dict: the state is not one that "
                               "DataLoader.state_dict() returned (no 'mploader_state': 1). Give "
