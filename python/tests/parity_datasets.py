@@ -497,37 +497,6 @@ def describe_one(sample):
     return {"sum": float(data.sum()), "label": int(label), "shape": tuple(data.shape)}
 
 
-class RangeStream(torch.utils.data.IterableDataset):
-    """torch's documented example: [start, end) split among the workers by get_worker_info(),
-    each item a dict of its number, a tensor and a str; ``fail_at`` raises ParityValueError
-    there, ``sleep`` slows each item."""
-
-    def __init__(self, start, end, fail_at=None, sleep=0.0):
-        self.start, self.end, self.fail_at, self.sleep = start, end, fail_at, sleep
-
-    def __iter__(self):
-        info = torch.utils.data.get_worker_info()
-        lo, hi = self.start, self.end
-        if info is not None:
-            per = -(-(self.end - self.start) // info.num_workers)
-            lo = self.start + info.id * per
-            hi = min(lo + per, self.end)
-        for i in range(lo, hi):
-            if i == self.fail_at:
-                raise ParityValueError(f"item {i} is bad")
-            if self.sleep:
-                time.sleep(self.sleep)
-            yield {"i": i, "x": torch.full((2,), float(i)), "name": f"n{i}", "pid": os.getpid()}
-
-    def __len__(self):
-        return self.end - self.start
-
-
-def describe_items(items):
-    """A collate_fn for RangeStream's items: their numbers, as a list."""
-    return {"items": [item["i"] for item in items]}
-
-
 class GetItemsDataset(PairDataset):
     """PairDataset with __getitems__, which torch's fetcher calls once per batch: it logs each
     call's indices to ``log`` (a file), so that a test sees one call per batch."""

@@ -10,10 +10,10 @@ import os
 import signal
 
 import pytest
-import torch
 
 import mploader
 import parity_datasets as pds
+import parity_iterables
 from parity import KINDS, WORKERS, assert_same_batches, error_of, make_loader
 
 
@@ -26,11 +26,11 @@ def by_first_item(batches, batched=True):
 def test_the_same_batches_as_torch_epoch_after_epoch(num_workers, batch_size, drop_last):
     results = {kind: [] for kind in KINDS}
     for kind in KINDS:
-        loader = make_loader(kind, pds.RangeStream(0, 23), batch_size=batch_size,
+        loader = make_loader(kind, parity_iterables.RangeStream(0, 23), batch_size=batch_size,
                              num_workers=num_workers, drop_last=drop_last)
         for _ in range(2):
             results[kind].append(list(loader))
-        assert len(loader) == len(make_loader("torch", pds.RangeStream(0, 23),
+        assert len(loader) == len(make_loader("torch", parity_iterables.RangeStream(0, 23),
                                               batch_size=batch_size, drop_last=drop_last))
     for torch_epoch, ours in zip(results["torch"], results["mploader"]):
         for batch in ours:
@@ -45,7 +45,7 @@ def test_the_same_batches_as_torch_epoch_after_epoch(num_workers, batch_size, dr
 
 
 def test_each_workers_batches_come_in_its_iterators_order():
-    batches = list(mploader.DataLoader(pds.RangeStream(0, 40), batch_size=3, num_workers=2))
+    batches = list(mploader.DataLoader(parity_iterables.RangeStream(0, 40), batch_size=3, num_workers=2))
     for pid in {int(b["pid"][0]) for b in batches}:
         items = [i for b in batches if int(b["pid"][0]) == pid for i in b["i"].tolist()]
         assert items == sorted(items)
@@ -54,7 +54,7 @@ def test_each_workers_batches_come_in_its_iterators_order():
 @pytest.mark.parametrize("num_workers", WORKERS)
 def test_an_exception_in_iter_keeps_its_type(num_workers):
     errors = {kind: error_of(lambda kind=kind: list(make_loader(
-        kind, pds.RangeStream(0, 20, fail_at=13), batch_size=4, num_workers=num_workers)))
+        kind, parity_iterables.RangeStream(0, 20, fail_at=13), batch_size=4, num_workers=num_workers)))
         for kind in KINDS}
     for kind in KINDS:
         assert type(errors[kind]) is pds.ParityValueError, (kind, errors[kind])
@@ -63,14 +63,14 @@ def test_an_exception_in_iter_keeps_its_type(num_workers):
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_fresh_workers_iterate_their_own_copies(method):
-    loader = mploader.DataLoader(pds.RangeStream(0, 30), batch_size=4, num_workers=2,
-                                 start_method=method, collate_fn=pds.describe_items)
+    loader = mploader.DataLoader(parity_iterables.RangeStream(0, 30), batch_size=4, num_workers=2,
+                                 start_method=method, collate_fn=parity_iterables.describe_items)
     got = sorted(i for batch in loader for i in batch["items"])
     assert got == list(range(30))
 
 
 def test_a_killed_worker_starts_its_iterator_again(tmp_path):
-    loader = mploader.DataLoader(pds.RangeStream(0, 60, sleep=0.01), batch_size=2,
+    loader = mploader.DataLoader(parity_iterables.RangeStream(0, 60, sleep=0.01), batch_size=2,
                                  num_workers=2, max_restarts=1, crash_dir=str(tmp_path),
                                  persistent_workers=True)
     it = iter(loader)
@@ -87,8 +87,8 @@ def test_what_an_iterable_cannot_take():
                           (dict(batch_sampler=[[0]]), ValueError),
                           (dict(num_workers="auto"), mploader.OptionError)]:
         with pytest.raises(error):
-            mploader.DataLoader(pds.RangeStream(0, 4), **kwargs)
-    loader = mploader.DataLoader(pds.RangeStream(0, 4), batch_size=2)
+            mploader.DataLoader(parity_iterables.RangeStream(0, 4), **kwargs)
+    loader = mploader.DataLoader(parity_iterables.RangeStream(0, 4), batch_size=2)
     next(iter(loader))
     with pytest.raises(mploader.OptionError, match="cannot replay"):
         loader.state_dict()
