@@ -12,14 +12,19 @@ void bind_components(py::module_& m);  // python_components.cc, made by python/C
 void bind_tune(py::module_& m);        // tune.cc
 void bind_plugins(py::module_& m);     // plugins.cc
 
+std::string comma_list(const std::vector<std::string>& names) {
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
 void Keywords::check_all_used() const {
   for (auto item : kwargs_) {
     const std::string name = py::str(item.first);
     if (known_.count(name)) continue;
-    std::string names;
-    for (const std::string& k : known_) names += (names.empty() ? "" : ", ") + k;
     throw OptionError(name, "mploader: " + who_ + ": unknown option '" + name +
-                                "'. Its options are: " + names + ".");
+                                "'. Its options are: " +
+                                comma_list({known_.begin(), known_.end()}) + ".");
   }
 }
 
@@ -31,12 +36,6 @@ void refuse_choice(const std::string& who, const char* name, const std::string& 
 
 namespace {
 
-TokenType token_type_named(const std::string& name) {
-  if (name == "uint16") return TokenType::kUInt16;
-  if (name == "uint32") return TokenType::kUInt32;
-  refuse_choice("TokenStream", "type", name, "'uint16', 'uint32'");
-}
-
 NativeDataset token_stream(std::vector<std::string> files, py::kwargs kwargs) {
   Keywords k(std::move(kwargs), "TokenStream");
   TokenStreamOptions o;
@@ -44,17 +43,9 @@ NativeDataset token_stream(std::vector<std::string> files, py::kwargs kwargs) {
   k.take("vocab_size", o.vocab_size);
   k.take("windows_per_shard", o.windows_per_shard);
   k.take("cache_dir", o.cache_dir);
-  if (k.has("type")) o.type = token_type_named(k.get("type").cast<std::string>());
-  if (k.has("windows")) {
-    const std::string w = k.get("windows").cast<std::string>();
-    if (w == "sequential") {
-      o.windows = TokenWindows::kSequential;
-    } else if (w == "random") {
-      o.windows = TokenWindows::kRandom;
-    } else {
-      refuse_choice("TokenStream", "windows", w, "'sequential', 'random'");
-    }
-  }
+  k.choose("type", o.type, {{"uint16", TokenType::kUInt16}, {"uint32", TokenType::kUInt32}});
+  k.choose("windows", o.windows,
+           {{"sequential", TokenWindows::kSequential}, {"random", TokenWindows::kRandom}});
   k.check_all_used();
   return {std::make_shared<TokenStream>(std::move(files), o), "mploader.TokenStream"};
 }
@@ -64,18 +55,9 @@ NativeDataset stream_mixture(const std::vector<NativeDataset>& sources,
   Keywords k(std::move(kwargs), "StreamMixture");
   StreamMixtureOptions o;
   o.weights = std::move(weights);
-  if (k.has("end")) {
-    const std::string end = k.get("end").cast<std::string>();
-    if (end == "cycle") {
-      o.end = MixtureEnd::kCycle;
-    } else if (end == "first_exhausted") {
-      o.end = MixtureEnd::kFirstExhausted;
-    } else if (end == "all_exhausted") {
-      o.end = MixtureEnd::kAllExhausted;
-    } else {
-      refuse_choice("StreamMixture", "end", end, "'cycle', 'first_exhausted', 'all_exhausted'");
-    }
-  }
+  k.choose("end", o.end,
+           {{"cycle", MixtureEnd::kCycle}, {"first_exhausted", MixtureEnd::kFirstExhausted},
+            {"all_exhausted", MixtureEnd::kAllExhausted}});
   k.take("num_samples", o.num_samples);
   k.take("source_field", o.source_field);
   k.check_all_used();

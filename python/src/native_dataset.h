@@ -10,14 +10,35 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <initializer_list>
 #include <memory>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace mploader::python {
 
 namespace py = pybind11;
+
+// An OptionError for option `name` of `who` whose value `value` is not one of `choices`.
+[[noreturn]] void refuse_choice(const std::string& who, const char* name, const std::string& value,
+                                const char* choices);
+// "a, b, c", for messages that list names.
+std::string comma_list(const std::vector<std::string>& names);
+
+// `value` as the enum value `choices` pairs it with ({"raise", OnBadImage::kRaise}, ...); an
+// OptionError for `option` of `who`, listing the choices, for any other.
+template <typename E>
+E choice_named(const std::string& who, const char* option, const std::string& value,
+               std::initializer_list<std::pair<const char*, E>> choices) {
+  std::string names;
+  for (const auto& [name, choice] : choices) {
+    if (value == name) return choice;
+    names += (names.empty() ? "'" : ", '") + std::string(name) + "'";
+  }
+  refuse_choice(who, option, value, names.c_str());
+}
 
 struct NativeDataset {
   std::shared_ptr<Dataset> dataset;
@@ -48,6 +69,12 @@ class Keywords {
     return kwargs_.contains(name);
   }
   py::object get(const char* name) { return kwargs_[name]; }
+  // An enum option given by name: field = the value `choices` pairs the given string with.
+  template <typename E>
+  void choose(const char* name, E& field,
+              std::initializer_list<std::pair<const char*, E>> choices) {
+    if (has(name)) field = choice_named(who_, name, get(name).cast<std::string>(), choices);
+  }
   // Throws OptionError naming the first keyword no take() or has() asked for.
   void check_all_used() const;
 
@@ -56,10 +83,6 @@ class Keywords {
   std::string who_;
   std::set<std::string> known_;
 };
-
-// An OptionError for option `name` of `who` whose value `value` is not one of `choices`.
-[[noreturn]] void refuse_choice(const std::string& who, const char* name, const std::string& value,
-                                const char* choices);
 
 // The class mploader._C.NativeDataset, the engine's own datasets (TokenStream, StreamMixture),
 // and each built component's datasets (components/<name>/python/).

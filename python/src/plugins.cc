@@ -20,12 +20,6 @@
 namespace mploader::python {
 namespace {
 
-std::string comma_list(const std::vector<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
 [[noreturn]] void refuse_plugin(const std::string& path, const std::string& what,
                                 const std::string& fix) {
   throw OptionError("path", "mploader: load_plugin: '" + path + "' " + what + ". " + fix + ".");

@@ -53,13 +53,15 @@ std::optional<DatasetRecipe> PythonDataset::recipe() const {
   return DatasetRecipe{"mploader.python", recipe_};
 }
 
+void call_worker_start(const py::object& start, const WorkerInfo& info) {
+  start(info.id, info.num_workers, info.seed, info.epoch, info.rank, info.world_size);
+}
+
 void PythonDataset::start_once() {
   if (started_ || !start_) return;
   started_ = true;
   const std::optional<WorkerInfo> info = worker_info();
-  if (!info) return;
-  start_->get()(info->id, info->num_workers, info->seed, info->epoch, info->rank,
-                info->world_size);
+  if (info) call_worker_start(start_->get(), *info);
 }
 
 Sample PythonDataset::get(int64_t index) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <mploader/dataset.h>
+#include <mploader/worker_info.h>
 
 #include "python_collate.h"
 #include "python_object.h"
@@ -49,6 +50,10 @@ class PythonDataset : public Dataset {
   std::unique_ptr<HeldObject> start_;
   bool started_ = false;
 };
+
+// Calls the Python worker start (mploader/_worker.py's starter) with `info`'s fields. With the
+// GIL held.
+void call_worker_start(const py::object& start, const WorkerInfo& info);
 
 // Called inside `catch (py::error_already_set& e)` with the GIL held: the Python exception as
 // a ForeignError carrying its type's qualified name and its traceback (as text).

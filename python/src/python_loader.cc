@@ -128,8 +128,7 @@ PythonLoader::PythonLoader(py::object source, size_t size, const py::dict& optio
     o.worker_init = [start](const WorkerInfo& info) {
       py::gil_scoped_acquire gil;
       try {
-        start->get()(info.id, info.num_workers, info.seed, info.epoch, info.rank,
-                     info.world_size);
+        call_worker_start(start->get(), info);
       } catch (py::error_already_set& e) {
         throw_foreign(e);
       }

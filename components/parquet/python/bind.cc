@@ -17,10 +17,10 @@ namespace mploader::python {
 namespace {
 
 parquet::NullPolicy null_policy(const char* option, const std::string& name) {
-  if (name == "refuse") return parquet::NullPolicy::kRefuse;
-  if (name == "fill") return parquet::NullPolicy::kFill;
-  if (name == "mask") return parquet::NullPolicy::kMask;
-  refuse_choice("ParquetShards", option, name, "'refuse', 'fill', 'mask'");
+  return choice_named<parquet::NullPolicy>("ParquetShards", option, name,
+                                           {{"refuse", parquet::NullPolicy::kRefuse},
+                                            {"fill", parquet::NullPolicy::kFill},
+                                            {"mask", parquet::NullPolicy::kMask}});
 }
 
 // The C++ check names only read_ahead for any of these three; name the one that is wrong.

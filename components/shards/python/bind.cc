@@ -54,16 +54,8 @@ shards::TarShardsOptions tar_shards_options(Keywords& k) {
                                           "']: " + e.what());
     }
   }
-  if (k.has("on_bad_sample")) {
-    const std::string what = k.get("on_bad_sample").cast<std::string>();
-    if (what == "raise") {
-      o.on_bad_sample = shards::OnBadSample::kRaise;
-    } else if (what == "skip") {
-      o.on_bad_sample = shards::OnBadSample::kSkip;
-    } else {
-      refuse_choice("TarShards", "on_bad_sample", what, "'raise', 'skip'");
-    }
-  }
+  k.choose("on_bad_sample", o.on_bad_sample,
+           {{"raise", shards::OnBadSample::kRaise}, {"skip", shards::OnBadSample::kSkip}});
   k.take("max_consecutive_bad", o.max_consecutive_bad);
   k.take("read_ahead", o.read_ahead);
   k.take("read_ahead_bytes", o.read_ahead_bytes);

@@ -16,16 +16,8 @@ namespace {
 
 vision::ImageFolderOptions image_folder_options(Keywords& k) {
   vision::ImageFolderOptions o;
-  if (k.has("on_bad_image")) {
-    const std::string what = k.get("on_bad_image").cast<std::string>();
-    if (what == "raise") {
-      o.on_bad_image = vision::OnBadImage::kRaise;
-    } else if (what == "skip") {
-      o.on_bad_image = vision::OnBadImage::kSkip;
-    } else {
-      refuse_choice("ImageFolder", "on_bad_image", what, "'raise', 'skip'");
-    }
-  }
+  k.choose("on_bad_image", o.on_bad_image,
+           {{"raise", vision::OnBadImage::kRaise}, {"skip", vision::OnBadImage::kSkip}});
   k.take("max_pixels", o.max_pixels);
   k.take("max_file_bytes", o.max_file_bytes);
   k.take("extensions", o.extensions);
