@@ -84,6 +84,7 @@ class DataLoader:
         if method != "fork" and num_workers != 0:
             self._prepare_spawn(method)
         self._loader = None
+        self._decode = None  # (tensors, texts) -> the batch, chosen with the loader
         self._epoch = 0
         self._generation = 0
         self._engine_seed = None  # the workers' seed, drawn at the first iteration
@@ -188,11 +189,16 @@ class DataLoader:
                         if self.num_workers != 0 else None)
         source = self._native if self._native is not None else fetcher(self.dataset)
         size = INDICES if self._iterable else len(self.dataset)
-        if self._native is None and self._batch_collate() is not None:
-            options["collate_fn"] = collator(self._batch_collate())
+        # How a batch becomes Python again: a reader's by its names, a batch that Python code
+        # collated in the worker as that code made it, else as default_collate nests it.
+        self._decode = native_batch if self._native is not None else unflatten
+        collate = self._batch_collate() if self._native is None else None
+        if collate is not None:
+            options["collate_fn"] = collator(collate)
             source = (IterableFetch(self.dataset, self.batch_size, self.drop_last)
                       if self._iterable else DeferredFetch() if self._getitems
                       else raw_fetcher(self.dataset))
+            self._decode = lambda tensors, texts: unflatten_collated(tensors)
         self._loader = _C.Loader(source, size, options, worker_start)
 
     def _start(self, epoch, resume):
@@ -286,13 +292,20 @@ class DataLoader:
         return self._loader.worker_pids() if self._loader is not None else []
 
 
+def _check_current(owner, generation):
+    """An iterator of an epoch a newer iterator has abandoned must not take that one's batches."""
+    if owner._generation != generation:
+        raise RuntimeError("mploader: this DataLoader iterator belongs to an epoch that "
+                           "ended when a newer iterator of the same DataLoader began. "
+                           "Iterate the newest one.")
+
+
 class _Iterator:
     def __init__(self, owner, generation):
         self._owner = owner
         self._generation = generation
         self._first = True
         self._done = False
-        self._yielded = 0
 
     def __iter__(self):
         return self
@@ -304,23 +317,15 @@ class _Iterator:
         owner = self._owner
         if self._done:
             raise StopIteration
-        if owner._generation != self._generation:
-            raise RuntimeError("mploader: this DataLoader iterator belongs to an epoch that "
-                               "ended when a newer iterator of the same DataLoader began. "
-                               "Iterate the newest one.")
+        _check_current(owner, self._generation)
         start, self._first = self._first, False  # a first batch that raises began the epoch
         batch = owner._loader.next(start)
         if batch is None:
             self._done = True
             owner._running["done"] = True
             raise StopIteration
-        self._yielded += 1
         tensors, texts, _, _ = batch
-        if owner._native is not None:
-            return native_batch(tensors, texts)
-        if owner.collate_fn is not None or owner.batch_sampler is None or owner._getitems:
-            return unflatten_collated(tensors)
-        return unflatten(tensors, texts)
+        return owner._decode(tensors, texts)
 
 
 class _IterableIterator:
@@ -353,10 +358,7 @@ class _IterableIterator:
         owner = self._owner
         if self._done:
             raise StopIteration
-        if owner._generation != self._generation:
-            raise RuntimeError("mploader: this DataLoader iterator belongs to an epoch that "
-                               "ended when a newer iterator of the same DataLoader began. "
-                               "Iterate the newest one.")
+        _check_current(owner, self._generation)
         while True:
             if self._chunk == 0 or self._first is None:
                 self._next_chunk()
@@ -367,7 +369,7 @@ class _IterableIterator:
                 continue
             tensors, _, _, worker = batch
             if not is_exhausted(tensors):
-                return unflatten_collated(tensors)
+                return owner._decode(tensors, None)
             self._exhausted.add(worker)
             if len(self._exhausted) >= self._workers:
                 self._done = True
