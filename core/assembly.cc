@@ -294,6 +294,12 @@ BatchFailure assemble_batch(Dataset& dataset, Collator& collator, const int64_t*
   // An empty batch (the loader never sends one) takes the whole-batch path, whose layout()
   // refuses it; streaming would make a batch with no layout at all.
   if (count > 0) {
+    try {
+      dataset.prepare_batch(indices, count);
+    } catch (...) {
+      a.dataset_failed(DatasetCall::kPrepareBatch, -1);
+      return a.failure;
+    }
     bool failed = false;
     std::optional<SampleLayout> layout = in_place_layout(a, count, plan, failed);
     if (failed) return a.failure;
@@ -365,6 +371,7 @@ static std::string dataset_call_text(const BatchFailure& f) {
     case DatasetCall::kWrite: return "Dataset::write(" + index + ") failed: ";
     case DatasetCall::kWriteBatch: return "Dataset::write_batch failed: ";
     case DatasetCall::kSampleLayout: return "Dataset::sample_layout() is not usable: ";
+    case DatasetCall::kPrepareBatch: return "Dataset::prepare_batch failed: ";
     case DatasetCall::kGet: break;
   }
   return "Dataset::get(" + index + ") threw ";

@@ -31,6 +31,7 @@ enum class DatasetCall : uint32_t {
   kWrite = 1,         // in place, one sample
   kWriteBatch = 2,    // in place, the dataset's own write_batch (no one sample at fault)
   kSampleLayout = 3,  // the layout it declares (or its call threw)
+  kPrepareBatch = 4,  // its prepare_batch(), before any sample of the batch
 };
 
 // Why a batch was not made, with the evidence. status kOk: it was.

@@ -59,6 +59,14 @@ class Dataset {
   /// Writes the samples of `indices` (count of them) into `out` at once: one gather per
   /// batch for in-memory data (PyTorch's __getitems__). The default calls write() per row.
   virtual void write_batch(const int64_t* indices, size_t count, BatchWriter& out);
+  /// Called once per batch, with its indices, before any of its samples is read (by get(),
+  /// write() or write_batch()): a dataset that reads from a slow store fetches the batch's
+  /// data here at once (merged requests) instead of sample by sample. The default does
+  /// nothing. Throwing here fails the batch as get() would.
+  virtual void prepare_batch(const int64_t* indices, size_t count) {
+    (void)indices;
+    (void)count;
+  }
 
   /// How a spawned worker rebuilds this dataset; nullopt (the default) means it cannot be, and
   /// start_method spawn is refused at construction.
