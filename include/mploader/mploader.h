@@ -3,6 +3,7 @@
 #pragma once
 
 #include <mploader/batch.h>
+#include <mploader/block_sampler.h>
 #include <mploader/bucket_sampler.h>
 #include <mploader/collate.h>
 #include <mploader/compose.h>

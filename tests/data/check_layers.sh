@@ -44,8 +44,8 @@ public_layer() {
     errors.h|logging.h) echo util ;;
     batch.h|collate.h|dataset.h|loading_context.h|mixture_end.h|registry.h|sample_writer.h|\
     streaming.h|tensor_dict.h|stage_timer.h) echo core ;;
-    bucket_sampler.h|distributed_sampler.h|elastic_sampler.h|launch_info.h|mixture.h|rank_agreement.h|\
-    sampler.h) echo sampler ;;
+    block_sampler.h|bucket_sampler.h|distributed_sampler.h|elastic_sampler.h|launch_info.h|mixture.h|\
+    rank_agreement.h|sampler.h) echo sampler ;;
     compose.h|npy.h|stream_mixture.h|token_stream.h) echo datasets ;;
     worker_info.h) echo worker ;;
     embedding.h|start_method.h) echo process ;;
