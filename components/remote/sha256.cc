@@ -33,11 +33,18 @@ std::string hex_of(const unsigned char* bytes, size_t n) {
   return out;
 }
 
-std::string Sha256::hex() {
-  unsigned char digest[EVP_MAX_MD_SIZE];
+std::array<unsigned char, 32> Sha256::digest() {
+  unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  EVP_DigestFinal_ex(ctx_, digest, &n);
-  return hex_of(digest, n);
+  EVP_DigestFinal_ex(ctx_, out, &n);
+  std::array<unsigned char, 32> d{};
+  std::memcpy(d.data(), out, d.size());
+  return d;
+}
+
+std::string Sha256::hex() {
+  const std::array<unsigned char, 32> d = digest();
+  return hex_of(d.data(), d.size());
 }
 
 std::string sha256_of_file(const std::string& path) {

@@ -1,6 +1,7 @@
 // remote/: SHA-256 through OpenSSL's libcrypto, over a stream of buffers or a whole file.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@ class Sha256 {
   Sha256& operator=(const Sha256&) = delete;
   void update(const void* data, size_t n);
   std::string hex();  // the digest in lowercase hex; ends the hash
+  std::array<unsigned char, 32> digest();  // the digest's 32 bytes; ends the hash
 
  private:
   evp_md_ctx_st* ctx_;

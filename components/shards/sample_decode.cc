@@ -25,9 +25,11 @@ at::Tensor bytes_tensor(const Member& m) {
   return t;
 }
 
-at::Tensor int_tensor(const Member& m) {
-  const char* begin = reinterpret_cast<const char*>(m.bytes.data());
-  const char* end = begin + m.bytes.size();
+}  // namespace
+
+at::Tensor int_member_tensor(const uint8_t* data, size_t size, const std::string& name) {
+  const char* begin = reinterpret_cast<const char*>(data);
+  const char* end = begin + size;
   auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   while (begin != end && space(*begin)) ++begin;
   while (end != begin && space(end[-1])) --end;
@@ -35,23 +37,22 @@ at::Tensor int_tensor(const Member& m) {
   int64_t value = 0;
   const auto [stop, error] = std::from_chars(begin, end, value);
   if (begin == end || error != std::errc() || stop != end) {
-    const std::string text(reinterpret_cast<const char*>(m.bytes.data()),
-                           std::min<size_t>(m.bytes.size(), 40));
-    throw BadSample("member " + in_quotes(m.name) + " should hold an integer (it is listed in " +
-                    "TarShardsOptions::int_keys) but holds " + in_quotes(printable(text)) +
-                    (m.bytes.size() > 40 ? "..." : "") + " (" +
-                    std::to_string(m.bytes.size()) + " bytes)");
+    const std::string text(reinterpret_cast<const char*>(data), std::min<size_t>(size, 40));
+    throw BadSample("member " + in_quotes(name) + " should hold an integer but holds " +
+                    in_quotes(printable(text)) + (size > 40 ? "..." : "") + " (" +
+                    std::to_string(size) + " bytes)");
   }
   return at::scalar_tensor(value, at::kLong);
 }
 
-at::Tensor image_tensor(const Member& m, const vision::Compose& transform, uint64_t seed,
-                        ImageDecoding& d) {
+at::Tensor image_member_tensor(const uint8_t* data, size_t size, const std::string& name,
+                               const vision::Compose& transform, uint64_t seed,
+                               ImageDecoding& d) {
   try {
     std::optional<ScopedStageTimer> stage(std::in_place, DatasetStage::kDecode);
-    const vision::ImageInfo info = d.decoder.info(m.bytes.data(), m.bytes.size());
+    const vision::ImageInfo info = d.decoder.info(data, size);
     const vision::ImagePlan plan = transform.plan(info.width, info.height, seed);
-    d.decoder.decode(m.bytes.data(), m.bytes.size(),
+    d.decoder.decode(data, size,
                      transform.needed_region(plan, info.width, info.height),
                      transform.min_scale(plan), d.image);
     const bool floats = transform.layout() == vision::PixelLayout::kFloat32CHW;
@@ -60,20 +61,26 @@ at::Tensor image_tensor(const Member& m, const vision::Compose& transform, uint6
     transform.render(d.image, plan, out.data_ptr(), d.scratch);
     return out;
   } catch (const vision::DecodeError& e) {
-    throw BadSample("image member " + in_quotes(m.name) + " does not decode: " + e.what());
+    throw BadSample("image member " + in_quotes(name) + " does not decode: " + e.what());
   } catch (const vision::TransformError& e) {
-    throw BadSample("image member " + in_quotes(m.name) + " does not fit the transform " +
+    throw BadSample("image member " + in_quotes(name) + " does not fit the transform " +
                     transform.describe() + ": " + e.what());
   }
 }
 
+namespace {
+
 at::Tensor member_tensor(const Member& m, const TarShardsOptions& o, uint64_t seed,
                          ImageDecoding& d) {
   if (auto it = o.image_keys.find(m.ext); it != o.image_keys.end()) {
-    return image_tensor(m, it->second, seed, d);
+    return image_member_tensor(m.bytes.data(), m.bytes.size(), m.name, it->second, seed, d);
   }
   if (std::find(o.int_keys.begin(), o.int_keys.end(), m.ext) != o.int_keys.end()) {
-    return int_tensor(m);
+    try {
+      return int_member_tensor(m.bytes.data(), m.bytes.size(), m.name);
+    } catch (const BadSample& e) {
+      throw BadSample(std::string(e.what()) + "; it is listed in TarShardsOptions::int_keys");
+    }
   }
   return bytes_tensor(m);
 }

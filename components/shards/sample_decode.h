@@ -8,7 +8,9 @@
 #include <mploader/vision/decode.h>
 #include <mploader/vision/transforms.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <stdexcept>
 
 namespace mploader::shards::detail {
@@ -28,6 +30,15 @@ struct ImageDecoding {
   vision::RgbImage image;
   vision::RenderScratch scratch;
 };
+
+/// A member's decimal integer (spaces around it allowed) as an int64 scalar; `name` is for the
+/// message. Throws BadSample.
+at::Tensor int_member_tensor(const uint8_t* data, size_t size, const std::string& name);
+/// An image member decoded (only the region the transform needs) and rendered by `transform`.
+/// Throws BadSample naming `name` for a file that does not decode or does not fit.
+at::Tensor image_member_tensor(const uint8_t* data, size_t size, const std::string& name,
+                               const vision::Compose& transform, uint64_t seed,
+                               ImageDecoding& decoding);
 
 /// The tensors of `raw`: the members of options.keys in that order (all members sorted by
 /// extension when it is empty), each one decoded by its kind. `seed` seeds random image

@@ -4,18 +4,16 @@
 #include <mploader/shards/tar_shards.h>
 
 #include "core/recipe_json.h"
+#include "shards/remote_json.h"
 #include "vision/transform_json.h"
 
 #include <nlohmann/json.hpp>
 
 namespace mploader::shards {
-namespace {
 
-using nlohmann::json;
+namespace detail {
 
-constexpr const char* kFactory = "mploader.shards.TarShards";
-
-json remote_json(const remote::RemoteOptions& r) {
+nlohmann::json remote_json(const remote::RemoteOptions& r) {
   return {{"cache_dir", r.cache_dir}, {"cache_limit_bytes", r.cache_limit_bytes},
           {"manifest", r.manifest}, {"endpoint_url", r.endpoint_url},
           {"aws_profile", r.aws_profile}, {"region", r.region},
@@ -24,7 +22,7 @@ json remote_json(const remote::RemoteOptions& r) {
           {"prefetch_bytes", r.prefetch_bytes}};
 }
 
-remote::RemoteOptions remote_from(const json& j) {
+remote::RemoteOptions remote_from(const nlohmann::json& j) {
   remote::RemoteOptions r;
   r.cache_dir = j.at("cache_dir").get<std::string>();
   r.cache_limit_bytes = j.at("cache_limit_bytes").get<int64_t>();
@@ -39,6 +37,17 @@ remote::RemoteOptions remote_from(const json& j) {
   r.prefetch_bytes = j.at("prefetch_bytes").get<int64_t>();
   return r;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::remote_from;
+using detail::remote_json;
+
+using nlohmann::json;
+
+constexpr const char* kFactory = "mploader.shards.TarShards";
 
 json options_json(const TarShardsOptions& o) {
   json images = json::object();
