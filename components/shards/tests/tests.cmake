@@ -16,3 +16,11 @@ if(TARGET mploader-manifest)
       grep -q '\"sha256\":\"[0-9a-f]\\{64\\}\"' in/mploader-manifest.json; \
       ! \"$1\" /no/such/folder 2>/dev/null" sh $<TARGET_FILE:mploader-manifest>)
 endif()
+
+# PackedShards and mploader-pack: the tests run the tool as a user would.
+if(TARGET mploader-pack)
+  target_sources(mploader_shards_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/test_packed_shards.cc)
+  target_compile_definitions(mploader_shards_tests PRIVATE
+                             MPLOADER_PACK_BIN="$<TARGET_FILE:mploader-pack>")
+  add_dependencies(mploader_shards_tests mploader-pack)
+endif()

@@ -1,0 +1,270 @@
+// mploader-pack: turns a dataset into WebDataset-compatible tar shards of a chosen size, with a
+// sample index per shard, a pack description and a manifest, for PackedShards (read by index,
+// locally or by URL) and TarShards (streamed).
+//
+//   mploader-pack /data/photos -o /data/photos-packed --max-side 512 --quality 90
+//   mploader-pack /data/train.h5 -o packed --fields image=/images,label=/labels
+//   mploader-pack /data/parquet-folder -o packed --shuffle-seed 7 --shard-size 512MB
+//
+// It reads with a Loader (worker processes, crash reports, restarts), writes shards whole and
+// records each one, so a pack that is stopped (Ctrl-C, SIGKILL, a reboot) resumes where it
+// stopped when the same command runs again. The same input and options give the same bytes.
+// Exit: 0 written, 1 a failure (the message says what to do), 2 bad usage.
+#include "pack_sources.h"
+
+#include "remote/shard_cache.h"
+#include "sampler/block_shuffle.h"
+#include "shards/pack_writer.h"
+#include "util/errors.h"
+
+#include <mploader/mploader.h>
+#include <mploader/shards/tar_shards.h>
+#ifdef MPLOADER_PACK_HDF5
+#include <mploader/hdf5/h5_dataset.h>
+#endif
+#ifdef MPLOADER_PACK_PARQUET
+#include <mploader/parquet/parquet_shards.h>
+#endif
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace sd = mploader::shards::detail;
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string input, output, format = "auto", fields, shard_size = "256MB";
+  int max_side = 512, quality = 90, workers = 2, batch = 16;
+  bool copy = false, overwrite = false;
+  int64_t shuffle_seed = -1;
+};
+
+// The positions [start, samples) in chunks of one epoch each (a sampler's list costs memory
+// per index: a chunk bounds it), each position mapped to the source index it holds.
+class PackOrder : public mploader::Sampler {
+ public:
+  PackOrder(int64_t start, int64_t samples, int64_t seed)
+      : start_(start), samples_(samples), seed_(seed),
+        permutation_(static_cast<uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 1,
+                     static_cast<uint64_t>(std::max<int64_t>(samples, 1))) {}
+  static constexpr int64_t kChunk = int64_t{1} << 20;
+  int64_t epochs() const { return (samples_ - start_ + kChunk - 1) / kChunk; }
+  std::vector<int64_t> indices(size_t, uint64_t epoch) override {
+    std::vector<int64_t> out;
+    const int64_t begin = start_ + static_cast<int64_t>(epoch) * kChunk;
+    for (int64_t p = begin; p < std::min(samples_, begin + kChunk); ++p) {
+      out.push_back(seed_ < 0 ? p : static_cast<int64_t>(permutation_(static_cast<uint64_t>(p))));
+    }
+    return out;
+  }
+
+ private:
+  int64_t start_, samples_, seed_;
+  mploader::detail::KeyedPermutation permutation_;
+};
+
+std::string detect_format(const std::string& input) {
+  if (fs::is_regular_file(input)) {
+    const std::string ext = fs::path(input).extension().string();
+    if (ext == ".h5" || ext == ".hdf5") return "hdf5";
+    if (ext == ".txt") return "images";
+    throw mploader::OptionError("input", "cannot tell what " + mploader::detail::in_quotes(input) +
+                                             " holds: give --format images, parquet, tar or hdf5");
+  }
+  if (!fs::is_directory(input)) {
+    throw mploader::OptionError("input", "no file or folder " + mploader::detail::in_quotes(input) +
+                                             ": give an image folder, a list file, a folder of "
+                                             "Parquet files or tar shards, or an HDF5 file");
+  }
+  for (const auto& e : fs::directory_iterator(input)) {
+    const std::string ext = e.path().extension().string();
+    if (ext == ".parquet") return "parquet";
+    if (ext == ".tar") return "tar";
+  }
+  return "images";
+}
+
+std::shared_ptr<mploader::Dataset> open_input(const Args& a, const std::string& format) {
+  using mploader::OptionError;
+  if (format == "images") {
+    return mploader::pack::image_source(a.input, {a.copy, a.max_side, a.quality});
+  }
+  if (format == "tar") {
+    return mploader::pack::generic_source(mploader::shards::TarShards::from_directory(a.input));
+  }
+#ifdef MPLOADER_PACK_PARQUET
+  if (format == "parquet") {
+    return mploader::pack::generic_source(mploader::parquet::ParquetShards::from_directory(a.input));
+  }
+#endif
+#ifdef MPLOADER_PACK_HDF5
+  if (format == "hdf5") {
+    std::vector<mploader::hdf5::H5Field> fields;
+    std::stringstream list(a.fields);
+    for (std::string item; std::getline(list, item, ',');) {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos) {
+        throw OptionError("fields", "--fields entry " + mploader::detail::in_quotes(item) +
+                                        " is not name=/path: give image=/images,label=/labels");
+      }
+      fields.push_back({item.substr(0, eq), item.substr(eq + 1)});
+    }
+    if (fields.empty()) {
+      throw OptionError("fields", "an HDF5 input needs --fields name=/dataset,...: which "
+                                  "datasets of the file are the sample's fields");
+    }
+    return mploader::pack::generic_source(
+        std::make_shared<mploader::hdf5::H5Dataset>(a.input, fields));
+  }
+#endif
+  throw OptionError("format", "--format " + format + " is not one this build reads: give "
+                              "images, tar, parquet or hdf5 (parquet and hdf5 need their "
+                              "components built)");
+}
+
+// The settings a resumed pack must share: everything that changes the bytes written.
+std::string settings_of(const Args& a, const std::string& format, int64_t samples,
+                        int64_t shard_bytes) {
+  nlohmann::json s = {{"input", fs::absolute(a.input).lexically_normal().string()},
+                      {"format", format},
+                      {"samples", samples},
+                      {"shard_bytes", shard_bytes},
+                      {"order", a.shuffle_seed < 0 ? nlohmann::json("fixed")
+                                                   : nlohmann::json(a.shuffle_seed)}};
+  if (format == "images") {
+    s["images"] = a.copy ? nlohmann::json("copied")
+                         : nlohmann::json{{"max_side", a.max_side}, {"quality", a.quality}};
+  }
+  if (format == "hdf5") s["fields"] = a.fields;
+  return s.dump();
+}
+
+class Progress {
+ public:
+  Progress(int64_t start, int64_t total) : start_(start), total_(total), began_(Clock::now()) {}
+  void update(int64_t done, int64_t shards, bool last = false) {
+    const auto now = Clock::now();
+    if (!last && now - shown_ < std::chrono::seconds(tty_ ? 1 : 10)) return;
+    shown_ = now;
+    const double s = std::chrono::duration<double>(now - began_).count();
+    const double rate = s > 0 ? (done - start_) / s : 0;
+    const double eta = rate > 0 ? (total_ - done) / rate : 0;
+    std::fprintf(stderr, "%spacked %lld/%lld samples (%.1f%%), %lld shards, %.0f samples/s, "
+                 "ETA %dm%02ds%s", tty_ ? "\r" : "", static_cast<long long>(done),
+                 static_cast<long long>(total_), total_ ? 100.0 * done / total_ : 100.0,
+                 static_cast<long long>(shards), rate, static_cast<int>(eta) / 60,
+                 static_cast<int>(eta) % 60, tty_ && !last ? "" : "\n");
+  }
+
+ private:
+  int64_t start_, total_;
+  Clock::time_point began_, shown_{};
+  bool tty_ = ::isatty(2) != 0;
+};
+
+void pack(const Args& a) {
+  const std::string format = a.format == "auto" ? detect_format(a.input) : a.format;
+  const int64_t shard_bytes = mploader::remote::detail::parse_byte_size(a.shard_size);
+  if (shard_bytes <= 0) {
+    throw mploader::OptionError("shard-size", "--shard-size " + a.shard_size +
+                                                  " is not a size: give 256MB, 1G or bytes");
+  }
+  std::shared_ptr<mploader::Dataset> source = open_input(a, format);
+  const auto samples = static_cast<int64_t>(source->size());
+  sd::PackWriter writer({a.output, shard_bytes, samples,
+                         settings_of(a, format, samples, shard_bytes), a.overwrite});
+  const int64_t start = writer.next_sample();
+  if (start > 0) std::fprintf(stderr, "mploader-pack: resuming at sample %lld\n",
+                              static_cast<long long>(start));
+  auto order = std::make_shared<PackOrder>(start, samples, a.shuffle_seed);
+  Progress progress(start, samples);
+  if (start < samples) {
+    mploader::LoaderOptions lo;
+    lo.batch_size = static_cast<size_t>(a.batch);
+    lo.num_workers = a.workers;
+    lo.sampler = order;
+    mploader::Loader loader(source, lo);
+    for (int64_t epoch = 0; epoch < order->epochs(); ++epoch) {
+      loader.set_epoch(static_cast<uint64_t>(epoch));
+      for (mploader::Batch& b : loader) {
+        std::vector<sd::PackedField> fields;
+        for (const auto& [name, column] : b.texts()) {
+          std::string kind, field;
+          sd::PackedField f;
+          if (!mploader::pack::split_member_field(name, kind, field) || !sd::kind_of(kind, f.kind)) {
+            throw mploader::Error("mploader-pack: unexpected field " + name);
+          }
+          f.name = field;
+          fields.push_back(f);
+        }
+        for (size_t row = 0; row < b.size(); ++row) {
+          std::vector<std::string_view> members;
+          for (const auto& [name, column] : b.texts()) members.push_back(column[row]);
+          writer.add(fields, members);
+        }
+        progress.update(writer.next_sample(), writer.shards_done());
+      }
+    }
+  }
+  writer.finish();
+  progress.update(samples, writer.shards_done(), true);
+  std::printf("wrote %s: %lld samples in %lld shards\n", a.output.c_str(),
+              static_cast<long long>(samples), static_cast<long long>(writer.shards_done()));
+}
+
+// The library's messages start "mploader: "; others get the program's name.
+std::string with_prefix(const std::string& text) {
+  return text.rfind("mploader", 0) == 0 ? text : "mploader-pack: " + text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mploader::init(argc, argv);
+  CLI::App app{"Packs a dataset into WebDataset-compatible tar shards with a sample index, "
+               "for PackedShards (read by index, locally or by URL) and TarShards."};
+  Args a;
+  app.add_option("input", a.input, "an image folder or list file, a folder of Parquet files "
+                 "or tar shards, or an HDF5 file")->required();
+  app.add_option("-o,--output", a.output, "the folder to write (created)")->required();
+  app.add_option("--format", a.format, "auto, images, tar, parquet or hdf5")
+      ->check(CLI::IsMember({"auto", "images", "tar", "parquet", "hdf5"}));
+  app.add_option("--fields", a.fields, "HDF5: the fields, name=/dataset,...");
+  app.add_option("--shard-size", a.shard_size, "the most bytes of a tar shard (256MB)");
+  app.add_option("--max-side", a.max_side, "images: the longest side written (512)")
+      ->check(CLI::Range(16, 65535));
+  app.add_option("--quality", a.quality, "images: the JPEG quality (90)")->check(CLI::Range(1, 100));
+  app.add_flag("--copy-images", a.copy, "images: copy the files as they are");
+  app.add_option("--shuffle-seed", a.shuffle_seed, "write the samples in an order shuffled by "
+                 "this seed (default: the input's order)")->check(CLI::NonNegativeNumber);
+  app.add_option("--workers", a.workers, "worker processes (2)")->check(CLI::Range(0, 1024));
+  app.add_option("--batch", a.batch, "samples per batch a worker makes (16)")
+      ->check(CLI::Range(1, 4096));
+  app.add_flag("--overwrite", a.overwrite, "replace a pack already in the output folder");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    pack(a);
+  } catch (const mploader::OptionError& e) {
+    std::cerr << "\n" << with_prefix(e.what()) << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "\n" << with_prefix(e.what()) << "\n";
+    return 1;
+  }
+  return 0;
+}
