@@ -126,7 +126,7 @@ BlockShuffleSampler::BlockShuffleSampler(int64_t block_samples, uint64_t seed,
   if (block_samples_ < 1) {
     throw OptionError("block_samples",
                       detail::message(kWho, "block_samples is " + std::to_string(block_samples_),
-                                      "give 1 or more samples per block: about what the shard "
+                                      "Give 1 or more samples per block: about what the shard "
                                       "cache holds per rank (a multiple of the samples per "
                                       "shard), or the dataset's size for a full shuffle"));
   }

@@ -25,7 +25,7 @@ __version__ = _C.__version__
 if hasattr(_C, "vision"):
     from . import vision  # noqa: E402,F401
 if hasattr(_C, "shards"):
-    from .shards import TarShards  # noqa: E402,F401
+    from .shards import BlockShuffleSampler, PackedShards, TarShards  # noqa: E402,F401
 if hasattr(_C, "parquet"):
     from .parquet import ParquetShards  # noqa: E402,F401
 if hasattr(_C, "hdf5"):

@@ -3,6 +3,8 @@
 #include "native_dataset.h"
 #include "vision/transform_json.h"
 
+#include <mploader/block_sampler.h>
+#include <mploader/shards/packed_shards.h>
 #include <mploader/shards/tar_shards.h>
 
 #include <nlohmann/json.hpp>
@@ -81,6 +83,44 @@ NativeDataset tar_shards(const std::optional<std::vector<std::string>>& paths,
   return {dataset, "mploader.shards.TarShards"};
 }
 
+// A pack mploader-pack wrote, by its folder, its description or a URL of either.
+NativeDataset packed_shards(const std::string& pack, py::kwargs kwargs) {
+  Keywords k(std::move(kwargs), "PackedShards");
+  shards::PackedShardsOptions o;
+  std::map<std::string, std::string> images;  // {field: JSON steps}, made by shards.py
+  k.take("image_fields", images);
+  for (const auto& [field, steps] : images) {
+    try {
+      o.image_fields.emplace(field, vision::compose_from_json(nlohmann::json::parse(steps)));
+    } catch (const OptionError& e) {
+      throw OptionError("image_fields", "mploader: PackedShards: image_fields['" + field +
+                                            "']: " + e.what());
+    }
+  }
+  k.take("max_pixels", o.max_pixels);
+  k.take("verify_local", o.verify_local);
+  k.choose("remote_read", o.remote_read,
+           {{"ranges", shards::RemoteRead::kRanges},
+            {"whole_shards", shards::RemoteRead::kWholeShards}});
+  k.take("merge_gap_bytes", o.merge_gap_bytes);
+  k.take("max_request_bytes", o.max_request_bytes);
+  k.take("max_held_shards", o.max_held_shards);
+  take_remote(k, o.remote);
+  k.check_all_used();
+  py::gil_scoped_release unlocked;  // a pack by URL fetches its description
+  return {std::make_shared<shards::PackedShards>(pack, std::move(o)),
+          "mploader.shards.PackedShards"};
+}
+
+std::shared_ptr<shards::PackedShards> packed_of(const NativeDataset& d) {
+  auto packed = std::dynamic_pointer_cast<shards::PackedShards>(d.dataset);
+  if (!packed) {
+    throw OptionError("dataset", "mploader: shards: " + d.kind +
+                                     " is not a PackedShards. Give a PackedShards.");
+  }
+  return packed;
+}
+
 std::shared_ptr<shards::TarShards> tar_shards_of(const NativeDataset& d) {
   auto tars = std::dynamic_pointer_cast<shards::TarShards>(d.dataset);
   if (!tars) {
@@ -101,6 +141,21 @@ void bind_shards(py::module_& m) {
     for (const shards::ShardScan& s : tar_shards_of(d)->scans()) counts.push_back(s.num_samples);
     return counts;
   }, py::arg("dataset"));
+  m.def("PackedShards", &packed_shards, py::arg("pack"));
+  m.def("shard_sizes", [](const NativeDataset& d) { return packed_of(d)->shard_sizes(); },
+        py::arg("dataset"));
+  m.def("fields", [](const NativeDataset& d) { return packed_of(d)->fields(); },
+        py::arg("dataset"));
+  m.def("block_shuffle_indices",
+        [](size_t size, int64_t block_samples, uint64_t seed, int64_t world_size, int64_t rank,
+           bool drop_last, std::vector<int64_t> shard_samples, uint64_t epoch) {
+          BlockShuffleSampler sampler(block_samples, seed, world_size, rank, drop_last,
+                                      std::move(shard_samples));
+          sampler.check_fits(size);
+          return sampler.indices(size, epoch);
+        },
+        py::arg("size"), py::arg("block_samples"), py::arg("seed"), py::arg("world_size"),
+        py::arg("rank"), py::arg("drop_last"), py::arg("shard_samples"), py::arg("epoch"));
 }
 
 }  // namespace mploader::python
