@@ -109,6 +109,15 @@ PackReader::OpenFiles& PackReader::files(size_t shard, bool need_tar) {
   }
   OpenFiles& f = *open_.back();
   if (need_tar && !f.tar.valid()) {
+    // Whole shards held in the cache are leases that keep them from eviction: at most
+    // max_held_shards, the least recently used let go first.
+    size_t held = 0;
+    for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
+      if ((*it)->tar.valid() && ++held >= static_cast<size_t>(options_.max_held_shards)) {
+        (*it)->tar = ipc::UniqueFd();
+        (*it)->tar_lease.reset();
+      }
+    }
     const PackedShard& s = pack_.shards[shard];
     f.tar = options_.remote ? cached(s.tar, s.tar_bytes, s.tar_sha256, f.tar_lease)
                             : open_checked(base_ + "/" + s.tar, s.tar_bytes);

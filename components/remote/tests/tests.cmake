@@ -10,5 +10,5 @@ find_package(LibArchive REQUIRED)
 # The S3 tests' server runs from the project's Python (moto_server beside it in the .venv).
 mploader_component_tests(remote
   SOURCES test_remote_http.cc test_remote_cache.cc test_remote_prefetch.cc test_remote_tokens.cc
-          test_remote_s3.cc test_remote_sigv4.cc test_remote_lies.cc
+          test_remote_s3.cc test_remote_sigv4.cc test_remote_lies.cc test_remote_packed.cc
   LIBS mploader_shards LibArchive::LibArchive)

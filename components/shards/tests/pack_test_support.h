@@ -48,6 +48,7 @@ inline void write_image_folder(const std::string& root, int classes, int per_cla
       .write(reinterpret_cast<const char*>(png), sizeof png);
 }
 
+#ifdef MPLOADER_PACK_BIN
 /// Runs mploader-pack with `args`; its exit status. Output goes to `log`.
 inline int run_pack(const std::string& args, const std::string& log) {
   const std::string command = std::string(MPLOADER_PACK_BIN) + " " + args + " >" + log + " 2>&1";
@@ -69,6 +70,7 @@ inline pid_t start_pack(const std::vector<std::string>& args, const std::string&
   }
   return pid;
 }
+#endif
 
 /// A pack of `samples` samples written with PackWriter: "x" float32 [3] = {i, i+0.5, -i},
 /// "label" int i % 7, "half" float16 [2, 2] of i, "name" text "sample-<i>".
