@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <numeric>
 #include <thread>
 
 using namespace mploader;
@@ -223,4 +224,64 @@ TEST_CASE("PackedShards: .npy members round-trip every dtype the writer takes, a
   const std::string cut = sd::npy_bytes(at::ones({4}, at::kFloat), "f").substr(0, 134);
   REQUIRE_THROWS_WITH(sd::npy_tensor(reinterpret_cast<const uint8_t*>(cut.data()), cut.size(), "f"),
                       Contains("needs 16 bytes of data but it holds 6"));
+}
+
+TEST_CASE("mploader-pack: a Parquet folder and an HDF5 file that Python wrote pack into the same values") {
+  TempDir t("pack-columns");
+  const std::string script = t.file("write.py");
+  std::ofstream(script) << "import sys\n"
+                           "import numpy as np, pyarrow as pa, pyarrow.parquet as pq, h5py\n"
+                           "d = sys.argv[1]\n"
+                           "for f in range(2):\n"
+                           "    r = range(f * 37, f * 37 + 37)\n"
+                           "    pq.write_table(pa.table({\n"
+                           "        'x': pa.array([[i, -i] for i in r], pa.list_(pa.float32(), 2)),\n"
+                           "        'label': pa.array([i % 3 for i in r], pa.int64()),\n"
+                           "        'text': pa.array(['row%d' % i for i in r])}),\n"
+                           "        d + '/pq/part%d.parquet' % f, row_group_size=10)\n"
+                           "with h5py.File(d + '/t.h5', 'w') as h:\n"
+                           "    h['images'] = np.arange(50 * 6, dtype=np.int16).reshape(50, 2, 3)\n"
+                           "    h['labels'] = np.arange(50, dtype=np.int64) * 7\n";
+  fs::create_directories(t.file("pq"));
+  const std::string write = std::string(MPLOADER_PYTHON) + " " + script + " " +
+                            t.path().string() + " 2>" + t.file("write.err");
+  if (std::system(write.c_str()) != 0) {
+    WARN("skipped: the project's Python cannot write Parquet and HDF5 (pyarrow, h5py): " +
+         pack_file_bytes(t.file("write.err")).substr(0, 300));
+    return;
+  }
+  const int parquet = shard_test::run_pack(t.file("pq") + " -o " + t.file("pqp"), t.file("pq.log"));
+  if (parquet == 2 && pack_file_bytes(t.file("pq.log")).find("not one this build reads") !=
+                          std::string::npos) {
+    WARN("skipped: mploader-pack was built without the parquet component");
+    return;
+  }
+  REQUIRE(parquet == 0);
+  shards::PackedShards pq(t.file("pqp"));
+  REQUIRE(pq.size() == 74);
+  REQUIRE(pq.fields() == std::vector<std::string>{"x:npy", "label:int", "text:text"});
+  for (int64_t i : {0, 9, 10, 36, 37, 73}) {
+    const Sample s = pq.get(i);
+    REQUIRE(at::equal(s["x"], at::tensor({static_cast<float>(i), -static_cast<float>(i)})));
+    REQUIRE(s["label"].item<int64_t>() == i % 3);
+    REQUIRE(s.text("text") == "row" + std::to_string(i));
+  }
+  REQUIRE(shard_test::run_pack(t.file("t.h5") + " -o " + t.file("h5p") +
+                                   " --fields image=/images,label=/labels --shuffle-seed 4",
+                               t.file("h5.log")) == 0);
+  shards::PackedShards h5(t.file("h5p"));
+  REQUIRE(h5.size() == 50);
+  std::vector<int64_t> labels;
+  for (int64_t p = 0; p < 50; ++p) {
+    const Sample s = h5.get(p);
+    const int64_t i = s["label"].item<int64_t>() / 7;
+    REQUIRE(at::equal(s["image"], at::arange(i * 6, i * 6 + 6, at::kInt).reshape({2, 3}).to(at::kShort)));
+    labels.push_back(i);
+  }
+  REQUIRE(labels != [] { std::vector<int64_t> v(50); std::iota(v.begin(), v.end(), 0); return v; }());
+  std::sort(labels.begin(), labels.end());
+  for (int64_t i = 0; i < 50; ++i) REQUIRE(labels[static_cast<size_t>(i)] == i);
+  // An HDF5 input without its fields is a usage error that says which flag.
+  REQUIRE(shard_test::run_pack(t.file("t.h5") + " -o " + t.file("bad"), t.file("bad.log")) == 2);
+  REQUIRE_THAT(pack_file_bytes(t.file("bad.log")), Contains("needs --fields"));
 }
