@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <cmath>
 #include <exception>
 #include <mutex>
@@ -340,6 +343,73 @@ void HttpTransport::fetch(const std::string& target, const ReadRequest& request,
     fail_status(request, status, x.error_body, denied_fix(request.url), target);
   }
   send_info(x, status);  // an empty body calls no write callback
+}
+
+std::vector<std::string> HttpTransport::put_headers(const std::string& http_url,
+                                                    const std::string& sha256) {
+  (void)http_url;
+  (void)sha256;
+  return {};
+}
+
+namespace {
+
+size_t append_body(char* data, size_t size, size_t count, void* user) {
+  auto& body = *static_cast<std::string*>(user);
+  if (body.size() < 65536) body.append(data, size * count);
+  return size * count;
+}
+
+}  // namespace
+
+void HttpTransport::write(const WriteRequest& request) {
+  const std::string target = http_url(request.url);
+  std::FILE* in = std::fopen(request.path.c_str(), "rbe");
+  if (in == nullptr) {
+    throw Error("cannot read \"" + request.path + "\" (" + std::strerror(errno) +
+                ") to upload it to " + request.url);
+  }
+  CURL* curl = handle();
+  curl_easy_reset(curl);
+  curl_slist* headers = curl_slist_append(nullptr, "Expect:");  // no 100-continue round trip
+  headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
+  for (const std::string& h : put_headers(target, request.sha256)) {
+    headers = curl_slist_append(headers, h.c_str());
+  }
+  std::string body;
+  char detail[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(curl, CURLOPT_URL, target.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+  curl_easy_setopt(curl, CURLOPT_READDATA, in);
+  curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.bytes));
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options_.connect_timeout_s * 1000));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, kMinBytesPerSecond);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                   std::max(1L, std::lround(options_.stall_timeout_s)));
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  const CURLcode code = curl_easy_perform(curl);
+  curl_slist_free_all(headers);
+  std::fclose(in);
+  const std::string head = "PUT " + request.url;
+  if (code != CURLE_OK) {
+    throw TransportError(head + ": " + (*detail != '\0' ? detail : curl_easy_strerror(code)),
+                         transient_code(code), 0);
+  }
+  const long status = status_of(curl);
+  if (status == 200 || status == 201 || status == 204) return;
+  const bool transient = status == 408 || status == 429 || status >= 500;
+  const std::string fix =
+      status == 401 || status == 403 ? denied_fix(request.url)
+      : status == 405 || status == 501
+          ? "the server takes no PUT here: write to a server or path that takes uploads"
+          : transient ? "the server failed; it is retried" : "the upload cannot succeed as it is";
+  throw TransportError(head + ": HTTP " + std::to_string(status) + body_snippet(body) + ": " + fix,
+                       transient, static_cast<int>(status));
 }
 
 std::string HttpTransport::get_text(const std::string& url) {

@@ -23,6 +23,8 @@ class HttpTransport : public Transport {
 
   void read(const ReadRequest& request, const std::function<void(const ObjectInfo&)>& on_info,
             const std::function<void(const char*, size_t)>& on_bytes) override;
+  // An HTTP PUT of the file's bytes; 200, 201 and 204 are success.
+  void write(const WriteRequest& request) override;
 
  protected:
   // What a request for `url` is sent to (the S3 transport maps s3://bucket/key to its
@@ -30,6 +32,9 @@ class HttpTransport : public Transport {
   virtual std::string http_url(const std::string& url) const { return url; }
   virtual std::vector<std::string> extra_headers(const std::string& http_url,
                                                  const std::string& range);
+  // The headers of a PUT to `http_url` of a body whose SHA-256 is `sha256` (hex).
+  virtual std::vector<std::string> put_headers(const std::string& http_url,
+                                               const std::string& sha256);
   // What to do about a 401 or 403 for `url`: which credentials were sent, and how to fix it.
   virtual std::string denied_fix(const std::string& url) const;
   // A GET of a small body (a listing) from an HTTP URL, as it is (no http_url mapping);

@@ -119,6 +119,16 @@ std::vector<std::string> S3Transport::extra_headers(const std::string& http_url,
   return s.headers;
 }
 
+std::vector<std::string> S3Transport::put_headers(const std::string& http_url,
+                                                  const std::string& sha256) {
+  const Url u = parse_url(http_url);
+  std::string path = u.path;
+  const auto query = query_of(path);
+  return sign_v4({"PUT", u.host, path, query, {}, amz_date_now(), sha256}, credentials(),
+                 region_, "s3")
+      .headers;
+}
+
 std::pair<std::string, std::string> S3Transport::named_by(const std::string& url) const {
   if (url.compare(0, 5, "s3://") == 0) return bucket_and_key(url);
   const Url u = parse_url(url);

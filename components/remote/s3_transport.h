@@ -25,6 +25,8 @@ class S3Transport : public HttpTransport {
   std::string http_url(const std::string& url) const override;
   std::vector<std::string> extra_headers(const std::string& http_url,
                                          const std::string& range) override;
+  std::vector<std::string> put_headers(const std::string& http_url,
+                                       const std::string& sha256) override;
   std::string denied_fix(const std::string& url) const override;
 
  private:

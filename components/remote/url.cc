@@ -75,6 +75,12 @@ std::vector<std::string> Transport::list(const std::string& prefix_url) {
                        "(shard-{000000..000099}.tar)", false, 0);
 }
 
+void Transport::write(const WriteRequest& request) {
+  throw TransportError("cannot write \"" + request.url + "\": this store takes no uploads; "
+                       "write to a folder, an s3:// URL or an http(s):// server that takes PUT",
+                       false, 0);
+}
+
 void register_transport(const std::string& scheme, TransportFactory factory) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   registry()[scheme] = std::move(factory);

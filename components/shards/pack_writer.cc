@@ -141,6 +141,7 @@ void PackWriter::resume_or_start() {
     }
     if (done.settings == pack_.settings) {
       for (const PackedShard& s : done.shards) {
+        if (options_.publish) break;  // published and removed here
         const std::string tar = path_in(options_.dir, s.tar);
         if (fs::file_size(tar, ec) != static_cast<uintmax_t>(s.tar_bytes) || ec) {
           throw OptionError("output", mploader::detail::message(
@@ -255,9 +256,18 @@ void PackWriter::close_shard() {
   if (::rename(s.tar_part.c_str(), path_in(options_.dir, done.tar).c_str()) != 0) {
     cannot_write(path_in(options_.dir, done.tar), errno);
   }
-  pack_.shards.push_back(done);
   open_.reset();
+  if (options_.publish) {
+    options_.publish(done.index);
+    options_.publish(done.tar);
+  }
+  pack_.shards.push_back(done);
   write_progress(kProgressName);
+  if (options_.publish) {
+    std::error_code ec;
+    fs::remove(path_in(options_.dir, done.index), ec);
+    fs::remove(path_in(options_.dir, done.tar), ec);
+  }
 }
 
 void PackWriter::write_progress(const std::string& name) const {
@@ -278,6 +288,10 @@ void PackWriter::finish() {
   }
   write_atomically(path_in(options_.dir, kManifestName), remote::detail::manifest_text(entries));
   write_atomically(path_in(options_.dir, kPackName), pack_text(pack_));
+  if (options_.publish) {
+    options_.publish(kManifestName);
+    options_.publish(kPackName);  // last: a reader never finds a description before its shards
+  }
   std::error_code ec;
   fs::remove(path_in(options_.dir, kProgressName), ec);
 }

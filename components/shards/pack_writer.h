@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +29,11 @@ struct PackWriterOptions {
   // resumed but refused (the folder holds another pack).
   std::string settings = "{}";
   bool overwrite = false;  // start again over a folder that holds another pack
+  // When set, each finished file (a shard's index, then its tar; at the end the manifest, then
+  // the description) is handed to it by name, relative to `dir`, to be copied elsewhere (an
+  // upload). A shard is recorded only once both of its files are published, and its local
+  // files are then removed: `dir` is a staging folder that holds about one shard.
+  std::function<void(const std::string& name)> publish;
 };
 
 class PackWriter {

@@ -5,6 +5,7 @@
 //   mploader-pack /data/photos -o /data/photos-packed --max-side 512 --quality 90
 //   mploader-pack /data/train.h5 -o packed --fields image=/images,label=/labels
 //   mploader-pack /data/parquet-folder -o packed --shuffle-seed 7 --shard-size 512MB
+//   mploader-pack /data/photos -o s3://bucket/photos-packed/   # staged locally, uploaded
 //
 // It reads with a Loader (worker processes, crash reports, restarts), writes shards whole and
 // records each one, so a pack that is stopped (Ctrl-C, SIGKILL, a reboot) resumes where it
@@ -13,6 +14,7 @@
 #include "pack_sources.h"
 
 #include "remote/shard_cache.h"
+#include "util/fnv1a.h"
 #include "sampler/block_shuffle.h"
 #include "shards/pack_writer.h"
 #include "util/errors.h"
@@ -44,7 +46,7 @@ namespace sd = mploader::shards::detail;
 using Clock = std::chrono::steady_clock;
 
 struct Args {
-  std::string input, output, format = "auto", fields, shard_size = "256MB";
+  std::string input, output, format = "auto", fields, shard_size = "256MB", stage, endpoint_url;
   int max_side = 512, quality = 90, workers = 2, batch = 16;
   bool copy = false, overwrite = false;
   int64_t shuffle_seed = -1;
@@ -173,6 +175,29 @@ class Progress {
   bool tty_ = ::isatty(2) != 0;
 };
 
+// Where a pack for a URL is written before each file is uploaded: --stage, else a folder of
+// the temporary one named after the URL, so that running the command again resumes it.
+std::string stage_of(const Args& a) {
+  if (!a.stage.empty()) return a.stage;
+  mploader::detail::Fnv1a hash;
+  for (char c : a.output) hash.add_byte(static_cast<uint8_t>(c));
+  char name[64];
+  std::snprintf(name, sizeof name, "mploader-pack-stage-%016llx",
+                static_cast<unsigned long long>(hash.value()));
+  return (fs::temp_directory_path() / name).string();
+}
+
+// Uploads each finished file of the stage to the URL (PUT, through the remote component).
+std::function<void(const std::string&)> uploader(const Args& a, const std::string& stage) {
+  mploader::remote::RemoteOptions o;
+  o.endpoint_url = a.endpoint_url;
+  std::string base = a.output;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return [o, base, stage](const std::string& name) {
+    mploader::remote::upload_file((fs::path(stage) / name).string(), base + "/" + name, o);
+  };
+}
+
 void pack(const Args& a) {
   const std::string format = a.format == "auto" ? detect_format(a.input) : a.format;
   const int64_t shard_bytes = mploader::remote::detail::parse_byte_size(a.shard_size);
@@ -182,8 +207,10 @@ void pack(const Args& a) {
   }
   std::shared_ptr<mploader::Dataset> source = open_input(a, format);
   const auto samples = static_cast<int64_t>(source->size());
-  sd::PackWriter writer({a.output, shard_bytes, samples,
-                         settings_of(a, format, samples, shard_bytes), a.overwrite});
+  const bool remote = mploader::remote::is_url(a.output);
+  const std::string folder = remote ? stage_of(a) : a.output;
+  sd::PackWriter writer({folder, shard_bytes, samples, settings_of(a, format, samples, shard_bytes),
+                         a.overwrite, remote ? uploader(a, folder) : nullptr});
   const int64_t start = writer.next_sample();
   if (start > 0) std::fprintf(stderr, "mploader-pack: resuming at sample %lld\n",
                               static_cast<long long>(start));
@@ -218,6 +245,7 @@ void pack(const Args& a) {
     }
   }
   writer.finish();
+  if (remote) fs::remove_all(folder);  // every file is uploaded
   progress.update(samples, writer.shards_done(), true);
   std::printf("wrote %s: %lld samples in %lld shards\n", a.output.c_str(),
               static_cast<long long>(samples), static_cast<long long>(writer.shards_done()));
@@ -237,7 +265,12 @@ int main(int argc, char** argv) {
   Args a;
   app.add_option("input", a.input, "an image folder or list file, a folder of Parquet files "
                  "or tar shards, or an HDF5 file")->required();
-  app.add_option("-o,--output", a.output, "the folder to write (created)")->required();
+  app.add_option("-o,--output", a.output, "the folder to write (created), or an s3:// or "
+                 "http(s):// URL to upload to")->required();
+  app.add_option("--stage", a.stage, "a URL output: the local folder a shard is written to "
+                 "before its upload (default: one in the temporary folder, named after the URL)");
+  app.add_option("--endpoint-url", a.endpoint_url, "s3:// output: the S3-compatible endpoint "
+                 "(default: AWS_ENDPOINT_URL, else AWS S3)");
   app.add_option("--format", a.format, "auto, images, tar, parquet or hdf5")
       ->check(CLI::IsMember({"auto", "images", "tar", "parquet", "hdf5"}));
   app.add_option("--fields", a.fields, "HDF5: the fields, name=/dataset,...");

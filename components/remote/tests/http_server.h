@@ -152,6 +152,8 @@ class NginxServer {
       << "  proxy_temp_path " << state_ << "/tmp;\n"
       << "  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root_ << ";\n"
       << "    location / {\n      if (-f " << state_ << "/fail-503) { return 503; }\n"
+      << "      dav_methods PUT;\n      create_full_put_path on;\n"
+      << "      client_max_body_size 0;\n"
       << "      limit_rate " << rate << ";\n    }\n  }\n}\n";
   }
 

@@ -148,4 +148,58 @@ TEST_CASE("remote: a pack in an S3 bucket reads whole shards under the block shu
   CHECK(folder_bytes(cache.path().string()) <= pack_bytes / 2);
 }
 
+#ifdef MPLOADER_PACK_BIN
+TEST_CASE("remote: mploader-pack uploads a pack to an HTTP server that takes PUT and to an S3 "
+          "bucket, the same bytes as a local pack", "[remote][packed][s3][process]") {
+  TempDir in("upload-in"), root("upload-root"), state("upload-state"), s3("upload-s3"),
+      cache("upload-cache");
+  write_image_folder(in.file("photos"), 2, 5);
+  REQUIRE(run_pack(in.file("photos") + " -o " + in.file("local") + " --shard-size 32KB",
+                   in.file("local.log")) == 0);
+  NginxServer server(root.path().string(), state.path().string());
+  if (!server.ok()) {
+    WARN("skipped: " << server.why_not());
+    return;
+  }
+  REQUIRE(run_pack(in.file("photos") + " -o " + server.url("packs/photos/") +
+                       " --shard-size 32KB --stage " + in.file("stage"),
+                   in.file("http.log")) == 0);
+  for (const std::string& f : files_of(in.file("local"))) {
+    std::ifstream a(f, std::ios::binary), b(root.file("packs/photos/" + fs::path(f).filename().string()),
+                                            std::ios::binary);
+    REQUIRE(std::string(std::istreambuf_iterator<char>(a), {}) ==
+            std::string(std::istreambuf_iterator<char>(b), {}));
+  }
+  REQUIRE_FALSE(fs::exists(in.file("stage")));  // the stage is gone once all is uploaded
+
+  MotoServer bucket(s3.path().string(), "packs", "unused/", {});
+  if (!bucket.ok()) {
+    WARN("skipped: " << bucket.why_not());
+    return;
+  }
+  AwsEnvironment env;
+  env.set("AWS_ACCESS_KEY_ID", bucket.key_id());
+  env.set("AWS_SECRET_ACCESS_KEY", bucket.secret());
+  REQUIRE(run_pack(in.file("photos") + " -o s3://packs/photos --shard-size 32KB --endpoint-url " +
+                       bucket.endpoint(),
+                   in.file("s3.log")) == 0);
+  mploader::shards::PackedShardsOptions o;
+  o.remote.cache_dir = cache.path().string();
+  o.remote.endpoint_url = bucket.endpoint();
+  PackedShards remote("s3://packs/photos", o), local(in.file("local"));
+  REQUIRE(remote.size() == local.size());
+  REQUIRE(remote.num_shards() == local.num_shards());
+  for (int64_t i = 0; i < static_cast<int64_t>(local.size()); ++i) {
+    REQUIRE(at::equal(remote.get(i)["image"], local.get(i)["image"]));
+  }
+  // A server that takes no PUT is named, with the status.
+  REQUIRE(run_pack(in.file("photos") + " -o http://127.0.0.1:1/x/ --shard-size 32KB --stage " +
+                       in.file("stage2"),
+                   in.file("refused.log")) == 1);
+  std::ifstream log(in.file("refused.log"));
+  REQUIRE_THAT(std::string(std::istreambuf_iterator<char>(log), {}),
+               Contains("PUT http://127.0.0.1:1/x/shard-000000.idx"));
+}
+#endif
+
 }  // namespace test_remote_packed

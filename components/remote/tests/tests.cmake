@@ -12,3 +12,10 @@ mploader_component_tests(remote
   SOURCES test_remote_http.cc test_remote_cache.cc test_remote_prefetch.cc test_remote_tokens.cc
           test_remote_s3.cc test_remote_sigv4.cc test_remote_lies.cc test_remote_packed.cc
   LIBS mploader_shards LibArchive::LibArchive)
+
+# The packs' uploads are made by mploader-pack, run as a user runs it.
+if(TARGET mploader-pack)
+  target_compile_definitions(mploader_remote_tests PRIVATE
+                             MPLOADER_PACK_BIN="$<TARGET_FILE:mploader-pack>")
+  add_dependencies(mploader_remote_tests mploader-pack)
+endif()

@@ -100,6 +100,14 @@ struct ReadRequest {
   std::string if_match;  ///< An ETag the object must still have (HTTP If-Match), or empty.
 };
 
+/// One upload: a local file's bytes as an object (HTTP PUT), replacing one of that name.
+struct WriteRequest {
+  std::string url;     ///< The object written.
+  std::string path;    ///< The local file whose bytes it gets.
+  int64_t bytes = 0;   ///< The file's size.
+  std::string sha256;  ///< The file's SHA-256 (lowercase hex): S3 signs it and checks the body.
+};
+
 /// How bytes are fetched from one kind of store. A Transport lives in one process and one
 /// thread at a time; it may keep connections open between reads. Implement it to read from
 /// another store, and register it with register_transport().
@@ -115,7 +123,16 @@ class Transport {
   /// The URLs of every object whose URL starts with `prefix_url` (an s3:// prefix), sorted.
   /// Stores that cannot list throw TransportError saying so.
   virtual std::vector<std::string> list(const std::string& prefix_url);
+  /// Uploads `request.path` as the object `request.url`. Throws TransportError naming the URL,
+  /// the HTTP status and what to do (transient() as for reads). Stores that cannot be written
+  /// throw TransportError saying so.
+  virtual void write(const WriteRequest& request);
 };
+
+/// Uploads the local file `path` to `url` (http://, https://, s3://) with Transport::write,
+/// retried like a read after a transient failure (options.max_retries, with backoff). Throws
+/// Error naming the file when it cannot be read, and TransportError when the upload fails.
+void upload_file(const std::string& path, const std::string& url, const RemoteOptions& options);
 
 /// Makes a Transport for a scheme, with the reader's options.
 using TransportFactory = std::function<std::unique_ptr<Transport>(const RemoteOptions&)>;
