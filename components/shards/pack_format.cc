@@ -138,7 +138,9 @@ PackDescription parse_pack(const std::string& text_in, const std::string& source
   }
   PackDescription pack;
   pack.samples = whole(j, "samples", source, "the pack");
-  pack.key_digits = static_cast<int>(whole(j, "key_digits", source, "the pack"));
+  const int64_t digits = whole(j, "key_digits", source, "the pack");
+  if (digits < 1 || digits > 19) bad(source, "has key_digits " + std::to_string(digits) + ", not 1 to 19");
+  pack.key_digits = static_cast<int>(digits);
   pack.fields = parse_fields(j, source);
   if (j.contains("settings") && j["settings"].is_object()) pack.settings = j["settings"].dump();
   const auto shards = j.find("shards");
@@ -146,7 +148,7 @@ PackDescription parse_pack(const std::string& text_in, const std::string& source
   int64_t next = 0;
   for (size_t i = 0; i < shards->size(); ++i) {
     PackedShard s = parse_shard((*shards)[i], source, i);
-    if (s.first_sample != next || s.samples < 1) {
+    if (s.first_sample != next || s.samples < 1 || s.samples > (int64_t{1} << 40)) {
       bad(source, "has shard " + std::to_string(i) + " starting at sample " +
                       std::to_string(s.first_sample) + " with " + std::to_string(s.samples) +
                       " samples where sample " + std::to_string(next) + " comes next");
