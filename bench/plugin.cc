@@ -1,21 +1,16 @@
-// Loading the user's dataset libraries (--dataset-lib) and building their datasets. The
-// checks after dlopen() run in the order a user would fix things: the wrong kind of build
-// first, then the names it registered.
+// The user's dataset libraries (--dataset-lib): loaded and checked by the library
+// (core/plugin_library.h), passed on to spawned workers, and their datasets built.
 #include "bench/plugin.h"
 
 #include "bench/run_config.h"
+#include "core/plugin_library.h"
 #include "core/recipes.h"
 
 #include <mploader/dataset.h>
 #include <mploader/registry.h>
 
-#include <dlfcn.h>
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -25,10 +20,6 @@ namespace {
 // The libraries this bench loaded, as a newline-separated list of paths, for the workers that
 // --start spawn and forkserver run: they are this program started again, with its environment.
 constexpr const char* kInheritedLibs = "MPLOADER_BENCH_DATASET_LIBS";
-
-const char* const kHowToBuild =
-    "build it with mploader_add_dataset_plugin(NAME SOURCES...) from mploader's CMake package "
-    "(docs/tuning-num-workers.md)";
 
 std::map<std::string, DatasetPlugin>& loaded_plugins() {
   static std::map<std::string, DatasetPlugin> plugins;  // by path as given
@@ -41,92 +32,16 @@ std::string comma_list(const std::vector<std::string>& names) {
   return s;
 }
 
-void check_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    throw UsageError("--dataset-lib: cannot open '" + path + "': " + std::strerror(errno) +
-                     "; give the path of the shared library (.so) that registers your datasets, "
-                     "e.g. --dataset-lib build/libmy_datasets.so");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    throw UsageError("--dataset-lib: '" + path + "' is not a file; give the shared library "
-                     "(.so) that registers your datasets, e.g. build/libmy_datasets.so");
-  }
-}
-
-void* open_library(const std::string& path) {
-  // Without a slash dlopen() searches the library path, not the current folder.
-  const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
-  ::dlerror();
-  void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle != nullptr) return handle;
-  const char* error = ::dlerror();
-  const std::string why = error != nullptr ? error : "unknown error";
-  const std::string fix =
-      why.find("undefined symbol") != std::string::npos
-          ? "it needs a symbol this mploader-bench " MPLOADER_BENCH_VERSION " does not have: "
-            "build it against the mploader package this bench was installed with"
-          : std::string("give a shared library built for this machine: ") + kHowToBuild;
-  throw UsageError("--dataset-lib: cannot load '" + path + "': " + why + "; " + fix);
-}
-
-// A library that links mploader keeps its own registry and its own copy of what the workers
-// set (the loading context, worker_info()): its datasets would register where this bench
-// never looks, or read state no worker sets. dlsym() on the handle searches only the library
-// and the libraries it needs, never this program. The symbol's name is this program's own
-// (dladdr), so the check holds whatever the compiler's name mangling.
-void check_no_own_copy(void* handle, const std::string& path) {
-  Dl_info self{};
-  if (::dladdr(reinterpret_cast<void*>(&mploader::register_dataset), &self) == 0 ||
-      self.dli_sname == nullptr || ::dlsym(handle, self.dli_sname) == nullptr) {
-    return;
-  }
-  throw UsageError("--dataset-lib: '" + path + "' holds a copy of mploader of its own (it "
-                   "links mploader::mploader), whose registry and worker state this bench "
-                   "never uses; " + kHowToBuild + ", which compiles against mploader's headers "
-                   "and leaves its code to the bench");
-}
-
-void check_version(void* handle, const std::string& path) {
-  const auto* built = static_cast<const char*>(::dlsym(handle, "mploader_plugin_version"));
-  if (built == nullptr || std::strcmp(built, MPLOADER_BENCH_VERSION) == 0) return;
-  throw UsageError("--dataset-lib: '" + path + "' was built against mploader " + built +
-                   ", this mploader-bench is " MPLOADER_BENCH_VERSION ": the layouts of "
-                   "mploader's types may differ; rebuild it against this bench's package");
-}
-
-void check_registrations(const mploader::detail::RegistrationCapture& capture,
-                         const std::string& path) {
-  if (!capture.duplicates.empty()) {
-    throw UsageError("--dataset-lib: '" + path + "' registers " + comma_list(capture.duplicates) +
-                     ", a name that mploader-bench or a library loaded before it registered "
-                     "already; rename it in MPLOADER_REGISTER_DATASET (or _COLLATOR)");
-  }
-  if (capture.datasets.empty()) {
-    throw UsageError("--dataset-lib: '" + path + "' registers no dataset; register each with "
-                     "MPLOADER_REGISTER_DATASET(\"name\", factory) in a .cc file of the "
-                     "library, and " + kHowToBuild);
-  }
-}
-
 DatasetPlugin load(const std::string& path, bool pass_on) {
   auto found = loaded_plugins().find(path);
   if (found != loaded_plugins().end()) return found->second;
-  check_file(path);
-  DatasetPlugin plugin{path, {}, {}};
-  void* handle = nullptr;
-  {
-    // The library's registrations run inside dlopen(); the capture keeps their names, and
-    // their duplicates, which must not be thrown from there.
-    mploader::detail::RegistrationCapture capture;
-    handle = open_library(path);
-    check_no_own_copy(handle, path);
-    check_version(handle, path);
-    check_registrations(capture, path);
-    plugin.datasets = capture.datasets;
-    plugin.collators = capture.collators;
+  mploader::detail::PluginLibrary library;
+  try {
+    library = mploader::detail::load_plugin_library(path, "--dataset-lib", "mploader-bench");
+  } catch (const mploader::OptionError& e) {
+    throw UsageError(e.what());
   }
-  // Never closed: the registry holds the library's factories from now on.
+  const DatasetPlugin plugin{path, library.datasets, library.collators};
   loaded_plugins().emplace(path, plugin);
   if (!pass_on) return plugin;
   const char* before = std::getenv(kInheritedLibs);

@@ -72,6 +72,25 @@ done
 set -- $sums
 [ "$1" = "$2" ] || fail "spawn's batches differ from fork's: $1 vs $2"
 
+# The installed mploader-pack packs the library's dataset: every sample in one shard list.
+pack=$prefix/bin/mploader-pack
+[ -x "$pack" ] || { echo "not installed: bin/mploader-pack"; exit 1; }
+rm -rf "$work/packed"
+"$pack" --dataset-lib "$lib" --dataset example.sines --dataset-config "size=300 length=64" \
+  --shard-size 16KB -o "$work/packed" >"$work/pack.out" 2>"$work/pack.err" ||
+  { cat "$work/pack.err"; fail "packing the library's dataset"; }
+grep -q "wrote $work/packed: 300 samples in" "$work/pack.out" || { cat "$work/pack.out"; fail "pack"; }
+python3 - "$work/packed/mploader-pack.json" <<'PY'
+import json, sys
+pack = json.load(open(sys.argv[1]))
+assert pack["samples"] == 300 and len(pack["shards"]) > 1, pack
+assert [f["name"] for f in pack["fields"]] == ["signal", "label"], pack["fields"]
+PY
+status=0
+"$pack" --dataset-lib "$lib" --dataset nope -o "$work/nope" 2>"$work/pack.err" || status=$?
+[ "$status" = 2 ] && grep -qF "registers no dataset named 'nope'. Give one it registers: example.sines" \
+  "$work/pack.err" || { cat "$work/pack.err"; fail "pack --dataset nope: exit $status"; }
+
 # Each mistake ends in its own message and exit status.
 refused() {  # STATUS TEXT ARGS...: the bench must exit with STATUS and print TEXT
   want=$1 text=$2
@@ -93,10 +112,10 @@ refused 2 "--workload: not with --dataset" \
 refused 1 "its factory threw: example.sines: length='-3' is not a whole number" \
   --dataset-lib "$lib" --dataset example.sines --dataset-config "length=-3"
 build "$src/tests/consumer/plugins" "$work/refused"
-refused 2 "registers no dataset; register each with MPLOADER_REGISTER_DATASET" \
+refused 2 "registers no dataset. Register each with MPLOADER_REGISTER_DATASET" \
   --dataset-lib "$work/refused/libempty_plugin.so" --dataset x
 refused 2 "registers dataset 'bench-synthetic', a name that mploader-bench" \
   --dataset-lib "$work/refused/libduplicate_plugin.so" --dataset bench-synthetic
 refused 2 "holds a copy of mploader of its own" \
   --dataset-lib "$work/refused/libown_copy_plugin.so" --dataset bench-synthetic
-echo "plugin ok: tuned out of tree, same batches under spawn, 9 mistakes refused"
+echo "plugin ok: tuned out of tree, same batches under spawn, packed, 9 mistakes refused"
