@@ -13,6 +13,8 @@
 // Exit: 0 written, 1 a failure (the message says what to do), 2 bad usage.
 #include "pack_sources.h"
 
+#include "core/plugin_library.h"
+#include "core/recipes.h"
 #include "remote/shard_cache.h"
 #include "util/fnv1a.h"
 #include "sampler/block_shuffle.h"
@@ -31,6 +33,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -47,6 +50,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Args {
   std::string input, output, format = "auto", fields, shard_size = "256MB", stage, endpoint_url;
+  std::string dataset_lib, dataset, dataset_config;
   int max_side = 512, quality = 90, workers = 2, batch = 16;
   bool copy = false, overwrite = false;
   int64_t shuffle_seed = -1;
@@ -76,7 +80,9 @@ class PackOrder : public mploader::Sampler {
   mploader::detail::KeyedPermutation permutation_;
 };
 
-std::string detect_format(const std::string& input) {
+std::string detect_format(const Args& a) {
+  if (!a.dataset_lib.empty()) return "plugin";
+  const std::string& input = a.input;
   if (fs::is_regular_file(input)) {
     const std::string ext = fs::path(input).extension().string();
     if (ext == ".h5" || ext == ".hdf5") return "hdf5";
@@ -97,8 +103,35 @@ std::string detect_format(const std::string& input) {
   return "images";
 }
 
+// A dataset a library of the user's registers (built with mploader_add_dataset_plugin).
+std::shared_ptr<mploader::Dataset> plugin_dataset(const Args& a) {
+  using mploader::OptionError;
+  const mploader::detail::PluginLibrary library =
+      mploader::detail::load_plugin_library(a.dataset_lib, "--dataset-lib", "mploader-pack");
+  if (std::find(library.datasets.begin(), library.datasets.end(), a.dataset) ==
+      library.datasets.end()) {
+    std::string names;
+    for (const std::string& n : library.datasets) names += (names.empty() ? "" : ", ") + n;
+    throw OptionError("dataset", mploader::detail::message(
+        "--dataset", "'" + a.dataset_lib + "' registers no dataset named '" + a.dataset + "'",
+        "Give one it registers: " + names));
+  }
+  std::shared_ptr<mploader::Dataset> data;
+  try {
+    data = mploader::detail::find_dataset_factory(a.dataset)(a.dataset_config);
+  } catch (const std::exception& e) {
+    throw OptionError("dataset-config", mploader::detail::message(
+        "--dataset-config", "dataset '" + a.dataset + "' refused '" + a.dataset_config +
+                                "': " + e.what(),
+        "Fix the config given to it"));
+  }
+  if (!data) throw OptionError("dataset", "mploader-pack: dataset '" + a.dataset + "' made no dataset");
+  return mploader::pack::generic_source(data);
+}
+
 std::shared_ptr<mploader::Dataset> open_input(const Args& a, const std::string& format) {
   using mploader::OptionError;
+  if (format == "plugin") return plugin_dataset(a);
   if (format == "images") {
     return mploader::pack::image_source(a.input, {a.copy, a.max_side, a.quality});
   }
@@ -138,8 +171,7 @@ std::shared_ptr<mploader::Dataset> open_input(const Args& a, const std::string& 
 // The settings a resumed pack must share: everything that changes the bytes written.
 std::string settings_of(const Args& a, const std::string& format, int64_t samples,
                         int64_t shard_bytes) {
-  nlohmann::json s = {{"input", fs::absolute(a.input).lexically_normal().string()},
-                      {"format", format},
+  nlohmann::json s = {{"format", format},
                       {"samples", samples},
                       {"shard_bytes", shard_bytes},
                       {"order", a.shuffle_seed < 0 ? nlohmann::json("fixed")
@@ -149,6 +181,12 @@ std::string settings_of(const Args& a, const std::string& format, int64_t sample
                          : nlohmann::json{{"max_side", a.max_side}, {"quality", a.quality}};
   }
   if (format == "hdf5") s["fields"] = a.fields;
+  if (format == "plugin") {
+    s["dataset"] = {{"library", fs::absolute(a.dataset_lib).lexically_normal().string()},
+                    {"name", a.dataset}, {"config", a.dataset_config}};
+  } else {
+    s["input"] = fs::absolute(a.input).lexically_normal().string();
+  }
   return s.dump();
 }
 
@@ -199,7 +237,7 @@ std::function<void(const std::string&)> uploader(const Args& a, const std::strin
 }
 
 void pack(const Args& a) {
-  const std::string format = a.format == "auto" ? detect_format(a.input) : a.format;
+  const std::string format = a.format == "auto" ? detect_format(a) : a.format;
   const int64_t shard_bytes = mploader::remote::detail::parse_byte_size(a.shard_size);
   if (shard_bytes <= 0) {
     throw mploader::OptionError("shard-size", "--shard-size " + a.shard_size +
@@ -264,7 +302,7 @@ int main(int argc, char** argv) {
                "for PackedShards (read by index, locally or by URL) and TarShards."};
   Args a;
   app.add_option("input", a.input, "an image folder or list file, a folder of Parquet files "
-                 "or tar shards, or an HDF5 file")->required();
+                 "or tar shards, or an HDF5 file (none with --dataset-lib)");
   app.add_option("-o,--output", a.output, "the folder to write (created), or an s3:// or "
                  "http(s):// URL to upload to")->required();
   app.add_option("--stage", a.stage, "a URL output: the local folder a shard is written to "
@@ -272,7 +310,7 @@ int main(int argc, char** argv) {
   app.add_option("--endpoint-url", a.endpoint_url, "s3:// output: the S3-compatible endpoint "
                  "(default: AWS_ENDPOINT_URL, else AWS S3)");
   app.add_option("--format", a.format, "auto, images, tar, parquet or hdf5")
-      ->check(CLI::IsMember({"auto", "images", "tar", "parquet", "hdf5"}));
+      ->check(CLI::IsMember({"auto", "images", "tar", "parquet", "hdf5", "plugin"}));
   app.add_option("--fields", a.fields, "HDF5: the fields, name=/dataset,...");
   app.add_option("--shard-size", a.shard_size, "the most bytes of a tar shard (256MB)");
   app.add_option("--max-side", a.max_side, "images: the longest side written (512)")
@@ -285,10 +323,20 @@ int main(int argc, char** argv) {
   app.add_option("--batch", a.batch, "samples per batch a worker makes (16)")
       ->check(CLI::Range(1, 4096));
   app.add_flag("--overwrite", a.overwrite, "replace a pack already in the output folder");
+  app.add_option("--dataset-lib", a.dataset_lib, "a library of your datasets, built with "
+                 "mploader_add_dataset_plugin: pack one of them");
+  app.add_option("--dataset", a.dataset, "with --dataset-lib: the dataset's registered name");
+  app.add_option("--dataset-config", a.dataset_config, "with --dataset-lib: the text its "
+                 "factory is given");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (a.input.empty() == a.dataset_lib.empty() || a.dataset_lib.empty() != a.dataset.empty()) {
+    std::cerr << "mploader-pack: give an input, or --dataset-lib with --dataset (not both)\n"
+              << app.help();
+    return 2;
   }
   try {
     pack(a);
