@@ -92,7 +92,7 @@ struct PackWriter::OpenShard {
   std::FILE* tar = nullptr;
   Sha256 tar_hash;
   std::string index;  // the records
-  std::string tar_part, index_part;
+  std::string tar_part;
 
   void put(const void* data, size_t n) {
     if (n == 0) return;
@@ -227,7 +227,6 @@ void PackWriter::open_shard() {
   open_->number = shards_done();
   open_->first_sample = next_sample_;
   open_->tar_part = path_in(options_.dir, shard_tar_name(open_->number)) + ".part";
-  open_->index_part = path_in(options_.dir, shard_index_name(open_->number)) + ".part";
   open_->tar = std::fopen(open_->tar_part.c_str(), "wbe");
   if (open_->tar == nullptr) cannot_write(open_->tar_part, errno);
 }

@@ -167,15 +167,15 @@ SampleData PackReader::read(int64_t index) {
     return data;
   }
   const size_t shard = shard_of(index);
-  const size_t fields = pack_.fields.size();
-  std::vector<MemberSpan> spans(fields);
-  unsigned char sha256[32];
-  read_record(shard, index - pack_.shards[shard].first_sample, spans.data(), sha256);
-  if (options_.remote && !options_.whole_shards) {
+  if (options_.remote && !options_.whole_shards) {  // not prepared with its batch: alone
     std::vector<int64_t> one{index};
     fetch_ranges(shard, one);
     return read(index);
   }
+  const size_t fields = pack_.fields.size();
+  std::vector<MemberSpan> spans(fields);
+  unsigned char sha256[32];
+  read_record(shard, index - pack_.shards[shard].first_sample, spans.data(), sha256);
   SampleData data;
   uint64_t total = 0;
   for (const MemberSpan& s : spans) total += s.size;
