@@ -51,7 +51,7 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::string input, output, format = "auto", fields, shard_size = "256MB", stage, endpoint_url;
   std::string dataset_lib, dataset, dataset_config;
-  int max_side = 512, quality = 90, workers = 2, batch = 16;
+  int max_side = 512, quality = 90, workers = 2, batch = 16, max_restarts = 3;
   bool copy = false, overwrite = false;
   int64_t shuffle_seed = -1;
 };
@@ -259,6 +259,9 @@ void pack(const Args& a) {
     lo.batch_size = static_cast<size_t>(a.batch);
     lo.num_workers = a.workers;
     lo.sampler = order;
+    // A worker that dies (killed, out of memory) is replaced and its batches made again, in
+    // order: the bytes written do not change.
+    lo.max_restarts_per_epoch = a.max_restarts;
     mploader::Loader loader(source, lo);
     for (int64_t epoch = 0; epoch < order->epochs(); ++epoch) {
       loader.set_epoch(static_cast<uint64_t>(epoch));
@@ -322,6 +325,8 @@ int main(int argc, char** argv) {
   app.add_option("--workers", a.workers, "worker processes (2)")->check(CLI::Range(0, 1024));
   app.add_option("--batch", a.batch, "samples per batch a worker makes (16)")
       ->check(CLI::Range(1, 4096));
+  app.add_option("--max-restarts", a.max_restarts, "dead workers replaced per chunk of 2^20 "
+                 "samples before the pack stops (3)")->check(CLI::Range(0, 1000));
   app.add_flag("--overwrite", a.overwrite, "replace a pack already in the output folder");
   app.add_option("--dataset-lib", a.dataset_lib, "a library of your datasets, built with "
                  "mploader_add_dataset_plugin: pack one of them");
