@@ -122,6 +122,46 @@ TEST_CASE("mploader-pack: a pack killed with SIGKILL resumes and writes every sa
   REQUIRE_THAT(pack_file_bytes(t.file("other.log")), Contains("made with other input or options"));
 }
 
+TEST_CASE("mploader-pack: a worker killed mid-pack is replaced and the pack's bytes do not change") {
+  TempDir t("pack-worker-kill");
+  shard_test::write_image_folder(t.file("in"), 3, 10);
+  REQUIRE(shard_test::run_pack(t.file("in") + " -o " + t.file("whole") + " --shard-size 16KB",
+                               t.file("whole.log")) == 0);
+  ::setenv("MPLOADER_CRASH_DIR", t.file("crashes").c_str(), 1);  // the pack's, inherited
+  const pid_t pid = shard_test::start_pack(
+      {t.file("in"), "-o", t.file("cut"), "--shard-size", "16KB", "--workers", "2", "--batch", "1"},
+      t.file("cut.log"));
+  ::unsetenv("MPLOADER_CRASH_DIR");
+  // A worker, once batches flow (the first child may be the short-lived process that sizes the
+  // slots): a child of any of the pack's threads (the launcher thread forks them).
+  for (int i = 0; i < 5000 && pack_file_bytes(t.file("cut.log")).find("packed ") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  pid_t worker = 0;
+  for (int i = 0; i < 5000 && worker == 0; ++i) {
+    for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+      std::ifstream children(task.path().string() + "/children");
+      if (children >> worker) break;
+    }
+    if (worker == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (worker > 0) ::kill(worker, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  if (worker == 0) {
+    WARN("skipped: no worker of the pack was seen to kill");
+    return;
+  }
+  require_same_pack_files(t.file("whole"), t.file("cut"));
+  // The death was explained: a crash report, the cause "killed".
+  REQUIRE(fs::exists(t.file("crashes")));
+  const auto report = fs::directory_iterator(t.file("crashes"))->path().string();
+  REQUIRE_THAT(pack_file_bytes(report), Contains("\"killed\""));
+}
+
 TEST_CASE("PackedShards: 2 ranks x 2 workers under DistributedSampler get PyTorch's indices and the samples packed there") {
   TempDir t("pack-order");
   shard_test::write_tensor_pack(t.file("p"), 203, 8192);
