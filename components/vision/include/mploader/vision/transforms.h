@@ -125,6 +125,7 @@ struct RenderScratch {
   };
   Taps x;                   ///< Columns.
   Taps y;                   ///< Rows.
+  std::vector<float> pixels;  ///< One source row as floats, 4 per pixel (RGB and a zero).
   std::vector<float> rows;  ///< The horizontal pass's output.
   std::vector<float> line;  ///< One output row before it is stored.
 };
