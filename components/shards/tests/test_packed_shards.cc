@@ -325,3 +325,28 @@ TEST_CASE("mploader-pack: a Parquet folder and an HDF5 file that Python wrote pa
   REQUIRE(shard_test::run_pack(t.file("t.h5") + " -o " + t.file("bad"), t.file("bad.log")) == 2);
   REQUIRE_THAT(pack_file_bytes(t.file("bad.log")), Contains("needs --fields"));
 }
+
+TEST_CASE("PackedShards: a spawned worker's recipe rebuilds the same dataset, options included") {
+  TempDir t("pack-recipe");
+  shard_test::write_image_folder(t.file("in"), 2, 4);
+  REQUIRE(shard_test::run_pack(t.file("in") + " -o " + t.file("p") + " --shard-size 32KB",
+                               t.file("p.log")) == 0);
+  shards::PackedShardsOptions o;
+  o.image_fields.emplace("image", vision::Compose({vision::RandomResizedCrop(40),
+                                                   vision::RandomHorizontalFlip()}));
+  o.verify_local = true;
+  o.max_held_shards = 3;
+  shards::PackedShards data(t.file("p"), o);
+  const std::optional<DatasetRecipe> recipe = data.recipe();
+  REQUIRE(recipe);
+  REQUIRE(recipe->factory == "mploader.shards.PackedShards");
+  const auto again = shards::PackedShards::from_recipe(recipe->config);
+  REQUIRE(again->size() == data.size());
+  REQUIRE(again->shard_sizes() == data.shard_sizes());
+  REQUIRE(again->options().verify_local);
+  REQUIRE(again->options().max_held_shards == 3);
+  for (int64_t i = 0; i < static_cast<int64_t>(data.size()); ++i) {
+    REQUIRE(at::equal(again->get(i)["image"], data.get(i)["image"]));  // the same crop and flip
+    REQUIRE(again->get(i)["label"].item<int64_t>() == data.get(i)["label"].item<int64_t>());
+  }
+}
