@@ -130,3 +130,67 @@ def test_a_missing_pack_or_a_field_that_is_no_image_is_named(tmp_path):
         mploader.PackedShards(tmp_path / "p", image_fields={"x": Resize((8, 8))})
     with pytest.raises(mploader.OptionError, match="remote_read"):
         mploader.PackedShards(tmp_path / "p", remote_read="sometimes")
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    """nginx serving tmp_path/www on a free port of 127.0.0.1 (ranges, as object stores do)."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    binary = "/usr/sbin/nginx"
+    if not os.access(binary, os.X_OK):
+        pytest.skip(f"skipped: {binary} is missing: scripts/install-deps installs nginx-light")
+    root, state = tmp_path / "www", tmp_path / "nginx"
+    root.mkdir()
+    (state / "tmp").mkdir(parents=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    (state / "nginx.conf").write_text(
+        f"{user}daemon off;\nworker_processes 1;\npid {state}/nginx.pid;\n"
+        f"error_log {state}/error.log;\nevents {{ worker_connections 64; }}\n"
+        f"http {{\n  access_log off;\n  client_body_temp_path {state}/tmp;\n"
+        f"  server {{ listen 127.0.0.1:{port}; root {root}; }}\n}}\n")
+    server = subprocess.Popen([binary, "-p", str(state), "-c", str(state / "nginx.conf")],
+                              stderr=subprocess.DEVNULL)
+    for _ in range(500):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            if server.poll() is not None:
+                pytest.skip("skipped: nginx exited at start: " +
+                            (state / "error.log").read_text()[-500:])
+            time.sleep(0.01)
+    yield root, f"http://127.0.0.1:{port}"
+    server.kill()
+    server.wait()
+    shutil.rmtree(state / "tmp", ignore_errors=True)
+
+
+def test_a_pack_by_url_reads_torchs_distributed_order_by_ranged_requests(tmp_path, nginx):
+    pytest.importorskip("numpy")
+    root, url = nginx
+    write_pack(root / "p", 90, 8)
+    data = mploader.PackedShards(url + "/p", remote={"cache_dir": str(tmp_path / "cache")})
+    assert len(data) == 90
+    everything = []
+    for rank in range(2):
+        sampler = DistributedSampler(data, num_replicas=2, rank=rank, seed=5)
+        sampler.set_epoch(1)
+        loader = mploader.DataLoader(data, batch_size=6, sampler=sampler, num_workers=2)
+        order = []
+        for batch in loader:
+            order += batch["x"][:, 0].long().tolist()
+            assert batch["name"] == [f"s{int(i)}" for i in batch["x"][:, 0]]
+        assert order == list(sampler)
+        everything += order
+    assert sorted(set(everything)) == list(range(90))
+    # Ranged reads: no tar was downloaded whole into the cache (indexes only).
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and
+                p.stat().st_size >= min(os.path.getsize(t) for t in (root / "p").glob("*.tar"))
+                and not p.name.startswith(".")]
