@@ -77,7 +77,8 @@ class ImageSource : public Dataset {
       throw Error(mploader::detail::message(
           "mploader-pack", "the image " + mploader::detail::in_quotes(path) +
                                " does not decode: " + e.what(),
-          "Remove or replace the file, then run the same command: the pack resumes"));
+          "Replace the file and run the same command: the pack resumes (removing it changes "
+          "the samples: then give --overwrite to pack again)"));
     }
   }
 
