@@ -179,6 +179,19 @@ void ConcatDataset::write_batch(const int64_t* indices, size_t count, BatchWrite
   sources_[first.source]->write_batch(local.data(), count, out);
 }
 
+void ConcatDataset::prepare_batch(const int64_t* indices, size_t count) {
+  if (cumulative_.empty()) return;
+  std::vector<std::vector<int64_t>> local(sources_.size());
+  for (size_t r = 0; r < count; ++r) {
+    if (indices[r] < 0 || indices[r] >= cumulative_.back()) continue;  // get() names it
+    const Location at = locate(indices[r]);
+    local[at.source].push_back(at.index);
+  }
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    if (!local[s].empty()) sources_[s]->prepare_batch(local[s].data(), local[s].size());
+  }
+}
+
 std::optional<DatasetRecipe> ConcatDataset::recipe() const { return detail::concat_recipe(*this); }
 
 }  // namespace mploader

@@ -84,6 +84,17 @@ void Subset::write_batch(const int64_t* indices, size_t count, BatchWriter& out)
   source_->write_batch(mapped.data(), count, out);
 }
 
+void Subset::prepare_batch(const int64_t* indices, size_t count) {
+  std::vector<int64_t> mapped;  // an index outside fails in get(), which names it
+  mapped.reserve(count);
+  for (size_t r = 0; r < count; ++r) {
+    if (indices[r] >= 0 && static_cast<uint64_t>(indices[r]) < indices_.size()) {
+      mapped.push_back(indices_[static_cast<size_t>(indices[r])]);
+    }
+  }
+  source_->prepare_batch(mapped.data(), mapped.size());
+}
+
 std::optional<DatasetRecipe> Subset::recipe() const { return detail::subset_recipe(*this); }
 
 int64_t Subset::outer_index_of(int64_t source_index) {

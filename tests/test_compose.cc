@@ -376,4 +376,28 @@ TEST_CASE("compose: differing layouts fall back to get(), and samples that diffe
   CHECK_THROWS_WITH(loader.next(), Catch::Contains("only in sample 3: 'tokens'"));
 }
 
+TEST_CASE("compose: ConcatDataset and Subset pass a batch's prepare_batch on to their sources",
+          "[compose]") {
+  // A source that keeps the indices each prepare_batch() gave it.
+  class Recording : public OffsetDataset {
+   public:
+    explicit Recording(size_t n) : OffsetDataset(n, 0, false) {}
+    void prepare_batch(const int64_t* indices, size_t count) override {
+      calls.emplace_back(indices, indices + count);
+    }
+    std::vector<std::vector<int64_t>> calls;
+  };
+  auto a = std::make_shared<Recording>(5), b = std::make_shared<Recording>(7);
+  auto concat = std::make_shared<ConcatDataset>(std::vector<std::shared_ptr<Dataset>>{a, b});
+  auto subset = std::make_shared<Subset>(concat, std::vector<int64_t>{11, 2, 6, 4, 5, 0});
+  LoaderOptions lo;
+  lo.batch_size = 3;
+  lo.num_workers = 0;  // in this process, so the recordings can be read
+  Loader loader(subset, lo);
+  for (Batch& batch : loader) (void)batch;
+  // Batches {11, 2, 6} and {4, 5, 0} of the concatenation: a's samples 2 | 4, 0; b's 6, 1 | 0.
+  REQUIRE(a->calls == std::vector<std::vector<int64_t>>{{2}, {4, 0}});
+  REQUIRE(b->calls == std::vector<std::vector<int64_t>>{{6, 1}, {0}});
+}
+
 }  // namespace test_compose

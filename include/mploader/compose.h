@@ -65,6 +65,8 @@ class ConcatDataset : public Dataset {
   /// Through the source's write_batch() when all indices are in one source and there is no
   /// source field; row by row otherwise.
   void write_batch(const int64_t* indices, size_t count, BatchWriter& out) override;
+  /// Passes the batch on: each source gets its own samples of it, as its indices.
+  void prepare_batch(const int64_t* indices, size_t count) override;
   /// "mploader.concat" with a JSON text of the sources' recipes; nullopt if a source has none
   /// (or the text is too long to pass to a spawned worker): the Loader's message names it.
   std::optional<DatasetRecipe> recipe() const override;
@@ -115,6 +117,8 @@ class Subset : public Dataset {
   void write(int64_t index, SampleWriter& out) override;  ///< Through the source's write().
   /// Through the source's write_batch(), with the indices mapped.
   void write_batch(const int64_t* indices, size_t count, BatchWriter& out) override;
+  /// Passes the batch on to the source, with the indices mapped.
+  void prepare_batch(const int64_t* indices, size_t count) override;
   /// "mploader.subset" with a JSON text of the source's recipe and the indices (runs of
   /// consecutive ones as ranges); nullopt if the source has none or the text is too long.
   std::optional<DatasetRecipe> recipe() const override;
