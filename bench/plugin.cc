@@ -5,6 +5,7 @@
 #include "bench/run_config.h"
 #include "core/plugin_library.h"
 #include "core/recipes.h"
+#include "util/errors.h"
 
 #include <mploader/dataset.h>
 #include <mploader/registry.h>
@@ -24,12 +25,6 @@ constexpr const char* kInheritedLibs = "MPLOADER_BENCH_DATASET_LIBS";
 std::map<std::string, DatasetPlugin>& loaded_plugins() {
   static std::map<std::string, DatasetPlugin> plugins;  // by path as given
   return plugins;
-}
-
-std::string comma_list(const std::vector<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
 }
 
 DatasetPlugin load(const std::string& path, bool pass_on) {
@@ -55,7 +50,9 @@ DatasetPlugin load(const std::string& path, bool pass_on) {
 
 DatasetPlugin load_dataset_plugin(const std::string& path) { return load(path, true); }
 
-std::string dataset_names(const DatasetPlugin& plugin) { return comma_list(plugin.datasets); }
+std::string dataset_names(const DatasetPlugin& plugin) {
+  return mploader::detail::comma_list(plugin.datasets);
+}
 
 void load_inherited_plugins() {
   const char* libs = std::getenv(kInheritedLibs);

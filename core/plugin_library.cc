@@ -31,12 +31,6 @@ struct Refusal {
   }
 };
 
-std::string comma_list(const std::vector<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
 void check_file(const std::string& path, const Refusal& refuse) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {

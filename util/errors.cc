@@ -50,6 +50,12 @@ void append_sentence(std::string& out, std::string_view text) {
 
 }  // namespace
 
+std::string comma_list(const std::vector<std::string>& names) {
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
 std::string message(std::string_view who, std::string_view what, std::string_view fix) {
   std::string out = "mploader: ";
   if (!who.empty()) {

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mploader::detail {
 
@@ -17,5 +18,8 @@ std::string message(std::string_view who, std::string_view what, std::string_vie
 // `s` between double quotes: a path or name inside a message. Not "quoted": std::quoted would
 // win overload resolution through argument-dependent lookup for a non-const std::string.
 inline std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
+
+// Names one after another with ", " between them: a list inside a message ("a, b, c").
+std::string comma_list(const std::vector<std::string>& names);
 
 }  // namespace mploader::detail

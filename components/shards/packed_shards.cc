@@ -86,14 +86,15 @@ void check_options(const detail::PackDescription& pack, const PackedShardsOption
     auto it = std::find_if(pack.fields.begin(), pack.fields.end(),
                            [&](const detail::PackedField& f) { return f.name == name; });
     if (it == pack.fields.end() || it->kind != PackedKind::kImage) {
-      std::string images;
+      std::vector<std::string> images;
       for (const auto& f : pack.fields) {
-        if (f.kind == PackedKind::kImage) images += (images.empty() ? "" : ", ") + f.name;
+        if (f.kind == PackedKind::kImage) images.push_back(f.name);
       }
       throw OptionError("image_fields", mploader::detail::message(
           "PackedShards", "the pack " + detail::in_quotes(where) + " has no image field " +
                               detail::in_quotes(name),
-          "Its image fields are: " + (images.empty() ? std::string("none") : images)));
+          "Its image fields are: " +
+              (images.empty() ? std::string("none") : mploader::detail::comma_list(images))));
     }
   }
   if (o.merge_gap_bytes < 0 || o.max_request_bytes < 1 || o.max_held_shards < 1) {

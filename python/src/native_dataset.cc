@@ -12,12 +12,6 @@ void bind_components(py::module_& m);  // python_components.cc, made by python/C
 void bind_tune(py::module_& m);        // tune.cc
 void bind_plugins(py::module_& m);     // plugins.cc
 
-std::string comma_list(const std::vector<std::string>& names) {
-  std::string list;
-  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  return list;
-}
-
 void Keywords::check_all_used() const {
   for (auto item : kwargs_) {
     const std::string name = py::str(item.first);

@@ -4,6 +4,8 @@
 // unknown one refused with the names there are.
 #pragma once
 
+#include "util/errors.h"
+
 #include <mploader/dataset.h>
 #include <mploader/errors.h>
 
@@ -24,8 +26,7 @@ namespace py = pybind11;
 // An OptionError for option `name` of `who` whose value `value` is not one of `choices`.
 [[noreturn]] void refuse_choice(const std::string& who, const char* name, const std::string& value,
                                 const char* choices);
-// "a, b, c", for messages that list names.
-std::string comma_list(const std::vector<std::string>& names);
+using mploader::detail::comma_list;  // "a, b, c", for messages that list names
 
 // `value` as the enum value `choices` pairs it with ({"raise", OnBadImage::kRaise}, ...); an
 // OptionError for `option` of `who`, listing the choices, for any other.

@@ -110,11 +110,9 @@ std::shared_ptr<mploader::Dataset> plugin_dataset(const Args& a) {
       mploader::detail::load_plugin_library(a.dataset_lib, "--dataset-lib", "mploader-pack");
   if (std::find(library.datasets.begin(), library.datasets.end(), a.dataset) ==
       library.datasets.end()) {
-    std::string names;
-    for (const std::string& n : library.datasets) names += (names.empty() ? "" : ", ") + n;
     throw OptionError("dataset", mploader::detail::message(
         "--dataset", "'" + a.dataset_lib + "' registers no dataset named '" + a.dataset + "'",
-        "Give one it registers: " + names));
+        "Give one it registers: " + mploader::detail::comma_list(library.datasets)));
   }
   std::shared_ptr<mploader::Dataset> data;
   try {
