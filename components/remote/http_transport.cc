@@ -223,6 +223,20 @@ std::string HttpTransport::denied_fix(const std::string& url) const {
 
 namespace {
 
+// What every request sets: its URL and headers, no signals (none in a worker), the connect
+// timeout, the stall rule (fewer than kMinBytesPerSecond for stall_timeout_s), and where curl
+// writes its error text.
+void set_request(CURL* curl, const std::string& target, curl_slist* headers,
+                 const RemoteOptions& o, char* detail) {
+  curl_easy_setopt(curl, CURLOPT_URL, target.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout_s * 1000));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, kMinBytesPerSecond);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, std::max(1L, std::lround(o.stall_timeout_s)));
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+}
+
 [[noreturn]] void fail_transfer(const ReadRequest& r, CURLcode code, const char* detail,
                                 const RemoteOptions& o) {
   const std::string head = what_request(r) + ": ";
@@ -318,18 +332,10 @@ void HttpTransport::fetch(const std::string& target, const ReadRequest& request,
     headers = curl_slist_append(headers, ("If-Match: " + request.if_match).c_str());
   }
   char detail[CURL_ERROR_SIZE] = "";
-  curl_easy_setopt(curl, CURLOPT_URL, target.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  set_request(curl, target, headers, options_, detail);
   if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, kMaxRedirects);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM in a worker
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options_.connect_timeout_s * 1000));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, kMinBytesPerSecond);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
-                   std::max(1L, std::lround(options_.stall_timeout_s)));
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &x);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
@@ -378,18 +384,10 @@ void HttpTransport::write(const WriteRequest& request) {
   }
   std::string body;
   char detail[CURL_ERROR_SIZE] = "";
-  curl_easy_setopt(curl, CURLOPT_URL, target.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  set_request(curl, target, headers, options_, detail);
   curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
   curl_easy_setopt(curl, CURLOPT_READDATA, in);
   curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.bytes));
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options_.connect_timeout_s * 1000));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, kMinBytesPerSecond);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
-                   std::max(1L, std::lround(options_.stall_timeout_s)));
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
   const CURLcode code = curl_easy_perform(curl);
