@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -168,6 +169,13 @@ PackDescription parse_pack(const std::string& text_in, const std::string& source
                     std::to_string(next));
   }
   return pack;
+}
+
+size_t shard_of(const PackDescription& pack, int64_t index) {
+  const auto it = std::upper_bound(
+      pack.shards.begin(), pack.shards.end(), index,
+      [](int64_t i, const PackedShard& s) { return i < s.first_sample; });
+  return static_cast<size_t>(it - pack.shards.begin()) - 1;
 }
 
 std::string index_header(size_t fields, int64_t first_sample, int64_t samples,

@@ -68,6 +68,10 @@ std::string pack_text(const PackDescription& pack);
 PackDescription parse_pack(const std::string& text, const std::string& source,
                            bool partial = false);
 
+// The shard (0-based) that holds sample `index`, in [0, samples): found from the shards' first
+// samples, which the parser checked follow each other.
+size_t shard_of(const PackDescription& pack, int64_t index);
+
 inline constexpr size_t kIndexHeaderBytes = 64;
 inline constexpr const char kIndexMagic[9] = "MPLPIDX1";
 

@@ -70,18 +70,11 @@ ipc::UniqueFd open_checked(const std::string& path, int64_t bytes) {
 
 PackReader::PackReader(const PackDescription& pack, std::string base, PackReadOptions options)
     : pack_(pack), base_(std::move(base)), options_(std::move(options)),
-      record_bytes_(index_record_bytes(pack.fields.size())) {
+      record_bytes_(index_record_bytes(pack.fields.size())), record_(record_bytes_) {
   if (options_.remote) options_.verify = true;
 }
 
 PackReader::~PackReader() = default;
-
-size_t PackReader::shard_of(int64_t index) const {
-  const auto it = std::upper_bound(
-      pack_.shards.begin(), pack_.shards.end(), index,
-      [](int64_t i, const PackedShard& s) { return i < s.first_sample; });
-  return static_cast<size_t>(it - pack_.shards.begin()) - 1;
-}
 
 std::string PackReader::where(size_t shard) const {
   return options_.remote ? url_of(pack_.shards[shard].tar)
@@ -127,11 +120,10 @@ PackReader::OpenFiles& PackReader::files(size_t shard, bool need_tar) {
 
 void PackReader::read_record(size_t shard, int64_t row, MemberSpan* spans,
                              unsigned char* sha256) {
-  std::vector<uint8_t> record(record_bytes_);
   const PackedShard& s = pack_.shards[shard];
-  pread_all(files(shard, false).index.get(), record.data(), record_bytes_,
+  pread_all(files(shard, false).index.get(), record_.data(), record_bytes_,
             kIndexHeaderBytes + static_cast<uint64_t>(row) * record_bytes_, s.index);
-  detail::read_record(record.data(), pack_.fields.size(), spans, sha256);
+  detail::read_record(record_.data(), pack_.fields.size(), spans, sha256);
   for (size_t f = 0; f < pack_.fields.size(); ++f) {
     if (spans[f].offset + spans[f].size > static_cast<uint64_t>(s.tar_bytes)) {
       fail("the index " + in_quotes(s.index) + " puts sample " +

@@ -45,7 +45,7 @@ class PackReader {
   // Remote ranged reads: fetches the samples of `indices` not yet fetched, merged by shard.
   void prepare(const int64_t* indices, size_t count);
 
-  size_t shard_of(int64_t index) const;
+  size_t shard_of(int64_t index) const { return detail::shard_of(pack_, index); }
   int64_t range_requests() const { return range_requests_; }
   int64_t range_bytes() const { return range_bytes_; }
 
@@ -65,6 +65,7 @@ class PackReader {
   std::string base_;
   PackReadOptions options_;
   size_t record_bytes_;
+  std::vector<uint8_t> record_;  // one index record, read into again for each sample
   std::vector<std::unique_ptr<OpenFiles>> open_;  // the most recently used last
   std::map<int64_t, SampleData> fetched_;  // ranged reads waiting for their read()
   std::unique_ptr<remote::Transport> transport_;

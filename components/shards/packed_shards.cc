@@ -141,10 +141,7 @@ std::vector<int64_t> PackedShards::shard_sizes() const {
 }
 
 size_t PackedShards::shard_of(int64_t index) const {
-  const auto& shards = description_->pack.shards;
-  const auto it = std::upper_bound(shards.begin(), shards.end(), index,
-                                   [](int64_t i, const auto& s) { return i < s.first_sample; });
-  return static_cast<size_t>(it - shards.begin()) - 1;
+  return detail::shard_of(description_->pack, index);
 }
 
 int64_t PackedShards::range_requests() const {
@@ -192,7 +189,7 @@ Sample PackedShards::get(int64_t index) {
         out.set(fields[f].name, t);
       }
     } catch (const detail::BadSample& e) {
-      const auto& shard = description_->pack.shards[reading_->reader.shard_of(index)];
+      const auto& shard = description_->pack.shards[shard_of(index)];
       throw Error(mploader::detail::message("PackedShards", std::string(e.what()) + " (shard " +
                                                                 detail::in_quotes(shard.tar) + ")",
                                             "Pack the data again"));
