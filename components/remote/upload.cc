@@ -1,4 +1,4 @@
-// upload_file (mploader/remote/remote.h): a file's SHA-256 taken, then Transport::write, retried
+// upload_file (mploader/remote/remote.h): a file's SHA-256 (unless given), then Transport::write, retried
 // with backoff after a transient failure; each try sends the whole file again.
 #include "remote/sha256.h"
 
@@ -14,14 +14,15 @@
 
 namespace mploader::remote {
 
-void upload_file(const std::string& path, const std::string& url, const RemoteOptions& options) {
+void upload_file(const std::string& path, const std::string& url, const RemoteOptions& options,
+                 const std::string& sha256) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     throw Error("mploader: upload: cannot read \"" + path + "\" (" + std::strerror(errno) +
                 ") to upload it to " + url + ".");
   }
   WriteRequest request{url, path, static_cast<int64_t>(st.st_size),
-                       detail::sha256_of_file(path)};
+                       sha256.empty() ? detail::sha256_of_file(path) : sha256};
   std::unique_ptr<Transport> transport = make_transport(url, options);
   for (int attempt = 0;; ++attempt) {
     try {

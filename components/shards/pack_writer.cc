@@ -257,8 +257,8 @@ void PackWriter::close_shard() {
   }
   open_.reset();
   if (options_.publish) {
-    options_.publish(done.index);
-    options_.publish(done.tar);
+    options_.publish(done.index, done.index_sha256);
+    options_.publish(done.tar, done.tar_sha256);
   }
   pack_.shards.push_back(done);
   write_progress(kProgressName);
@@ -288,8 +288,8 @@ void PackWriter::finish() {
   write_atomically(path_in(options_.dir, kManifestName), remote::detail::manifest_text(entries));
   write_atomically(path_in(options_.dir, kPackName), pack_text(pack_));
   if (options_.publish) {
-    options_.publish(kManifestName);
-    options_.publish(kPackName);  // last: a reader never finds a description before its shards
+    options_.publish(kManifestName, "");
+    options_.publish(kPackName, "");  // last: a reader never finds a description before its shards
   }
   std::error_code ec;
   fs::remove(path_in(options_.dir, kProgressName), ec);

@@ -31,9 +31,10 @@ struct PackWriterOptions {
   bool overwrite = false;  // start again over a folder that holds another pack
   // When set, each finished file (a shard's index, then its tar; at the end the manifest, then
   // the description) is handed to it by name, relative to `dir`, to be copied elsewhere (an
-  // upload). A shard is recorded only once both of its files are published, and its local
+  // upload), with its SHA-256 where the writer took it (a shard's files; empty for the
+  // others). A shard is recorded only once both of its files are published, and its local
   // files are then removed: `dir` is a staging folder that holds about one shard.
-  std::function<void(const std::string& name)> publish;
+  std::function<void(const std::string& name, const std::string& sha256)> publish;
 };
 
 class PackWriter {

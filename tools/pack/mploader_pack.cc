@@ -224,13 +224,15 @@ std::string stage_of(const Args& a) {
 }
 
 // Uploads each finished file of the stage to the URL (PUT, through the remote component).
-std::function<void(const std::string&)> uploader(const Args& a, const std::string& stage) {
+std::function<void(const std::string&, const std::string&)> uploader(const Args& a,
+                                                                     const std::string& stage) {
   mploader::remote::RemoteOptions o;
   o.endpoint_url = a.endpoint_url;
   std::string base = a.output;
   while (!base.empty() && base.back() == '/') base.pop_back();
-  return [o, base, stage](const std::string& name) {
-    mploader::remote::upload_file((fs::path(stage) / name).string(), base + "/" + name, o);
+  return [o, base, stage](const std::string& name, const std::string& sha256) {
+    mploader::remote::upload_file((fs::path(stage) / name).string(), base + "/" + name, o,
+                                  sha256);
   };
 }
 

@@ -130,9 +130,12 @@ class Transport {
 };
 
 /// Uploads the local file `path` to `url` (http://, https://, s3://) with Transport::write,
-/// retried like a read after a transient failure (options.max_retries, with backoff). Throws
-/// Error naming the file when it cannot be read, and TransportError when the upload fails.
-void upload_file(const std::string& path, const std::string& url, const RemoteOptions& options);
+/// retried like a read after a transient failure (options.max_retries, with backoff).
+/// `sha256`: the file's SHA-256 (lowercase hex) when the caller has it already; empty, it is
+/// taken from the file (one more read of it). Throws Error naming the file when it cannot be
+/// read, and TransportError when the upload fails.
+void upload_file(const std::string& path, const std::string& url, const RemoteOptions& options,
+                 const std::string& sha256 = "");
 
 /// Makes a Transport for a scheme, with the reader's options.
 using TransportFactory = std::function<std::unique_ptr<Transport>(const RemoteOptions&)>;
