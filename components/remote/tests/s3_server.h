@@ -6,6 +6,7 @@
 // Without the .venv's Python or moto, ok() is false and why_not() says why: the test skips.
 #pragma once
 
+#include "components/remote/tests/aws_environment.h"
 #include "components/remote/tests/http_server.h"
 
 #include <sys/wait.h>
@@ -68,6 +69,11 @@ class MotoServer {
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
   const std::string& key_id() const { return key_id_; }
   const std::string& secret() const { return secret_; }
+  // The server's credentials, in the environment for as long as `env` lives.
+  void sign_in(AwsEnvironment& env) const {
+    env.set("AWS_ACCESS_KEY_ID", key_id_);
+    env.set("AWS_SECRET_ACCESS_KEY", secret_);
+  }
 
  private:
   void setup(const std::string& bucket, const std::string& prefix,

@@ -121,8 +121,7 @@ TEST_CASE("remote: a pack in an S3 bucket reads whole shards under the block shu
     return;
   }
   AwsEnvironment env;
-  env.set("AWS_ACCESS_KEY_ID", server.key_id());
-  env.set("AWS_SECRET_ACCESS_KEY", server.secret());
+  server.sign_in(env);
   const int64_t pack_bytes = folder_bytes(local.file("p"));
   mploader::shards::PackedShardsOptions o;
   o.remote_read = mploader::shards::RemoteRead::kWholeShards;
@@ -178,8 +177,7 @@ TEST_CASE("remote: mploader-pack uploads a pack to an HTTP server that takes PUT
     return;
   }
   AwsEnvironment env;
-  env.set("AWS_ACCESS_KEY_ID", bucket.key_id());
-  env.set("AWS_SECRET_ACCESS_KEY", bucket.secret());
+  bucket.sign_in(env);
   REQUIRE(run_pack(in.file("photos") + " -o s3://packs/photos --shard-size 32KB --endpoint-url " +
                        bucket.endpoint(),
                    in.file("s3.log")) == 0);

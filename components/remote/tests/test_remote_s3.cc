@@ -50,10 +50,7 @@ struct Bucket {
     return o;
   }
   // The bucket's credentials, in the environment for as long as `env` lives.
-  void sign_in(AwsEnvironment& env) const {
-    env.set("AWS_ACCESS_KEY_ID", server->key_id());
-    env.set("AWS_SECRET_ACCESS_KEY", server->secret());
-  }
+  void sign_in(AwsEnvironment& env) const { server->sign_in(env); }
   // The shards under "train/", named by the prefix alone.
   std::shared_ptr<TarShards> by_prefix() const {
     return std::make_shared<TarShards>(std::vector<std::string>{"s3://corpus/train/"}, options());
@@ -130,8 +127,7 @@ TEST_CASE("remote: TokenStream follows the S3 endpoint the environment names now
     return;
   }
   AwsEnvironment env;
-  env.set("AWS_ACCESS_KEY_ID", server.key_id());
-  env.set("AWS_SECRET_ACCESS_KEY", server.secret());
+  server.sign_in(env);
   mploader::TokenStreamOptions to;
   to.context = 16;
   to.cache_dir = local.file("cache");
