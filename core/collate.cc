@@ -106,9 +106,17 @@ void check_sample(size_t row, const Sample& sample) {
   }
 }
 
-// Copies `src` into `dst` (same shape); memcpy when both are contiguous and of one dtype.
+// Whether `src`'s bytes are its values, ready for a memcpy into a tensor of `dtype`: dense,
+// on the CPU, of that dtype, and no lazy conjugate or negation (a view whose memory holds the
+// values before conj() or neg(); only ATen's copy applies them).
+bool bytes_are_values(const at::Tensor& src, at::ScalarType dtype) {
+  return src.is_contiguous() && src.scalar_type() == dtype && src.device().is_cpu() &&
+         !src.is_conj() && !src.is_neg();
+}
+
+// Copies `src` into `dst` (same shape); memcpy when the bytes are the values.
 void copy_into(at::Tensor dst, const at::Tensor& src) {
-  if (src.is_contiguous() && src.scalar_type() == dst.scalar_type() && src.device().is_cpu()) {
+  if (bytes_are_values(src, dst.scalar_type())) {
     std::memcpy(dst.data_ptr(), src.data_ptr(), src.nbytes());
   } else {
     dst.copy_(src);
@@ -121,8 +129,8 @@ void copy_into(at::Tensor dst, const at::Tensor& src) {
 // share of a worker's time on small samples.
 void copy_into_row(at::Tensor& batch, int64_t row, const at::Tensor& src) {
   const auto row_bytes = batch.nbytes() / static_cast<size_t>(batch.size(0));
-  if (src.is_contiguous() && src.scalar_type() == batch.scalar_type() && src.device().is_cpu() &&
-      src.nbytes() <= row_bytes && batch.is_contiguous()) {
+  if (bytes_are_values(src, batch.scalar_type()) && src.nbytes() <= row_bytes &&
+      batch.is_contiguous()) {
     std::memcpy(static_cast<char*>(batch.data_ptr()) + row * row_bytes, src.data_ptr(),
                 src.nbytes());
     return;
@@ -145,6 +153,17 @@ void copy_into_row(at::Tensor& batch, int64_t row, const at::Tensor& src) {
   });
 }
 
+void throw_dtype_mismatch(const char* verb, const std::string& name, size_t row,
+                          at::ScalarType dtype, at::ScalarType first_dtype) {
+  const std::string has = c10::toString(dtype), first_has = c10::toString(first_dtype);
+  throw SampleError(row, [=](const SampleError::NameOf& sample) {
+    return std::string("cannot ") + verb + " '" + name + "': " + sample(row) + " has dtype " +
+           has + " but " + sample(0) + " has " + first_has +
+           "; return one dtype for every sample (convert with .to(), or float() a Python "
+           "number), as torch.stack refuses mixed dtypes too";
+  });
+}
+
 void throw_empty_batch(const char* who) {
   throw OptionError("samples", message(who, "cannot collate an empty batch (0 samples)",
                                        "Give a batch of one sample or more"));
@@ -160,6 +179,7 @@ using detail::collate::copy_into;
 using detail::collate::copy_into_row;
 using detail::collate::throw_names_differ;
 using detail::collate::not_copyable;
+using detail::collate::throw_dtype_mismatch;
 using detail::collate::throw_empty_batch;
 using detail::collate::throw_shape_mismatch;
 
@@ -179,6 +199,9 @@ class StackCollator : public Collator {
       for (size_t i = 1; i < samples.size(); ++i) {
         const at::Tensor& t = samples[i][name];
         if (t.sizes() != t0.sizes()) throw_stack_mismatch(name, i, t.sizes(), t0.sizes());
+        if (t.scalar_type() != t0.scalar_type()) {
+          throw_dtype_mismatch("stack", name, i, t.scalar_type(), t0.scalar_type());
+        }
       }
     }
     return layout_from_first(samples[0], samples.size());
@@ -224,6 +247,9 @@ class StackCollator : public Collator {
     for (const auto& [name, t] : sample) {
       const at::IntArrayRef first_shape = at::IntArrayRef(layout[k].shape).slice(1);
       if (t.sizes() != first_shape) throw_stack_mismatch(name, row, t.sizes(), first_shape);
+      if (t.scalar_type() != layout[k].dtype) {
+        throw_dtype_mismatch("stack", name, row, t.scalar_type(), layout[k].dtype);
+      }
       copy_into_row(outputs[k++], static_cast<int64_t>(row), t);
     }
   }

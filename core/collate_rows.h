@@ -36,6 +36,12 @@ void copy_into_row(at::Tensor& batch, int64_t row, const at::Tensor& src);
                                        at::IntArrayRef shape, at::IntArrayRef first_shape,
                                        const char* advice);
 
+// "cannot <verb> 'x': sample 2 has dtype Float but sample 0 has Long; <advice>". A batch's
+// tensor takes sample 0's dtype; converting another sample's values into it could truncate
+// them (1.5 -> 1), so a mismatch is refused, as torch.stack into a typed batch refuses it.
+[[noreturn]] void throw_dtype_mismatch(const char* verb, const std::string& name, size_t row,
+                                       at::ScalarType dtype, at::ScalarType first_dtype);
+
 // OptionError("samples", ...): `who` ("stack_collate", "pad_collate") was given no sample.
 [[noreturn]] void throw_empty_batch(const char* who);
 

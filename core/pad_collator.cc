@@ -18,21 +18,9 @@ namespace {
 using detail::collate::check_same_names;
 using detail::collate::check_sample;
 using detail::collate::copy_into_row;
+using detail::collate::throw_dtype_mismatch;
 using detail::collate::throw_empty_batch;
 using detail::collate::throw_shape_mismatch;
-
-// "cannot pad 'x': sample 2 has dtype Float but sample 0 has Long; ..."
-[[noreturn]] void throw_dtype_mismatch(const std::string& name, size_t row, at::ScalarType dtype,
-                                       at::ScalarType first_dtype) {
-  std::ostringstream has, first_has;
-  has << dtype;
-  first_has << first_dtype;
-  throw SampleError(row, [=, has = has.str(), first_has = first_has.str()](
-                             const SampleError::NameOf& sample) {
-    return "cannot pad '" + name + "': " + sample(row) + " has dtype " + has + " but " +
-           sample(0) + " has " + first_has + "; return one dtype for every sample (.to())";
-  });
-}
 
 int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
@@ -142,7 +130,7 @@ class PadCollator : public Collator {
                              "every sample's tensor must have the same number of dimensions");
       }
       if (t.scalar_type() != t0.scalar_type()) {
-        throw_dtype_mismatch(name, i, t.scalar_type(), t0.scalar_type());
+        throw_dtype_mismatch("pad", name, i, t.scalar_type(), t0.scalar_type());
       }
       for (int64_t d = 0; d < t.dim(); ++d) {
         if (d > 0 && o_.dims == PadDims::kFirst && t.size(d) != t0.size(d)) {

@@ -86,7 +86,8 @@ void copy_checked(const FieldLayout& field, uint8_t* base, const at::Tensor& val
                         "Give it the dtype and shape sample_layout() declares, or declare what "
                         "get() returns"));
   }
-  if (value.is_contiguous() && value.device().is_cpu() && value.layout() == at::kStrided) {
+  if (value.is_contiguous() && value.device().is_cpu() && value.layout() == at::kStrided &&
+      !value.is_conj() && !value.is_neg()) {  // lazy conj/neg views: only copy_ applies them
     std::memcpy(base, value.data_ptr(), value.nbytes());
     return;
   }

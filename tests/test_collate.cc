@@ -1,5 +1,6 @@
 // The built-in collators on their own, without workers: every way a sample's tensor can reach
-// a batch row (contiguous memcpy, another dtype, a strided view, a shorter padded tensor).
+// a batch row (contiguous memcpy, a strided or lazy view, a shorter padded tensor), and the
+// samples they refuse (another dtype than sample 0's, names in another order).
 #include "error_text.h"
 
 #include <mploader/collate.h>
@@ -29,21 +30,70 @@ std::vector<at::Tensor> collate(mploader::Collator& c, const std::vector<Sample>
 
 }  // namespace
 
-TEST_CASE("collate: stack copies every row, whatever the source's layout or dtype", "[collate]") {
+TEST_CASE("collate: stack copies every row, whatever the source's layout", "[collate]") {
   const at::Tensor grid = at::arange(36, at::kFloat).reshape({6, 6});
   REQUIRE_FALSE(grid.t()[1].is_contiguous());
   std::vector<Sample> samples{
       {{"x", grid[0]}, {"y", at::scalar_tensor(10, at::kLong)}},
-      {{"x", grid.t()[1]}, {"y", at::scalar_tensor(11, at::kInt)}},  // strided; another dtype
-      {{"x", grid[3].to(at::kDouble)}, {"y", at::scalar_tensor(12, at::kLong)}},
+      {{"x", grid.t()[1]}, {"y", at::scalar_tensor(11, at::kLong)}},  // strided
+      {{"x", grid[3]}, {"y", at::scalar_tensor(12, at::kLong)}},
   };
   auto out = collate(*mploader::stack_collate(), samples);
   REQUIRE(out.size() == 2);
   CHECK(out[0].sizes() == at::IntArrayRef({3, 6}));
   for (int i = 0; i < 3; ++i) {
-    CHECK(at::equal(out[0][i], samples[i]["x"].to(at::kFloat)));
+    CHECK(at::equal(out[0][i], samples[i]["x"]));
     CHECK(out[1][i].item<int64_t>() == 10 + i);
   }
+}
+
+// Stacks `samples` whole and row by row (as a worker streams them); both must equal `expected`.
+void check_both_paths(const std::vector<Sample>& samples, const at::Tensor& expected) {
+  auto stack = mploader::stack_collate();
+  CHECK(at::equal(collate(*stack, samples)[0], expected));
+  const auto layout = stack->layout_from_first(samples[0], samples.size());
+  std::vector<at::Tensor> rows{at::empty(layout[0].shape, layout[0].dtype)};
+  for (size_t i = 0; i < samples.size(); ++i) stack->fill_row(i, samples[i], layout, rows);
+  CHECK(at::equal(rows[0], expected));
+}
+
+TEST_CASE("collate: lazy and strided views reach the batch as their values", "[collate]") {
+  const at::Tensor z = at::complex(at::arange(4, at::kFloat), at::arange(4, at::kFloat) + 10);
+  REQUIRE(z.conj().is_conj());
+  // conj() and the imaginary part of a conjugate (a negative-bit view) keep the memory of the
+  // original: a byte copy would drop the conjugation and the sign.
+  check_both_paths({{{"z", z.conj()}}, {{"z", z.conj()}}},
+                   at::stack({z.conj().resolve_conj(), z.conj().resolve_conj()}));
+  const at::Tensor negative = z.conj().imag();
+  REQUIRE(negative.is_neg());
+  check_both_paths({{{"v", negative}}, {{"v", negative}}},
+                   at::stack({-(at::arange(4, at::kFloat) + 10), -(at::arange(4, at::kFloat) + 10)}));
+  const at::Tensor grid = at::arange(12, at::kLong).reshape({3, 4});
+  const at::Tensor expanded = at::arange(4, at::kLong).expand({3, 4});  // stride 0
+  const at::Tensor offset = grid.flatten().narrow(0, 4, 4);  // a storage offset, contiguous
+  REQUIRE(expanded.stride(0) == 0);
+  REQUIRE(offset.storage_offset() == 4);
+  check_both_paths({{{"m", grid.t()}}, {{"m", expanded.t()}}},
+                   at::stack({grid.t().contiguous(), expanded.t().contiguous()}));
+  check_both_paths({{{"o", offset}}, {{"o", grid[1]}}}, at::stack({grid[1], grid[1]}));
+}
+
+TEST_CASE("collate: a sample of another dtype than sample 0's is refused, never converted",
+          "[collate]") {
+  const std::vector<Sample> samples{{{"label", at::tensor({1, 2}, at::kLong)}},
+                                    {{"label", at::tensor({1.5, 2.5}, at::kFloat)}}};
+  auto stack = mploader::stack_collate();
+  const auto layout = stack->layout_from_first(samples[0], 2);
+  std::vector<at::Tensor> rows{at::empty(layout[0].shape, layout[0].dtype)};
+  for (const std::string& text :
+       {error_of([&] { mploader::stack_collate()->layout(samples); }),
+        error_of([&] { stack->fill_row(1, samples[1], layout, rows); })}) {
+    CHECK_THAT(text, Catch::Contains("cannot stack 'label': sample 1 has dtype Float but "
+                                     "sample 0 has Long"));
+  }
+  CHECK_THROWS_WITH(mploader::pad_collate()->layout(samples),
+                    Catch::Contains("cannot pad 'label': sample 1 has dtype Float but sample 0 "
+                                    "has Long"));
 }
 
 TEST_CASE("collate: pad fills short rows' fronts and pads the rest", "[collate]") {
