@@ -4,6 +4,7 @@
 #include "util/log.h"
 #include "loader/messages.h"
 #include "loader/overflow_memory.h"
+#include "process/wait_check.h"
 
 #include <mploader/errors.h>
 
@@ -145,6 +146,7 @@ std::optional<Batch> Dispatcher::next() {
     const uint64_t replacements = replacements_;
     const bool blocked = !reorder_.empty();  // later batches ready, the one due is not
     const Clock::time_point wait_start = blocked ? Clock::now() : Clock::time_point{};
+    check_while_waiting();  // before the wait: what it throws leaves every task as it was
     wait_for_results(deadline);
     if (blocked) head_of_line_ns_ += static_cast<uint64_t>(nanos(Clock::now() - wait_start));
     if (replacements_ != replacements) deadline = fresh_deadline();  // a new worker's time
@@ -289,7 +291,7 @@ void Dispatcher::wait_for_results(Clock::time_point deadline) {
     timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 1 << 30));
   }
   if (missing_pidfd && (timeout_ms < 0 || timeout_ms > 100)) timeout_ms = 100;
-  int rc = poll(fds.data(), fds.size(), timeout_ms);
+  int rc = poll(fds.data(), fds.size(), wait_slice_ms(timeout_ms));
   if (rc < 0 && errno != EINTR) throw Error(std::string("mploader: poll: ") + strerror(errno));
   for (size_t w : running) receive_from(w);
   for (size_t i = 0; i < running.size(); ++i) {

@@ -3,6 +3,7 @@
 #include "core/assembly.h"
 #include "core/text_fields.h"
 #include "loader/component_settings.h"
+#include "process/wait_check.h"
 #include "supervise/supervisor.h"
 #include "util/log.h"
 #include "util/units.h"
@@ -10,10 +11,12 @@
 #include <mploader/errors.h>
 
 #include <poll.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace mploader::detail {
@@ -66,38 +69,69 @@ const char* const kSkipProbe =
     "largest batch: then no sample is read to size the slots, and quarantine_after (with "
     "max_restarts_per_epoch) leaves bad samples out during the epoch.";
 
-// Returns when the probe has answered; throws WorkerCrashed or TimeoutError when it died or
-// overran LoaderOptions::timeout.
-void await_probe(WorkerChannel& c, Supervisor& supervisor, const LoaderOptions& options) {
+// How long the probe may spend reading its samples before the slots are sized without it. A
+// dataset whose samples wait for one another (a barrier across workers) never answers a probe
+// that is the only worker; bounded, the loader starts with slots of kUnprobedSlotBytes and
+// batches larger than that travel in one-off segments.
+constexpr auto kProbeReadLimit = std::chrono::seconds(10);
+constexpr uint64_t kUnprobedSlotBytes = uint64_t{4} << 20;
+
+// Whether the probe is past starting up and waiting for tasks: in dataset or collator code.
+bool probe_reading(const WorkerChannel& c) {
+  const auto phase = static_cast<ipc::WorkerPhase>(c.view.header().phase.load());
+  return phase != ipc::WorkerPhase::kStarting && phase != ipc::WorkerPhase::kIdle;
+}
+
+// True when the probe has answered; false when it read for longer than kProbeReadLimit (and
+// `may_give_up`); throws WorkerCrashed or TimeoutError when it died or overran
+// LoaderOptions::timeout, and what the wait check throws.
+bool await_probe(WorkerChannel& c, Supervisor& supervisor, const LoaderOptions& options,
+                 bool may_give_up) {
   const bool has_timeout = options.timeout.count() > 0;
   const Clock::time_point deadline = has_timeout ? Clock::now() + options.timeout
                                                  : Clock::time_point::max();
+  Clock::time_point reading_since = Clock::time_point::max();
   for (;;) {
     uint32_t id;
-    if (c.view.done_ring().try_pop(id)) return;
-    pollfd fds[2] = {{c.done_event.fd(), POLLIN, 0}, {c.process.pidfd.get(), POLLIN, 0}};
-    int timeout_ms = !c.process.pidfd ? 100 : -1;  // no pidfd: poll the status instead
+    if (c.view.done_ring().try_pop(id)) return true;
+    int timeout_ms = !c.process.pidfd ? 100 : 1000;  // no pidfd: poll the status instead
     if (has_timeout) {
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      const int until_deadline = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 1 << 30));
-      timeout_ms = timeout_ms < 0 ? until_deadline : std::min(timeout_ms, until_deadline);
+      timeout_ms = std::min<int64_t>(timeout_ms, std::clamp<int64_t>(left.count() + 1, 0, 1 << 30));
     }
-    const int rc = poll(fds, 2, timeout_ms);
+    pollfd fds[2] = {{c.done_event.fd(), POLLIN, 0}, {c.process.pidfd.get(), POLLIN, 0}};
+    check_while_waiting();
+    const int rc = poll(fds, 2, wait_slice_ms(timeout_ms));
     if (rc < 0 && errno != EINTR) throw Error(std::string("mploader: poll: ") + strerror(errno));
     c.done_event.drain();
-    if (c.view.done_ring().try_pop(id)) return;
+    if (c.view.done_ring().try_pop(id)) return true;
     const bool exited = c.process.pidfd ? (fds[1].revents & POLLIN) != 0
                                         : detail::peek_exit(c.process).has_value();
     if (exited) {
+      // Skipping the probe helps only when a sample killed it, not a worker that never started.
+      const bool in_samples = reading_since != Clock::time_point::max() || probe_reading(c);
       auto record = supervisor.death_of(0);
-      throw WorkerCrashed(kProbeDied + record->message + kSkipProbe, record->summary);
+      throw WorkerCrashed(kProbeDied + record->message + (in_samples ? kSkipProbe : ""),
+                          record->summary);
     }
     if (has_timeout && Clock::now() >= deadline) {
       auto record = supervisor.hang_of(0, static_cast<int64_t>(options.timeout.count()));
       throw TimeoutError(kProbeDied + record->message, record->summary);
     }
+    if (reading_since == Clock::time_point::max() && probe_reading(c)) reading_since = Clock::now();
+    if (may_give_up && Clock::now() - reading_since >= kProbeReadLimit) return false;
   }
+}
+
+void warn_unprobed(size_t max_batch) {
+  log().warn("mploader: the worker reading sample 0 to size the ring slots had no answer after "
+             "{} s (samples that wait for other workers never answer a lone reader), so it was "
+             "stopped and the slots hold {} each: a batch of {} samples larger than that "
+             "travels in a one-off shared segment, which is slower. Set max_batch_bytes to the "
+             "largest batch to size the slots without reading a sample.",
+             std::chrono::seconds(kProbeReadLimit).count(), human_bytes(kUnprobedSlotBytes),
+             max_batch);
 }
 
 // The probe's estimate, or the WorkerError its failure stands for.
@@ -157,10 +191,17 @@ uint64_t probe_slot_bytes(Dataset& dataset, const LoaderOptions& options,
     // Destroyed in reverse: the supervisor stops watching before the pool's orderly shutdown.
     WorkerPool pool(dataset, *options.collate, probe_config(pool_config, probe_count));
     InFlightTable in_flight(1);
-    Supervisor supervisor(pool, in_flight, supervisor_settings(options));
+    std::optional<Supervisor> supervisor(std::in_place, pool, in_flight,
+                                         supervisor_settings(options));
     send_probe(pool.channel(0), in_flight, probe_count, max_batch,
                pool_config.worker_settings.first_epoch);
-    await_probe(pool.channel(0), supervisor, options);
+    if (!await_probe(pool.channel(0), *supervisor, options,
+                     pool_config.worker_settings.allow_overflow)) {
+      supervisor.reset();  // a probe stopped on purpose is no death to report
+      kill(pool.channel(0).process.pid, SIGKILL);  // waiting, it would not see a stop request
+      warn_unprobed(max_batch);
+      return kUnprobedSlotBytes;
+    }
     estimate = probe_result(pool.channel(0), pool_config.worker_settings.first_epoch);
     warn_of_capped_text(pool.channel(0).view.descriptor(kProbeDescriptor), max_batch,
                         pool_config);

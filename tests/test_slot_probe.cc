@@ -6,7 +6,11 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include <cstdio>
 #include <cstring>
@@ -101,6 +105,32 @@ class WideDataset : public Dataset {
   std::string prefix_;
 };
 
+// Each sample waits until two have been asked for, across processes (a count in memory shared
+// by fork): samples that meet, as PyTorch's worker-seed tests' datasets do. A lone reader never
+// gets past the first; the wait is bounded so that a failing test ends.
+class MeetingDataset : public Dataset {
+ public:
+  MeetingDataset()
+      : arrived_(static_cast<std::atomic<int>*>(mmap(nullptr, sizeof(std::atomic<int>),
+                                                     PROT_READ | PROT_WRITE,
+                                                     MAP_SHARED | MAP_ANONYMOUS, -1, 0))) {
+    new (arrived_) std::atomic<int>(0);
+  }
+  ~MeetingDataset() override { munmap(arrived_, sizeof(std::atomic<int>)); }
+  size_t size() const override { return 8; }
+  Sample get(int64_t index) override {
+    const int me = arrived_->fetch_add(1) + 1;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    while (arrived_->load() < 2 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return {{"index", at::scalar_tensor(index, at::kLong)}, {"arrival", at::scalar_tensor(me)}};
+  }
+
+ private:
+  std::atomic<int>* arrived_;
+};
+
 LoaderOptions two_workers() {
   LoaderOptions o;
   o.num_workers = 2;
@@ -188,6 +218,18 @@ TEST_CASE("probe: a hang in sample 0 ends in a TimeoutError when a timeout is se
   o.timeout = std::chrono::milliseconds(500);
   auto data = std::make_shared<FaultyDataset>(100, 0, FaultyDataset::Fault::kHang);
   CHECK_THROWS_AS(Loader(data, o), TimeoutError);
+}
+
+TEST_CASE("probe: samples that wait for each other start the loader once the probe gives up",
+          "[probe][process]") {
+  LoaderOptions o = two_workers();
+  o.batch_size = 1;
+  o.shuffle = false;
+  auto data = std::make_shared<MeetingDataset>();
+  Loader loader(data, o);  // before the bound on the probe, this never returned
+  std::vector<int64_t> seen;
+  for (Batch& b : loader) seen.push_back(b["index"].item<int64_t>());
+  CHECK(seen == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
 }
 
 TEST_CASE("probe: 40 tensors of 127-character names and 16 dimensions load",

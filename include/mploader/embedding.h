@@ -1,6 +1,7 @@
 /// @file
 /// For a runtime that embeds mploader, such as the Python package: code that must run around
-/// every fork of a worker process, on the thread that forks.
+/// every fork of a worker process, on the thread that forks, and a check that runs while the
+/// caller's thread waits for workers.
 #pragma once
 
 namespace mploader {
@@ -22,5 +23,12 @@ struct ForkHooks {
 /// Sets the hooks for every later fork of a worker, by every Loader. Thread-safe; a fork in
 /// progress finishes with the hooks it started with.
 void set_fork_hooks(const ForkHooks& hooks);
+
+/// Sets a function that a thread waiting for workers in Loader::next() or in the Loader's
+/// constructor (the slot probe) calls at least every 100 ms; whatever it throws ends the wait
+/// and leaves that call. Python needs it: its signal handlers (Ctrl-C's KeyboardInterrupt, an
+/// alarm) run only when the main thread runs Python code, which it does not while it waits
+/// here. Null (the default) removes it. Thread-safe.
+void set_wait_check(void (*check)());
 
 }  // namespace mploader
