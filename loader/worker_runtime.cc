@@ -84,6 +84,7 @@ void WorkerRuntime::refuse_impossible_fd_limits() const {
   PreflightInput input = preflight_input();
   raise_fd_soft_limit(input);
   for (const PreflightFinding& finding : preflight_fds(input)) {
+    if (finding.error && finding.what == "memory") throw OptionError("batch_size", finding.message);
     if (finding.error) throw Error(finding.message);
   }
 }
@@ -93,6 +94,7 @@ void WorkerRuntime::run_preflight() const {
   PreflightInput input = preflight_input();
   raise_fd_soft_limit(input);
   for (const PreflightFinding& finding : preflight(input)) {
+    if (finding.error && finding.what == "memory") throw OptionError("batch_size", finding.message);
     if (finding.error) throw Error(finding.message);
     log().warn(finding.message);
   }

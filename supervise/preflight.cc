@@ -100,6 +100,14 @@ void check_memory(const PreflightInput& in, std::vector<PreflightFinding>& out) 
                                     "memory cgroup's limit of " + human_bytes(in.memory_limit) +
                                     "; the OOM killer may end a worker. Lower num_workers, "
                                     "prefetch_factor or batch_size."});
+  } else if (in.memory_available >= 0 && rings > static_cast<uint64_t>(in.memory_available)) {
+    // The rings are reserved page by page before any batch: more than there is ends in the
+    // OOM killer, not in a loader that runs slowly.
+    out.push_back({true, "memory", "mploader: the workers need " + need + " but only " +
+                                   human_bytes(in.memory_available) + " of memory is "
+                                   "available (MemAvailable), so the rings cannot be reserved. "
+                                   "Lower batch_size (or max_batch_bytes), prefetch_factor or "
+                                   "num_workers."});
   } else if (in.memory_available >= 0 && rings + batches > static_cast<uint64_t>(in.memory_available)) {
     out.push_back({false, "memory", "mploader: the workers need " + need + " but only " +
                                     human_bytes(in.memory_available) + " of memory is available."});

@@ -82,6 +82,20 @@ TEST_CASE("preflight: memory limit against rings and batches", "[preflight]") {
   CHECK(has(preflight(in), "memory", true));
 }
 
+TEST_CASE("preflight: rings larger than the memory available stop the loader before they are "
+          "reserved", "[preflight]") {
+  auto in = roomy_machine();
+  in.memory_available = 200 << 20;  // rings 160 MiB + batches 48 MiB: tight, but they fit
+  auto tight = preflight(in);
+  REQUIRE(has(tight, "memory", false));
+  CHECK_FALSE(has(tight, "memory", true));
+  in.memory_available = 100 << 20;  // the rings alone do not fit
+  auto findings = preflight(in);
+  REQUIRE(has(findings, "memory", true));
+  CHECK_THAT(findings[0].message, Catch::Contains("160 MiB of rings") &&
+                                      Catch::Contains("Lower batch_size"));
+}
+
 TEST_CASE("preflight: a small /dev/shm is pointed out", "[preflight]") {
   auto in = roomy_machine();
   in.dev_shm_bytes = 64 << 20;
