@@ -3,6 +3,7 @@
 #include "ipc/shm_region.h"
 #include "process/worker_process.h"
 #include "util/units.h"
+#include "worker/worker_loop.h"
 
 #include <signal.h>
 #include <sys/vfs.h>
@@ -283,6 +284,23 @@ void diagnose_stopped(const DeathEvidence& e, Diagnosis& d) {
                       "stopped on purpose, raise timeout (0 = none).";
 }
 
+// A worker that failed before its first sample: worker_init threw, or (spawn, forkserver) the
+// dataset could not be rebuilt from its recipe in the new process.
+void diagnose_init_error(const DeathEvidence& e, Diagnosis& d) {
+  static const std::string kRebuilding = "rebuilding the dataset in a spawned worker: ";
+  const bool rebuilding = e.init_error.rfind(kRebuilding, 0) == 0;
+  d.cause = DeathCause::kExit;
+  d.what_happened = rebuilding ? "could not rebuild the dataset in a new process: " +
+                                     e.init_error.substr(kRebuilding.size())
+                               : "worker_init threw " + e.init_error;
+  d.evidence = "exit status " + std::to_string(e.status.exit_code) + " before the first sample";
+  d.remedy = rebuilding ? "The dataset's recipe failed in a fresh process (start_method spawn "
+                          "or forkserver), before any sample was read: fix what the error "
+                          "names, or use start_method fork."
+                        : "Fix the worker_init function; it runs in each worker before any "
+                          "sample.";
+}
+
 }  // namespace
 
 Diagnosis diagnose(const DeathEvidence& e) {
@@ -298,11 +316,16 @@ Diagnosis diagnose(const DeathEvidence& e) {
     d.remedy = "Raise timeout if samples are legitimately slow; otherwise look for a deadlock "
                "(a lock inherited across fork, a network or file read with no timeout).";
   } else if (e.status.signal == 0 && !e.init_error.empty()) {
+    diagnose_init_error(e, d);
+  } else if (e.status.signal == 0 && e.status.exit_code == worker::kDescriptorsClosedExit) {
     d.cause = DeathCause::kExit;
-    d.what_happened = "worker_init threw " + e.init_error;
+    d.what_happened = "lost the descriptors it talks to the loader through (its task and done "
+                      "eventfds were closed) " + where(e) + ", so it exited";
     d.evidence = "exit status " + std::to_string(e.status.exit_code) +
-                 " before the first sample";
-    d.remedy = "Fix the worker_init function; it runs in each worker before any sample.";
+                 " (the worker's own check found its descriptors closed)";
+    d.remedy = "Dataset code closed descriptors it did not open (os.closerange(3, ...), closing "
+               "every descriptor after fork, a daemonizing library): close only the ones your "
+               "code opened. docs/writing-a-dataset.md lists what a worker holds.";
   } else if (e.status.signal == 0) {
     d.cause = DeathCause::kExit;
     d.what_happened = "exited with code " + std::to_string(e.status.exit_code) + " " + where(e);

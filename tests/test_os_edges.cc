@@ -1,5 +1,6 @@
 // The operating system's edge cases around workers: a worker stopped by job control or a
-// debugger is reported as stopped, not as a hang, and is still killed and reaped; a process
+// debugger is reported as stopped, not as a hang, and is still killed and reaped; a worker whose
+// descriptors dataset code closed is reported as such, not waited for; a process
 // that dataset code starts inherits none of mploader's descriptors; threads running at fork are
 // warned about, libtorch's own intra-op pool not.
 #include "crash_test_support.h"
@@ -85,6 +86,37 @@ StoppedOutcome run_with_stopped_worker(const std::function<bool(int)>& stop) {
 }
 
 }  // namespace
+
+// Closes every descriptor above stderr in sample 3, as a dataset that "daemonizes" might.
+class ClosingDataset : public CountingDataset {
+ public:
+  using CountingDataset::CountingDataset;
+  Sample get(int64_t index) override {
+    if (index == 3) {
+      for (int fd = 3; fd < 4096; ++fd) close(fd);
+    }
+    return CountingDataset::get(index);
+  }
+};
+
+TEST_CASE("closed descriptors: a worker whose eventfds dataset code closed is reported, not "
+          "waited for", "[crash][process]") {
+  LoaderOptions o;
+  o.num_workers = 1;
+  o.batch_size = 2;
+  o.max_batch_bytes = 1 << 16;  // sample 3 is read by a worker of the epoch, not by the probe
+  o.crash_dir = fresh_dir();
+  Loader loader(std::make_shared<ClosingDataset>(8), o);
+  try {
+    for (Batch& b : loader) (void)b;
+    FAIL("the epoch ended without an error");
+  } catch (const WorkerCrashed& e) {
+    CHECK(e.cause() == DeathCause::kExit);
+    CHECK(e.exit_code() == 73);
+    CHECK_THAT(std::string(e.what()), Catch::Contains("lost the descriptors") &&
+                                          Catch::Contains("close only the ones your code opened"));
+  }
+}
 
 TEST_CASE("stopped worker: SIGSTOP is reported as stopped (state T), not as a hang in get",
           "[crash][process][stopped]") {

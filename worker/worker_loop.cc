@@ -164,7 +164,9 @@ class Worker {
  private:
   static void notify(int fd) {
     uint64_t one = 1;
-    while (write(fd, &one, sizeof one) < 0 && errno == EINTR) {
+    while (write(fd, &one, sizeof one) < 0) {
+      if (errno == EBADF) _exit(kDescriptorsClosedExit);
+      if (errno != EINTR) break;
     }
   }
 
@@ -230,6 +232,7 @@ class Worker {
       publish_cpu_time(StageClock::Clock::now());  // idle now: the count is complete
       pollfd p{c_.spec.task_event_fd, POLLIN, 0};
       int rc = poll(&p, 1, kIdleCheckMs);
+      if (rc > 0 && (p.revents & POLLNVAL) != 0) _exit(kDescriptorsClosedExit);
       if (rc > 0) {
         uint64_t value;
         while (read(c_.spec.task_event_fd, &value, sizeof value) < 0 && errno == EINTR) {

@@ -30,6 +30,10 @@ struct WorkerContext {
 
 // Exit code of a worker whose worker_init threw; the text is in RegionHeader::init_error.
 constexpr int kInitFailedExit = 71;
+// Exit code of a worker whose own descriptors (task and done eventfds) were closed under it,
+// by dataset code that closes descriptors it did not open: it can neither hear of a task nor
+// say one is done, so it exits rather than spin or leave the main process waiting.
+constexpr int kDescriptorsClosedExit = 73;
 
 // Runs until shutdown; returns the process exit code (0 on an orderly shutdown).
 int run_worker(const WorkerContext& context);

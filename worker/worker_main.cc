@@ -17,7 +17,22 @@
 namespace mploader::worker {
 
 // Runs in the new worker, before any task. Exits the process.
-void become_worker(const WorkerSpec& spec) {
+namespace {
+
+// What the main process is told of a recipe that failed, in `room` bytes with the
+// terminator. A long message keeps its end: a Python traceback ends with the exception itself.
+std::string init_error_text(const std::string& what, size_t room) {
+  static const std::string kPrefix = "rebuilding the dataset in a spawned worker: ";
+  static const std::string kCut = "... ";
+  if (kPrefix.size() + what.size() < room) return kPrefix + what;
+  size_t from = what.size() - (room - 1 - kPrefix.size() - kCut.size());
+  while (from < what.size() && (static_cast<unsigned char>(what[from]) & 0xC0) == 0x80) ++from;
+  return kPrefix + kCut + what.substr(from);  // from a character's first byte
+}
+
+}  // namespace
+
+void become_worker(WorkerSpec& spec) {
   unsetenv(kSpawnEnv);  // a loader inside this worker is an ordinary loader
   // They stayed open across this one exec only: a program that dataset code runs must not
   // hold the ring (and outlive us with it).
@@ -46,9 +61,11 @@ void become_worker(const WorkerSpec& spec) {
                                         "program, or in a library the workers load"));
     }
     dataset = factory(settings.dataset_config);
+    // Built: its recipe can be as large as the dataset (a pickled one), and is not read again.
+    std::string().swap(spec.settings.dataset_config);
     collator = detail::collator_from_recipe(settings.collator_recipe);
   } catch (const std::exception& e) {
-    const std::string text = std::string("rebuilding the dataset in a spawned worker: ") + e.what();
+    const std::string text = init_error_text(e.what(), sizeof view.header().init_error);
     ipc::copy_text(view.header().init_error, sizeof view.header().init_error, text.c_str());
     _exit(kInitFailedExit);
   }

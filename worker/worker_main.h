@@ -10,7 +10,7 @@ namespace mploader::worker {
 
 // Marks the spec's descriptors close-on-exec, maps the region, rebuilds the dataset and
 // collator, runs the worker loop and exits with its code.
-[[noreturn]] void become_worker(const WorkerSpec& spec);
+[[noreturn]] void become_worker(WorkerSpec& spec);
 // Called by mploader::init(): in a spawned worker, runs it and exits; otherwise returns.
 void run_if_spawned();
 
