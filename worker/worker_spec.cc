@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <sstream>
 #include <tuple>
@@ -12,31 +13,62 @@
 namespace mploader::worker {
 namespace {
 
-// Recipes may hold any bytes (a dataset's config); hex keeps the line one word per field.
-std::string hex(const std::string& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) out += {digits[c >> 4], digits[c & 15]};
-  return out;
+// A spec is a header line of its numbers, ending with the three recipes' lengths, then the
+// recipes' raw bytes. A dataset's recipe can be as large as the dataset (a pickled Python one):
+// raw, it is written and read once, with no text encoding that would double it.
+constexpr const char* kVersion = "v4";
+constexpr size_t kMaxHeaderBytes = 1024;
+
+std::string header_of(const WorkerSpec& s) {
+  const WorkerSettings& w = s.settings;
+  std::ostringstream out;
+  out << kVersion << ' ' << s.worker_id << ' ' << s.parent_pid << ' ' << s.region_fd << ' '
+      << s.region_bytes << ' ' << s.task_event_fd << ' ' << s.done_event_fd << ' '
+      << s.socket_fd << ' ' << s.worker_slots << ' ' << w.seed << ' ' << w.first_epoch << ' '
+      << w.rank << ' ' << w.world_size << ' ' << w.allow_overflow << ' '
+      << w.dataset_factory.size() << ' ' << w.dataset_config.size() << ' '
+      << w.collator_recipe.size() << '\n';
+  return out.str();
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
+// The header's fields into `s`, and the recipes' lengths; false for anything else.
+bool parse_header(const std::string& header, WorkerSpec& s, size_t (&lengths)[3]) {
+  std::istringstream in(header);
+  WorkerSettings& w = s.settings;
+  std::string version;
+  in >> version >> s.worker_id >> s.parent_pid >> s.region_fd >> s.region_bytes >>
+      s.task_event_fd >> s.done_event_fd >> s.socket_fd >> s.worker_slots >> w.seed >>
+      w.first_epoch >> w.rank >> w.world_size >> w.allow_overflow >> lengths[0] >> lengths[1] >>
+      lengths[2];
+  return static_cast<bool>(in) && version == kVersion;
 }
 
-// Hex of hex() followed by the '-' that keeps an empty field one word; nullopt for any other
-// text (a variable set by hand, a corrupt message), never an exception.
-std::optional<std::string> unhex_field(const std::string& text) {
-  if (text.empty() || text.back() != '-' || text.size() % 2 != 1) return std::nullopt;
-  std::string out;
-  for (size_t i = 0; i + 1 < text.size(); i += 2) {
-    const int high = hex_digit(text[i]), low = hex_digit(text[i + 1]);
-    if (high < 0 || low < 0) return std::nullopt;
-    out += static_cast<char>(high * 16 + low);
+std::string* recipe_field(WorkerSpec& s, int k) {
+  WorkerSettings& w = s.settings;
+  return k == 0 ? &w.dataset_factory : k == 1 ? &w.dataset_config : &w.collator_recipe;
+}
+
+// Reads `size` bytes at `offset` of `fd` into `out`; false on an error or a short file.
+bool read_at(int fd, off_t offset, size_t size, std::string& out) {
+  out.resize(size);
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = pread(fd, out.data() + done, size - done, offset + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
   }
-  return out;
+  return true;
+}
+
+bool write_at(int fd, off_t offset, const std::string& bytes) {
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = pwrite(fd, bytes.data() + done, bytes.size() - done,
+                             offset + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 // Every field, in one place for comparing.
@@ -60,47 +92,37 @@ bool operator==(const WorkerSpec& a, const WorkerSpec& b) {
   return a.settings == b.settings && own_fields(a) == own_fields(b);
 }
 
-// The worker's own fields, then the shared settings; a '-' ends each recipe, so that an empty
-// one is still a word.
 std::string encode_spec(const WorkerSpec& s) {
   const WorkerSettings& w = s.settings;
-  std::ostringstream out;
-  out << "v3 " << s.worker_id << ' ' << s.parent_pid << ' ' << s.region_fd << ' '
-      << s.region_bytes << ' ' << s.task_event_fd << ' ' << s.done_event_fd << ' '
-      << s.socket_fd << ' ' << s.worker_slots << ' ' << w.seed << ' ' << w.first_epoch << ' '
-      << w.rank << ' ' << w.world_size << ' ' << w.allow_overflow << ' ' << hex(w.dataset_factory) << "- "
-      << hex(w.dataset_config) << "- " << hex(w.collator_recipe) << '-';
-  return out.str();
+  return header_of(s) + w.dataset_factory + w.dataset_config + w.collator_recipe;
 }
 
 std::optional<WorkerSpec> decode_spec(const std::string& text) {
-  std::istringstream in(text);
+  const size_t end = text.find('\n');
   WorkerSpec s;
-  WorkerSettings& w = s.settings;
-  std::string version, factory, config, collator;
-  in >> version >> s.worker_id >> s.parent_pid >> s.region_fd >> s.region_bytes >>
-      s.task_event_fd >> s.done_event_fd >> s.socket_fd >> s.worker_slots >> w.seed >>
-      w.first_epoch >> w.rank >> w.world_size >> w.allow_overflow >> factory >> config >> collator;
-  if (!in || version != "v3") return std::nullopt;
-  std::optional<std::string> f = unhex_field(factory), d = unhex_field(config),
-                             c = unhex_field(collator);
-  if (!f || !d || !c) return std::nullopt;
-  w.dataset_factory = std::move(*f);
-  w.dataset_config = std::move(*d);
-  w.collator_recipe = std::move(*c);
+  size_t lengths[3] = {};
+  if (end == std::string::npos || !parse_header(text.substr(0, end), s, lengths)) return std::nullopt;
+  size_t at = end + 1;
+  if (text.size() - at != lengths[0] + lengths[1] + lengths[2]) return std::nullopt;
+  for (int k = 0; k < 3; ++k) {
+    recipe_field(s, k)->assign(text, at, lengths[k]);
+    at += lengths[k];
+  }
   return s;
 }
 
 ipc::Result<ipc::UniqueFd> spec_to_memfd(const WorkerSpec& spec) {
-  const std::string text = encode_spec(spec);
   ipc::UniqueFd fd(memfd_create("mploader-worker-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd) return ipc::SysError{"memfd_create", errno, "the worker's spec"};
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = pwrite(fd.get(), text.data() + done, text.size() - done,
-                             static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ipc::SysError{"write", errno, "the worker's spec into its memfd"};
-    done += static_cast<size_t>(n);
+  const std::string header = header_of(spec);
+  const WorkerSettings& w = spec.settings;
+  off_t at = 0;
+  for (const std::string* part : {&header, &w.dataset_factory, &w.dataset_config,
+                                  &w.collator_recipe}) {
+    if (!write_at(fd.get(), at, *part)) {
+      return ipc::SysError{"write", errno, "the worker's spec into its memfd"};
+    }
+    at += static_cast<off_t>(part->size());
   }
   // Read-only from here: the worker reads exactly what was written.
   if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
@@ -113,14 +135,20 @@ ipc::Result<ipc::UniqueFd> spec_to_memfd(const WorkerSpec& spec) {
 std::optional<WorkerSpec> spec_from_fd(int fd) {
   struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_size <= 0) return std::nullopt;
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::nullopt;
-    done += static_cast<size_t>(n);
+  const auto size = static_cast<size_t>(st.st_size);
+  std::string head;
+  if (!read_at(fd, 0, std::min(size, kMaxHeaderBytes), head)) return std::nullopt;
+  const size_t end = head.find('\n');
+  WorkerSpec s;
+  size_t lengths[3] = {};
+  if (end == std::string::npos || !parse_header(head.substr(0, end), s, lengths)) return std::nullopt;
+  auto at = static_cast<off_t>(end + 1);
+  if (size - (end + 1) != lengths[0] + lengths[1] + lengths[2]) return std::nullopt;
+  for (int k = 0; k < 3; ++k) {  // each recipe read once, straight into its field
+    if (!read_at(fd, at, lengths[k], *recipe_field(s, k))) return std::nullopt;
+    at += static_cast<off_t>(lengths[k]);
   }
-  return decode_spec(text);
+  return s;
 }
 
 }  // namespace mploader::worker

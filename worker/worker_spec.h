@@ -50,7 +50,8 @@ struct WorkerSpec {
 bool operator==(const WorkerSettings& a, const WorkerSettings& b);
 bool operator==(const WorkerSpec& a, const WorkerSpec& b);
 
-// One line of text, and back; nullopt for text that is not a spec of this version.
+// A header line of the numbers and the recipes' lengths, then the recipes' raw bytes; and
+// back: nullopt for text that is not a spec of this version, or whose lengths do not add up.
 std::string encode_spec(const WorkerSpec& spec);
 [[nodiscard]] std::optional<WorkerSpec> decode_spec(const std::string& text);
 
