@@ -81,6 +81,11 @@ def _rebuilt(facts):
     worker's traceback (a C++ reader's: mploader.Error, or OptionError)."""
     path = facts["exception_type"]
     kind = _cpp_exception_type(path) or _exception_type(path) or RuntimeError
+    if not issubclass(kind, Exception):
+        # SystemExit or KeyboardInterrupt raised inside a worker ended that worker's sample,
+        # not the training: it reaches the loop as an Exception (torch reports a worker that
+        # exits so as an ordinary error), which `except Exception` catches.
+        kind = Error
     where = (f"DataLoader worker process {facts['worker_id']}" if facts["worker_id"] >= 0
              else "the main process (num_workers=0)")
     sample = f", sample {facts['index']}" if facts["index"] >= 0 else ""

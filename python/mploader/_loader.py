@@ -1,4 +1,6 @@
 """mploader.DataLoader: torch.utils.data.DataLoader's signature over mploader's engine."""
+import operator
+
 import torch
 from torch.utils.data import (BatchSampler, IterableDataset, RandomSampler, SequentialSampler,
                               default_convert)
@@ -9,11 +11,13 @@ from ._errors import OptionError
 from ._native import NativeDatasetBase
 from ._iterable import CHUNK, INDICES, IterableCollate, IterableFetch, index_of, is_exhausted
 from ._plugins import check_forkserver_knows
-from ._options import (check_batching, check_counts, check_dataset, check_iterable,
+from ._options import (check_batching, check_counts, check_dataset, check_generator,
+                       check_iterable,
                        check_start_method, engine_options, start_method_of)
-from ._spawning import SPAWNED_COMMAND, payload
+from ._spawning import MAIN_GUARD, SPAWNED_COMMAND, payload, preparing_main
+from ._state_check import check_state
 from ._structure import native_batch, unflatten, unflatten_collated
-from ._worker import (DeferredFetch, GetItems, OneSample, collator, fetcher, has_getitems,
+from ._worker import (DeferredFetch, GetItems, OneSample, SampleFetch, collator, has_getitems,
                       raw_fetcher, starter)
 
 
@@ -39,12 +43,14 @@ class DataLoader:
         check_dataset(dataset, native, batch_size, sampler, batch_sampler, collate_fn)
         check_iterable(dataset, shuffle, sampler, batch_sampler, num_workers)
         check_batching(batch_size, shuffle, sampler, batch_sampler, drop_last)
+        check_generator(generator)
         self._stream = native is not None and native.streaming
         self._iterable = isinstance(dataset, IterableDataset)
         # Batches read by one __getitems__ call each, as torch's fetcher reads them.
         batched = batch_size is not None or batch_sampler is not None
         self._getitems = (native is None and not self._iterable and batched
                           and has_getitems(dataset))
+        given_batch_sampler = batch_sampler
         if batch_sampler is not None:
             batch_size, drop_last = None, False
         if sampler is None and not (self._stream or self._iterable):
@@ -53,6 +59,9 @@ class DataLoader:
         if batch_sampler is None and batch_size is not None and not (self._stream or
                                                                      self._iterable):
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        # Named when it gives an index that is not an integer: the user's batch_sampler, or
+        # the sampler inside the BatchSampler made here.
+        self._index_source = given_batch_sampler if given_batch_sampler is not None else sampler
         self.dataset = dataset
         self.batch_size = batch_size
         self.drop_last = drop_last
@@ -171,8 +180,8 @@ class DataLoader:
                 return drew, base_seed, rank_batches(job, self.sampler, self.batch_size,
                                                      self.drop_last)
             if self.batch_sampler is None:
-                return drew, base_seed, [[index] for index in self.sampler]
-            return drew, base_seed, [list(batch) for batch in self.batch_sampler]
+                return drew, base_seed, checked_plan(([i] for i in self.sampler), self.sampler)
+            return drew, base_seed, checked_plan(self.batch_sampler, self._index_source)
         finally:
             if caller is not None:
                 torch.set_rng_state(caller)
@@ -180,14 +189,19 @@ class DataLoader:
     def _make_loader(self, base_seed, plan):
         if self._loader is not None:
             return
+        if self.num_workers != 0 and preparing_main():
+            raise RuntimeError(MAIN_GUARD)
         options = dict(self._engine_options)
         if self._engine_seed is None:
             self._engine_seed = base_seed & 0xFFFFFFFFFFFFFFFF
         options["seed"] = self._engine_seed
-        options["max_batch_size"] = max([self.batch_size or 1] + [len(b) for b in plan or []])
+        # The slots hold the largest batch the plan has: batch_size may be far more than the
+        # dataset holds (a batch_size of 10**9 over 100 samples is one batch of 100).
+        options["max_batch_size"] = (max(len(b) for b in plan) if plan
+                                     else (self.batch_size or 1))
         worker_start = (starter(self.dataset, self.worker_init_fn)
                         if self.num_workers != 0 else None)
-        source = self._native if self._native is not None else fetcher(self.dataset)
+        source = self._native if self._native is not None else SampleFetch(self.dataset)
         size = INDICES if self._iterable else len(self.dataset)
         # How a batch becomes Python again: a reader's by its names, a batch that Python code
         # collated in the worker as that code made it, else as default_collate nests it.
@@ -265,15 +279,11 @@ class DataLoader:
         rank's state, over torch's DistributedSampler) resumes on any number of ranks: the
         rest of its epoch is shared out among them. Raises OptionError("state") for anything
         else."""
-        if isinstance(state, dict) and state.get("mploader_job_state") == 1:
+        if check_state(state) == "job":
             self._epoch = int(state["distributed"]["epoch"])
             self._engine_seed = state.get("engine_seed")
             self._job, self._resume = state, None
             return
-        if not isinstance(state, dict) or state.get("mploader_state") != 1:
-            raise OptionError("mploader: DataLoader.load_state_dict: the state is not one that "
-                              "DataLoader.state_dict() returned (no 'mploader_state': 1). Give "
-                              "the dict state_dict() returned, as saved.", "state")
         if self._loader is not None and state.get("engine_seed") != self._engine_seed:
             raise OptionError("mploader: DataLoader.load_state_dict: this DataLoader has started "
                               "its workers with another seed than the state's. Load the state "
@@ -290,6 +300,47 @@ class DataLoader:
     def worker_pids(self):
         """The process ids of the running workers."""
         return self._loader.worker_pids() if self._loader is not None else []
+
+
+def _index(value, sampler):
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"mploader: DataLoader: the sampler {type(sampler).__name__} gave {value!r} "
+            f"({type(value).__name__}) as an index; mploader's workers read samples by integer "
+            "position (the epoch's plan, the slot sizing and resume states are positions from "
+            "0 to len(dataset) - 1), so every index must be an integer (operator.index). Give "
+            "a sampler of int indices; for a dataset keyed by other values, keep the keys in a "
+            "list and look up keys[i] in __getitem__.") from None
+
+
+def checked_plan(batches, sampler):
+    """The epoch's batches as lists of int; anything else than an integer is refused (a float
+    would be truncated to another sample), as torch refuses it."""
+    plan = []
+    for batch in batches:
+        batch = list(batch)
+        for index in batch:
+            if type(index) is not int:
+                batch = [_index(i, sampler) for i in batch]
+                break
+        plan.append(batch)
+    return plan
+
+
+def _next_batch(owner, start, iterator):
+    """The engine's next batch. A KeyboardInterrupt (or another signal handler's exception)
+    raised while it waits has stopped the workers: that epoch is over, and the DataLoader
+    starts anew at its next iteration."""
+    loader = owner._loader
+    try:
+        return loader.next(start)
+    except BaseException:
+        if loader.closed():
+            owner._loader, owner._running = None, None
+            iterator._done = True
+        raise
 
 
 def _check_current(owner, generation):
@@ -319,7 +370,7 @@ class _Iterator:
             raise StopIteration
         _check_current(owner, self._generation)
         start, self._first = self._first, False  # a first batch that raises began the epoch
-        batch = owner._loader.next(start)
+        batch = _next_batch(owner, start, self)
         if batch is None:
             self._done = True
             owner._running["done"] = True
@@ -363,7 +414,7 @@ class _IterableIterator:
             if self._chunk == 0 or self._first is None:
                 self._next_chunk()
             start, self._first = self._first, False
-            batch = owner._loader.next(start)
+            batch = _next_batch(owner, start, self)
             if batch is None:
                 self._first = None  # this engine epoch is over: the next one continues
                 continue

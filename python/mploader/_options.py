@@ -1,4 +1,5 @@
 """DataLoader's arguments checked as torch's DataLoader checks them, and mploader's own."""
+import torch
 from torch.utils.data import IterableDataset
 
 from ._errors import OptionError
@@ -37,6 +38,15 @@ def check_counts(num_workers, timeout, prefetch_factor, persistent_workers):
         raise ValueError("prefetch_factor option should be non-negative")
     if persistent_workers and num_workers == 0:
         raise ValueError("persistent_workers option needs num_workers > 0")
+
+
+def check_generator(generator):
+    """A generator must be a torch.Generator: torch's samplers and the workers' seed draw
+    from it (torch raises the same TypeError, later, from its first draw)."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"mploader: DataLoader: generator={generator!r} is a "
+                        f"{type(generator).__name__}, not a torch.Generator. Give "
+                        "torch.Generator().manual_seed(seed), or None for torch's global one.")
 
 
 def check_batching(batch_size, shuffle, sampler, batch_sampler, drop_last):

@@ -3,14 +3,14 @@ process (as torch's DataLoader pickles it for each worker), and what multiproces
 records to import the user's main module in a fresh interpreter. A fresh worker runs
 ``python -c "import mploader._spawned"``; the engine then calls rebuild_dataset() and
 rebuild_collate() (python/src/spawned.cc) with these payloads."""
-import base64
 import multiprocessing.spawn
 import pickle
+import struct
 import sys
 
 from ._errors import OptionError
 from ._iterable import INDICES, IterableFetch
-from ._worker import DeferredFetch, collator, fetcher, raw_fetcher, starter
+from ._worker import DeferredFetch, SampleFetch, collator, raw_fetcher, starter
 
 SPAWNED_COMMAND = [sys.executable, "-c", "import mploader._spawned"]
 _prepared = False
@@ -39,39 +39,71 @@ def _pickled(obj, what, start_method):
             "start_method='fork'.", what) from None
 
 
+_LENGTH = struct.Struct("<Q")
+
+
 def payload(obj, what, start_method, parts=()):
-    """``obj`` pickled, with what a fresh interpreter needs to unpickle it, as ASCII text.
-    ``parts``: (name, object) pairs of what ``obj`` holds, each checked first so that an
-    error names the one that cannot be pickled."""
-    for name, part in parts:
-        _pickled(part, name, start_method)
+    """``obj`` pickled, after what a fresh interpreter needs to unpickle it (multiprocessing's
+    preparation data, pickled on its own), as bytes: the preparation's length, the
+    preparation, the object. The engine hands these bytes to each worker as they are (a
+    dataset's pickle can be as large as the dataset). ``parts``: (name, object) pairs of what
+    ``obj`` holds, checked first (only when ``obj`` cannot be pickled) so that an error names
+    the one that cannot be."""
+    try:
+        pickled = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001  (what failed is named below)
+        for name, part in parts:
+            _pickled(part, name, start_method)
+        pickled = _pickled(obj, what, start_method)
     preparation = multiprocessing.spawn.get_preparation_data("mploader-worker")
     preparation.pop("authkey", None)  # multiprocessing's own secret: no use to a worker
-    outer = {"preparation": preparation, "object": _pickled(obj, what, start_method)}
-    return base64.b64encode(pickle.dumps(outer)).decode("ascii")
+    prepared = pickle.dumps(preparation)
+    return b"".join((_LENGTH.pack(len(prepared)), prepared, pickled))
 
 
-def _unpickled(text):
-    global _prepared
-    outer = pickle.loads(base64.b64decode(text))
+# What a spawned worker says when the user's main module, imported to rebuild the dataset,
+# starts a DataLoader's workers itself (multiprocessing refuses the same with its own words).
+MAIN_GUARD = (
+    "mploader: DataLoader: a spawned worker imports your main module to rebuild the dataset, "
+    "and that module started a DataLoader's workers while it was imported: the code that runs "
+    "the DataLoader is not under `if __name__ == \"__main__\":`. With start_method 'spawn' or "
+    "'forkserver', as with multiprocessing, guard it:\n\n    if __name__ == \"__main__\":\n"
+    "        main()\n")
+_preparing_main = False
+
+
+def preparing_main():
+    """Whether this process is a spawned worker importing the user's main module."""
+    return _preparing_main
+
+
+def _unpickled(data):
+    """The object of a payload (bytes, or a memoryview of the engine's copy: not copied)."""
+    global _prepared, _preparing_main
+    data = memoryview(data)
+    (length,) = _LENGTH.unpack_from(data)
     if not _prepared:  # sys.path, the working folder and the main module, as the parent had
-        multiprocessing.spawn.prepare(outer["preparation"])
+        _preparing_main = True
+        try:
+            multiprocessing.spawn.prepare(pickle.loads(data[_LENGTH.size:_LENGTH.size + length]))
+        finally:
+            _preparing_main = False
         _prepared = True
-    return pickle.loads(outer["object"])
+    return pickle.loads(data[_LENGTH.size + length:])
 
 
-def rebuild_dataset(text):
+def rebuild_dataset(data):
     """(fetch, size, whether a collate_fn takes the samples, worker start) in a fresh worker."""
-    made = _unpickled(text)
+    made = _unpickled(data)
     dataset, raw = made["dataset"], made["raw"]
     if made.get("iterable") is not None:
         fetch, size = IterableFetch(dataset, *made["iterable"]), INDICES
     elif made.get("getitems"):
         fetch, size = DeferredFetch(), len(dataset)
     else:
-        fetch, size = (raw_fetcher(dataset) if raw else fetcher(dataset)), len(dataset)
+        fetch, size = (raw_fetcher(dataset) if raw else SampleFetch(dataset)), len(dataset)
     return fetch, size, raw, starter(dataset, made["worker_init_fn"])
 
 
-def rebuild_collate(text):
-    return collator(_unpickled(text))
+def rebuild_collate(data):
+    return collator(_unpickled(data))

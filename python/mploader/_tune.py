@@ -1,7 +1,7 @@
 """mploader.tune(): num_workers measured on your dataset, on this machine."""
 from . import _C
 from ._native import NativeDatasetBase
-from ._worker import fetcher
+from ._worker import SampleFetch
 
 
 def tune(dataset, batch_size=1, shuffle=False, *, workers=(0, 1, 2, 4), prefetch=(),
@@ -13,7 +13,7 @@ def tune(dataset, batch_size=1, shuffle=False, *, workers=(0, 1, 2, 4), prefetch
     "table" (every point measured), "choices", "cpu_budget", "skipped" and "summary" (text
     to print). Stays within ``time_budget_s``; docs/tuning-num-workers.md says how it
     decides."""
-    source = dataset._native if isinstance(dataset, NativeDatasetBase) else fetcher(dataset)
+    source = dataset._native if isinstance(dataset, NativeDatasetBase) else SampleFetch(dataset)
     return _C.tune(source, len(dataset), int(batch_size), bool(shuffle), workers=list(workers),
                    prefetch=list(prefetch), batch_sizes=list(batch_sizes),
                    batches_per_point=int(batches_per_point), time_budget_s=float(time_budget_s))

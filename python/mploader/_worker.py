@@ -6,14 +6,26 @@ import torch
 import torch.utils.data._utils.worker as _torch_worker
 from torch.utils.data import default_collate
 
-from ._structure import flatten, flatten_collated
+from ._structure import SampleShape, flatten_collated
 
 
-def fetcher(dataset):
-    """fetch(index): the sample's leaves (mploader._C calls it in the worker)."""
-    def fetch(index):
-        return flatten(dataset[index])
-    return fetch
+class SampleFetch:
+    """fetch(index): the sample's leaves (mploader._C calls it in the worker); start_batch():
+    the next sample begins a batch, whose structure the later samples follow (SampleShape)."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+        self.shape = None
+
+    def start_batch(self):
+        self.shape = None
+
+    def __call__(self, index):
+        sample = self.dataset[index]
+        if self.shape is None:
+            self.shape = SampleShape(sample, index)
+            return self.shape.first
+        return self.shape.flatten(sample, index)
 
 
 # The engine carries a worker's error message in 1024 bytes; the end of a traceback (the
@@ -101,7 +113,9 @@ def starter(dataset, worker_init_fn):
     worker_init_fn, as torch's worker loop does."""
     def start(worker_id, num_workers, seed, epoch, rank, world_size):
         torch.set_num_threads(1)
-        seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+        # 63 bits, as torch's worker seeds: a sample may carry torch.initial_seed(), and an
+        # int64 holds it (PyTorch's own worker-seed tests return it).
+        seed = int(seed) & 0x7FFFFFFFFFFFFFFF
         random.seed(seed)
         torch.manual_seed(seed)
         try:

@@ -3,6 +3,7 @@
 // package's Python exceptions, and keeps forks of workers safe for the interpreter.
 #include "native_dataset.h"
 #include "python_dataset.h"
+#include "python_leaves.h"
 #include "python_loader.h"
 
 #include <mploader/embedding.h>
@@ -90,6 +91,14 @@ void translate_exception(std::exception_ptr thrown) {
   }
 }
 
+// Runs Python's signal handlers while the main thread waits in the engine (set_wait_check):
+// Ctrl-C's KeyboardInterrupt, or an alarm handler's exception, ends the wait, as it ends
+// torch's waits on its queues.
+void run_signal_handlers() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
 py::list built_components() {
   py::list names;
   std::istringstream list(MPLOADER_PY_COMPONENTS);
@@ -111,11 +120,14 @@ PYBIND11_MODULE(_C, m) {
         "forkserver), becomes it and never returns.");
   m.def("take_in_process_error", &mploader::python::take_in_process_error,
         "The exception a dataset raised with num_workers=0, once.");
+  m.def("python_numbers", &mploader::python::python_numbers, py::arg("pairs"),
+        "A number field's batch ([rows, 2] kind and bits) with default_collate's dtype.");
   mploader::ForkHooks hooks;
   hooks.before = &take_gil_before_fork;
   hooks.in_parent = &release_gil_in_parent;
   hooks.in_child = &reinit_interpreter_in_child;
   mploader::set_fork_hooks(hooks);
+  mploader::set_wait_check(&run_signal_handlers);
   py::register_exception_translator(&translate_exception);
 
   mploader::python::bind_native_datasets(m);
@@ -130,5 +142,6 @@ PYBIND11_MODULE(_C, m) {
       .def("state_dict", &PythonLoader::state_dict)
       .def("load_state_dict", &PythonLoader::load_state_dict)
       .def("stats", &PythonLoader::stats)
-      .def("worker_pids", &PythonLoader::worker_pids);
+      .def("worker_pids", &PythonLoader::worker_pids)
+      .def("closed", &PythonLoader::closed);
 }

@@ -1,9 +1,9 @@
 #include "python_dataset.h"
 
+#include "python_leaves.h"
+
 #include <mploader/errors.h>
 #include <mploader/worker_info.h>
-
-#include <torch/csrc/autograd/python_variable.h>
 
 #include <string>
 #include <utility>
@@ -12,7 +12,9 @@ namespace mploader::python {
 
 PythonDataset::PythonDataset(py::object fetch, size_t size,
                              std::shared_ptr<PendingSamples> pending)
-    : fetch_(std::move(fetch)), size_(size), pending_(std::move(pending)) {}
+    : fetch_(std::move(fetch)), size_(size), pending_(std::move(pending)) {
+  starts_batches_ = py::hasattr(fetch_.get(), "start_batch");
+}
 
 namespace {
 
@@ -38,8 +40,10 @@ void throw_foreign(py::error_already_set& e) {
   // that the main process can raise it again with the same type.
   std::string type_name = "builtins.RuntimeError", text = e.what();
   try {
+    // An error raised from C (no Python frame) has no traceback: None, not a null handle.
+    const py::object trace = e.trace() ? py::reinterpret_borrow<py::object>(e.trace()) : py::none();
     py::tuple described = py::module_::import("mploader._worker")
-                              .attr("describe_exception")(e.type(), e.value(), e.trace());
+                              .attr("describe_exception")(e.type(), e.value(), trace);
     type_name = described[0].cast<std::string>();
     text = described[1].cast<std::string>();
   } catch (py::error_already_set& inner) {
@@ -64,6 +68,16 @@ void PythonDataset::start_once() {
   if (info) call_worker_start(start_->get(), *info);
 }
 
+void PythonDataset::prepare_batch(const int64_t*, size_t) {
+  if (!starts_batches_) return;
+  py::gil_scoped_acquire gil;
+  try {
+    fetch_.get().attr("start_batch")();
+  } catch (py::error_already_set& e) {
+    throw_foreign(e);
+  }
+}
+
 Sample PythonDataset::get(int64_t index) {
   py::gil_scoped_acquire gil;
   Sample sample;
@@ -73,19 +87,7 @@ Sample PythonDataset::get(int64_t index) {
     py::list leaves = fetch_.get()(index);
     for (py::handle item : leaves) {
       auto pair = item.cast<py::tuple>();
-      std::string name = pair[0].cast<std::string>();
-      PyObject* leaf = pair[1].ptr();
-      if (THPVariable_Check(leaf)) {
-        sample.set(std::move(name), THPVariable_Unpack(leaf));
-      } else if (PyBytes_Check(leaf)) {
-        sample.set_bytes(std::move(name), PyBytes_AS_STRING(leaf),
-                         static_cast<size_t>(PyBytes_GET_SIZE(leaf)));
-      } else {
-        Py_ssize_t length = 0;
-        const char* utf8 = PyUnicode_AsUTF8AndSize(leaf, &length);
-        if (utf8 == nullptr) throw py::error_already_set();
-        sample.set_bytes(std::move(name), utf8, static_cast<size_t>(length));
-      }
+      add_leaf(sample, pair[0].cast<std::string>(), pair[1].ptr());
     }
   } catch (py::error_already_set& e) {
     throw_foreign(e);

@@ -25,13 +25,16 @@ namespace py = pybind11;
 class PythonDataset : public Dataset {
  public:
   // `fetch(index)` returns the sample as a list of (name, leaf) pairs: a leaf is a Tensor, a
-  // str or bytes (mploader/_worker.py). `size` is len(dataset). With `pending` (a collate_fn
+  // number, a str or bytes (mploader/_structure.py, python_leaves.h). `size` is len(dataset). With `pending` (a collate_fn
   // is given), `fetch(index)` returns the sample as it is, which `pending` keeps for the
   // collator.
   PythonDataset(py::object fetch, size_t size, std::shared_ptr<PendingSamples> pending);
 
   size_t size() const override { return size_; }
   Sample get(int64_t index) override;
+  // Tells `fetch` (when it has start_batch()) that a batch begins: a batch's samples follow
+  // its first one's structure, as default_collate reads them.
+  void prepare_batch(const int64_t* indices, size_t count) override;
   // For start_method spawn and forkserver: how the worker builds it again (`payload`, made by
   // mploader/_spawning.py, for the factory "mploader.python", python/src/spawned.cc).
   void set_recipe(std::string payload) { recipe_ = std::move(payload); }
@@ -44,6 +47,7 @@ class PythonDataset : public Dataset {
   void start_once();
 
   HeldObject fetch_;
+  bool starts_batches_ = false;
   size_t size_;
   std::shared_ptr<PendingSamples> pending_;
   std::string recipe_;

@@ -2,6 +2,7 @@
 
 #include "native_dataset.h"
 #include "python_dataset.h"
+#include "python_leaves.h"
 
 #include <mploader/errors.h>
 #include <mploader/streaming.h>
@@ -52,9 +53,12 @@ LoaderOptions options_from(const py::dict& options) {
   return o;
 }
 
-// A text field's rows as str, or as bytes for a field named "...|b" (a Python sample's bytes,
-// mploader/_structure.py) and for a C++ reader's field that is not all UTF-8.
+// A text field's rows: a Python sample's ("...|t") each as it was; a C++ reader's as str, or as
+// bytes when the field is not all UTF-8.
 py::list text_rows(const std::string& name, const TextColumn& column) {
+  if (name.size() > 2 && name.compare(name.size() - 2, 2, "|t") == 0) {
+    return tagged_text_rows(column);  // a Python sample's str and bytes, each as it was
+  }
   const bool bytes = name.size() > 2 && name.compare(name.size() - 2, 2, "|b") == 0;
   py::list rows(column.size());
   for (size_t r = 0; r < column.size() && !bytes; ++r) {
@@ -181,7 +185,11 @@ void PythonLoader::set_plan(uint64_t epoch, const py::iterable& batches) {
   for (py::handle batch : batches) {
     std::vector<int64_t> indices;
     for (py::handle index : py::reinterpret_borrow<py::iterable>(batch)) {
-      indices.push_back(py::cast<int64_t>(py::int_(py::reinterpret_borrow<py::object>(index))));
+      // operator.index: an integer, never a float truncated to another sample
+      // (mploader/_loader.py's checked_plan says which sampler gave one).
+      auto integer = py::reinterpret_steal<py::object>(PyNumber_Index(index.ptr()));
+      if (!integer) throw py::error_already_set();
+      indices.push_back(integer.cast<int64_t>());
     }
     plan.push_back(std::move(indices));
   }
@@ -199,11 +207,18 @@ py::object PythonLoader::next(bool start) {
   std::optional<Batch> batch;
   {
     py::gil_scoped_release unlocked;  // a worker may be restarted (a fork) while we wait
-    if (start) {
-      Loader::Iterator first = loader_->begin();
-      if (first != loader_->end()) batch = *first;
-    } else {
-      batch = loader_->next();
+    try {
+      if (start) {
+        Loader::Iterator first = loader_->begin();
+        if (first != loader_->end()) batch = *first;
+      } else {
+        batch = loader_->next();
+      }
+    } catch (py::error_already_set&) {
+      // A signal handler raised while we waited (Ctrl-C): the epoch cannot go on, and an
+      // interrupted program must leave no worker behind. Stopped now, not when collected.
+      loader_.reset();
+      throw;
     }
   }
   if (!batch) return py::none();

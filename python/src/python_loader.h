@@ -62,6 +62,9 @@ class PythonLoader {
   void load_state_dict(const std::string& state);
   py::dict stats() const;
   std::vector<int> worker_pids() const;
+  // True once a signal handler's exception (KeyboardInterrupt) ended a wait in next(): the
+  // workers were stopped then, and the DataLoader makes a new loader for its next epoch.
+  bool closed() const { return loader_ == nullptr; }
 
  private:
   std::shared_ptr<DrawnBatches> batches_;

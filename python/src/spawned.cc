@@ -25,11 +25,14 @@ std::shared_ptr<Dataset> python_dataset_from(const std::string& payload) {
   py::gil_scoped_acquire gil;
   try {
     // (fetch, size, whether samples wait for a collate_fn, worker start)
-    py::tuple made = py::module_::import("mploader._spawning").attr("rebuild_dataset")(payload);
+    // A view of the spec's bytes, not a copy: the payload can be as large as the dataset. The
+    // worker keeps no recipe: it starts no workers of its own from this dataset.
+    py::tuple made = py::module_::import("mploader._spawning")
+                         .attr("rebuild_dataset")(py::memoryview::from_memory(payload.data(),
+                                                                              payload.size()));
     auto dataset = std::make_shared<PythonDataset>(
         made[0], made[1].cast<size_t>(), made[2].cast<bool>() ? spawned_pending() : nullptr);
     if (!made[3].is_none()) dataset->start_with(made[3]);
-    dataset->set_recipe(payload);
     return dataset;
   } catch (py::error_already_set& e) {
     throw_foreign(e);
@@ -39,7 +42,8 @@ std::shared_ptr<Dataset> python_dataset_from(const std::string& payload) {
 std::shared_ptr<Collator> python_collator_from(const std::string& payload) {
   py::gil_scoped_acquire gil;
   try {
-    py::object collate = py::module_::import("mploader._spawning").attr("rebuild_collate")(payload);
+    py::object collate = py::module_::import("mploader._spawning")
+                             .attr("rebuild_collate")(py::bytes(payload));
     auto collator = std::make_shared<PythonCollator>(std::move(collate), spawned_pending());
     collator->set_recipe(payload);
     return collator;

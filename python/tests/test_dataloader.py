@@ -210,7 +210,7 @@ def test_tune_measures_each_worker_count_and_recommends_one():
     assert result["recommendation"]["num_workers"] in (0, 2)
     assert result["recommendation"]["bound"] and "recommended: num_workers=" in result["summary"]
     with pytest.raises(mploader.OptionError, match="unknown option 'workerz'"):
-        mploader._C.tune(mploader._worker.fetcher(Squares()), 40, 4, False, workerz=[1])
+        mploader._C.tune(mploader._worker.SampleFetch(Squares()), 40, 4, False, workerz=[1])
 
 
 def test_the_package_works_without_numpy():
