@@ -20,9 +20,9 @@ worker::WorkerSettings worker_settings(const LoaderOptions& options, const Datas
   s.world_size = options.world_size;
   s.allow_overflow = options.allow_overflow;
   if (options.start_method != StartMethod::kFork) {  // the checks made sure the recipes exist
-    const DatasetRecipe recipe = *dataset.recipe();
-    s.dataset_factory = recipe.factory;
-    s.dataset_config = recipe.config;
+    DatasetRecipe recipe = *dataset.recipe();
+    s.dataset_factory = std::move(recipe.factory);
+    s.dataset_config = std::make_shared<const std::string>(std::move(recipe.config));
     s.collator_recipe = *options.collate->recipe();
   }
   return s;

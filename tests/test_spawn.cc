@@ -247,7 +247,7 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
   spec.settings.rank = 5;
   spec.settings.allow_overflow = false;
   spec.settings.dataset_factory = "my factory";
-  spec.settings.dataset_config = std::string("a b\n- \0\xff", 8);
+  spec.settings.dataset_config = std::make_shared<const std::string>("a b\n- \0\xff", 8);
   spec.settings.collator_recipe = "pad -1";
   spec.worker_id = 3;
   spec.worker_slots = 7;
@@ -262,7 +262,7 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
   REQUIRE(decoded);
   CHECK(*decoded == spec);
 
-  spec.settings.dataset_config.clear();  // empty recipes stay empty
+  spec.settings.dataset_config.reset();  // empty recipes stay empty
   spec.settings.collator_recipe.clear();
   decoded = worker::decode_spec(worker::encode_spec(spec));
   REQUIRE(decoded);
@@ -282,7 +282,7 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
 // memfd, and a recipe of 10 MB reaches spawned and forkserver workers byte for byte.
 TEST_CASE("spawn: a 10 MB recipe reaches spawned and forkserver workers", "[spawn][process]") {
   worker::WorkerSpec spec;
-  spec.settings.dataset_config = big_payload(kBigRecipeBytes);
+  spec.settings.dataset_config = std::make_shared<const std::string>(big_payload(kBigRecipeBytes));
   spec.region_fd = 9;
   auto fd = worker::spec_to_memfd(spec);
   REQUIRE(fd.ok());

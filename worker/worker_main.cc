@@ -60,9 +60,9 @@ void become_worker(WorkerSpec& spec) {
                                         "Register it with MPLOADER_REGISTER_DATASET in the "
                                         "program, or in a library the workers load"));
     }
-    dataset = factory(settings.dataset_config);
+    dataset = factory(dataset_config_of(settings));
     // Built: its recipe can be as large as the dataset (a pickled one), and is not read again.
-    std::string().swap(spec.settings.dataset_config);
+    spec.settings.dataset_config.reset();
     collator = detail::collator_from_recipe(settings.collator_recipe);
   } catch (const std::exception& e) {
     const std::string text = init_error_text(e.what(), sizeof view.header().init_error);

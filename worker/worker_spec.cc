@@ -26,7 +26,7 @@ std::string header_of(const WorkerSpec& s) {
       << s.region_bytes << ' ' << s.task_event_fd << ' ' << s.done_event_fd << ' '
       << s.socket_fd << ' ' << s.worker_slots << ' ' << w.seed << ' ' << w.first_epoch << ' '
       << w.rank << ' ' << w.world_size << ' ' << w.allow_overflow << ' '
-      << w.dataset_factory.size() << ' ' << w.dataset_config.size() << ' '
+      << w.dataset_factory.size() << ' ' << dataset_config_of(w).size() << ' '
       << w.collator_recipe.size() << '\n';
   return out.str();
 }
@@ -43,9 +43,15 @@ bool parse_header(const std::string& header, WorkerSpec& s, size_t (&lengths)[3]
   return static_cast<bool>(in) && version == kVersion;
 }
 
-std::string* recipe_field(WorkerSpec& s, int k) {
+// Where recipe `k` (factory, config, collator) is read into; the config into `config`, which the
+// caller then shares (WorkerSettings::dataset_config).
+std::string* recipe_field(WorkerSpec& s, int k, std::string& config) {
   WorkerSettings& w = s.settings;
-  return k == 0 ? &w.dataset_factory : k == 1 ? &w.dataset_config : &w.collator_recipe;
+  return k == 0 ? &w.dataset_factory : k == 1 ? &config : &w.collator_recipe;
+}
+
+void share_config(WorkerSpec& s, std::string&& config) {
+  if (!config.empty()) s.settings.dataset_config = std::make_shared<const std::string>(std::move(config));
 }
 
 // Reads `size` bytes at `offset` of `fd` into `out`; false on an error or a short file.
@@ -74,7 +80,7 @@ bool write_at(int fd, off_t offset, const std::string& bytes) {
 // Every field, in one place for comparing.
 auto fields(const WorkerSettings& s) {
   return std::tie(s.seed, s.first_epoch, s.rank, s.world_size, s.allow_overflow, s.dataset_factory,
-                  s.dataset_config, s.collator_recipe);
+                  dataset_config_of(s), s.collator_recipe);
 }
 
 auto own_fields(const WorkerSpec& s) {
@@ -83,6 +89,11 @@ auto own_fields(const WorkerSpec& s) {
 }
 
 }  // namespace
+
+const std::string& dataset_config_of(const WorkerSettings& s) {
+  static const std::string none;
+  return s.dataset_config ? *s.dataset_config : none;
+}
 
 bool operator==(const WorkerSettings& a, const WorkerSettings& b) {
   return fields(a) == fields(b);
@@ -94,7 +105,7 @@ bool operator==(const WorkerSpec& a, const WorkerSpec& b) {
 
 std::string encode_spec(const WorkerSpec& s) {
   const WorkerSettings& w = s.settings;
-  return header_of(s) + w.dataset_factory + w.dataset_config + w.collator_recipe;
+  return header_of(s) + w.dataset_factory + dataset_config_of(w) + w.collator_recipe;
 }
 
 std::optional<WorkerSpec> decode_spec(const std::string& text) {
@@ -104,10 +115,12 @@ std::optional<WorkerSpec> decode_spec(const std::string& text) {
   if (end == std::string::npos || !parse_header(text.substr(0, end), s, lengths)) return std::nullopt;
   size_t at = end + 1;
   if (text.size() - at != lengths[0] + lengths[1] + lengths[2]) return std::nullopt;
+  std::string config;
   for (int k = 0; k < 3; ++k) {
-    recipe_field(s, k)->assign(text, at, lengths[k]);
+    recipe_field(s, k, config)->assign(text, at, lengths[k]);
     at += lengths[k];
   }
+  share_config(s, std::move(config));
   return s;
 }
 
@@ -117,7 +130,7 @@ ipc::Result<ipc::UniqueFd> spec_to_memfd(const WorkerSpec& spec) {
   const std::string header = header_of(spec);
   const WorkerSettings& w = spec.settings;
   off_t at = 0;
-  for (const std::string* part : {&header, &w.dataset_factory, &w.dataset_config,
+  for (const std::string* part : {&header, &w.dataset_factory, &dataset_config_of(w),
                                   &w.collator_recipe}) {
     if (!write_at(fd.get(), at, *part)) {
       return ipc::SysError{"write", errno, "the worker's spec into its memfd"};
@@ -144,10 +157,12 @@ std::optional<WorkerSpec> spec_from_fd(int fd) {
   if (end == std::string::npos || !parse_header(head.substr(0, end), s, lengths)) return std::nullopt;
   auto at = static_cast<off_t>(end + 1);
   if (size - (end + 1) != lengths[0] + lengths[1] + lengths[2]) return std::nullopt;
+  std::string config;
   for (int k = 0; k < 3; ++k) {  // each recipe read once, straight into its field
-    if (!read_at(fd, at, lengths[k], *recipe_field(s, k))) return std::nullopt;
+    if (!read_at(fd, at, lengths[k], *recipe_field(s, k, config))) return std::nullopt;
     at += static_cast<off_t>(lengths[k]);
   }
+  share_config(s, std::move(config));
   return s;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <memory>
 #include <string>
 
 namespace mploader::worker {
@@ -27,9 +28,14 @@ struct WorkerSettings {
   bool allow_overflow = true;  // a batch larger than its slot goes to a one-off segment
   // Set with spawn and forkserver only: the recipes a worker rebuilds dataset and collator from.
   std::string dataset_factory;
-  std::string dataset_config;
+  // Shared by every copy of the settings (each pool's, each spec's), never copied: a recipe can
+  // be as large as the dataset (a pickled Python one). Null: empty.
+  std::shared_ptr<const std::string> dataset_config;
   std::string collator_recipe;
 };
+
+// The settings' dataset recipe ("" when none).
+const std::string& dataset_config_of(const WorkerSettings& s);
 
 // One worker: the shared settings, who it is, and the descriptors of its own channel. The pool
 // fills in all but the settings.

@@ -90,7 +90,8 @@ class DataLoader:
         if self._iterable and num_workers:
             # Each worker's iterator lives through the engine epochs of one epoch.
             self._engine_options["persistent_workers"] = True
-        if method != "fork" and num_workers != 0:
+        self._spawn_method = method if method != "fork" and num_workers != 0 else None
+        if self._spawn_method is not None:
             self._prepare_spawn(method)
         self._loader = None
         self._decode = None  # (tensors, texts) -> the batch, chosen with the loader
@@ -191,7 +192,11 @@ class DataLoader:
             return
         if self.num_workers != 0 and preparing_main():
             raise RuntimeError(MAIN_GUARD)
+        if self._spawn_method is not None and "recipe" not in self._engine_options:
+            self._prepare_spawn(self._spawn_method)  # a loader made again (after Ctrl-C)
         options = dict(self._engine_options)
+        # The engine keeps the pickled dataset once for its workers: none kept here too.
+        self._engine_options.pop("recipe", None)
         if self._engine_seed is None:
             self._engine_seed = base_seed & 0xFFFFFFFFFFFFFFFF
         options["seed"] = self._engine_seed

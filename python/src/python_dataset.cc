@@ -53,8 +53,9 @@ void throw_foreign(py::error_already_set& e) {
 }
 
 std::optional<DatasetRecipe> PythonDataset::recipe() const {
-  if (recipe_.empty()) return std::nullopt;
-  return DatasetRecipe{"mploader.python", recipe_};
+  if (!recipe_) return std::nullopt;
+  py::gil_scoped_acquire gil;
+  return DatasetRecipe{"mploader.python", recipe_->get().cast<std::string>()};
 }
 
 void call_worker_start(const py::object& start, const WorkerInfo& info) {

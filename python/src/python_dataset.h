@@ -35,9 +35,12 @@ class PythonDataset : public Dataset {
   // Tells `fetch` (when it has start_batch()) that a batch begins: a batch's samples follow
   // its first one's structure, as default_collate reads them.
   void prepare_batch(const int64_t* indices, size_t count) override;
-  // For start_method spawn and forkserver: how the worker builds it again (`payload`, made by
-  // mploader/_spawning.py, for the factory "mploader.python", python/src/spawned.cc).
-  void set_recipe(std::string payload) { recipe_ = std::move(payload); }
+  // For start_method spawn and forkserver: how the worker builds it again (`payload`, bytes made
+  // by mploader/_spawning.py, for the factory "mploader.python", python/src/spawned.cc). The
+  // bytes object is kept, not copied: it is as large as the pickled dataset.
+  void set_recipe(py::bytes payload) { recipe_ = std::make_unique<HeldObject>(std::move(payload)); }
+  // Drops the payload once the Loader has taken its recipe (it asks only when it is made).
+  void release_recipe() { recipe_.reset(); }
   std::optional<DatasetRecipe> recipe() const override;
   // In a spawned worker, where LoaderOptions::worker_init cannot reach: `start(id,
   // num_workers, seed, epoch, rank, world_size)` runs before the process's first sample.
@@ -50,7 +53,7 @@ class PythonDataset : public Dataset {
   bool starts_batches_ = false;
   size_t size_;
   std::shared_ptr<PendingSamples> pending_;
-  std::string recipe_;
+  std::unique_ptr<HeldObject> recipe_;
   std::unique_ptr<HeldObject> start_;
   bool started_ = false;
 };
