@@ -92,7 +92,7 @@ TEST_CASE("preflight: rings larger than the memory available stop the loader bef
   in.memory_available = 100 << 20;  // the rings alone do not fit
   auto findings = preflight(in);
   REQUIRE(has(findings, "memory", true));
-  CHECK_THAT(findings[0].message, Catch::Contains("160 MiB of rings") &&
+  CHECK_THAT(findings[0].message, Catch::Contains("160.0 MiB (167772160 bytes) of rings") &&
                                       Catch::Contains("Lower batch_size"));
 }
 
