@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <thread>
 
 #include <cstdio>
@@ -107,7 +108,8 @@ class WideDataset : public Dataset {
 
 // Each sample waits until two have been asked for, across processes (a count in memory shared
 // by fork): samples that meet, as PyTorch's worker-seed tests' datasets do. A lone reader never
-// gets past the first; the wait is bounded so that a failing test ends.
+// gets past the first; it gives up after 2 minutes with an exception, so that a probe that
+// waits for it fails the test instead of hanging it.
 class MeetingDataset : public Dataset {
  public:
   MeetingDataset()
@@ -124,6 +126,7 @@ class MeetingDataset : public Dataset {
     while (arrived_->load() < 2 && std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    if (arrived_->load() < 2) throw std::runtime_error("no other reader came in 2 minutes");
     return {{"index", at::scalar_tensor(index, at::kLong)}, {"arrival", at::scalar_tensor(me)}};
   }
 
