@@ -58,7 +58,8 @@ class ClosingDescriptors(torch.utils.data.Dataset):
 
 
 def test_a_worker_that_closes_the_loaders_descriptors_is_reported_not_waited_for():
-    loader = mploader.DataLoader(ClosingDescriptors(), batch_size=2, num_workers=1)
+    # The timeout bounds the test where the loop used to wait for ever (it then blamed mploader).
+    loader = mploader.DataLoader(ClosingDescriptors(), batch_size=2, num_workers=1, timeout=120)
     started = time.monotonic()
     with pytest.raises(mploader.WorkerCrashed) as caught:
         list(loader)
@@ -85,7 +86,9 @@ class Meeting(torch.utils.data.Dataset):
             self.count.value += 1
             if self.count.value == self.num_workers:
                 self.barrier.release()
-        self.barrier.acquire()
+        # Bounded (torch's waits for ever): a loader that reads alone fails the test, not hangs it.
+        if not self.barrier.acquire(timeout=120):
+            raise RuntimeError("no other worker read a sample in 120 s")
         self.barrier.release()
         return torch.initial_seed()
 
