@@ -2,6 +2,7 @@
 // tensors and text written with PackWriter, and mploader-pack run as a user runs it.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include "components/shards/tests/shard_test_support.h"
 #include "shards/pack_writer.h"
 #include "shards/npy_member.h"
@@ -12,6 +13,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,23 @@
 #include <unistd.h>
 
 namespace shard_test {
+
+/// The whole file's bytes (empty when it cannot be read).
+inline std::string pack_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// Every file of `a` is in `b` with the same bytes, and the other way round.
+inline void require_same_pack_files(const fs::path& a, const fs::path& b) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(a)) {
+    INFO(e.path().filename().string());
+    REQUIRE(pack_file_bytes(e.path().string()) == pack_file_bytes((b / e.path().filename()).string()));
+    ++n;
+  }
+  REQUIRE(static_cast<size_t>(std::distance(fs::directory_iterator(b), {})) == n);
+}
 
 /// `classes` folders of `per_class` JPEGs (sizes vary; some larger than 512 px on a side) and
 /// one PNG in the first folder.

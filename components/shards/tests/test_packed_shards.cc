@@ -20,25 +20,8 @@ using Catch::Contains;
 using shard_test::TempDir;
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string pack_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Every file of `a` is in `b` with the same bytes, and the other way round.
-void require_same_pack_files(const fs::path& a, const fs::path& b) {
-  size_t n = 0;
-  for (const auto& e : fs::directory_iterator(a)) {
-    INFO(e.path().filename().string());
-    REQUIRE(pack_file_bytes(e.path().string()) == pack_file_bytes((b / e.path().filename()).string()));
-    ++n;
-  }
-  REQUIRE(static_cast<size_t>(std::distance(fs::directory_iterator(b), {})) == n);
-}
-
-}  // namespace
+using shard_test::pack_file_bytes;
+using shard_test::require_same_pack_files;
 
 TEST_CASE("mploader-pack: an image folder packs to the same bytes twice, images bounded and labels kept") {
   TempDir t("pack-images");
