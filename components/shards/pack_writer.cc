@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace mploader::shards::detail {
@@ -28,31 +29,63 @@ const char* const kPackName = "mploader-pack.json";
 const char* const kProgressName = "mploader-pack.progress.json";
 const char* const kManifestName = "mploader-manifest.json";
 
-[[noreturn]] void cannot_write(const std::string& path, int err) {
-  throw OptionError("output", mploader::detail::message(
-                                  "mploader-pack", "cannot write " + in_quotes(path) + " (" +
-                                                       std::strerror(err) + ")",
-                                  "Check the folder's space and permissions"));
+// Free bytes for an unprivileged writer on the file system that holds `path`, or -1.
+int64_t free_bytes(const std::string& path) {
+  struct statvfs st {};
+  const fs::path folder = fs::path(path).parent_path();
+  if (::statvfs(folder.empty() ? "." : folder.c_str(), &st) != 0) return -1;
+  return static_cast<int64_t>(st.f_bavail) * static_cast<int64_t>(st.f_frsize);
 }
 
-// Writes `text` to `path` durably: a temporary file, synced, renamed over it.
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) cannot_write(tmp, errno);
+// A write that failed: an Error (the pack stops; what it wrote whole is kept for a resume).
+[[noreturn]] void cannot_write(const std::string& path, int err) {
+  std::string what = "cannot write " + in_quotes(path) + " (" + std::strerror(err) + ")";
+  if (err == ENOSPC || err == EDQUOT) {
+    const int64_t left = free_bytes(path);
+    if (left >= 0) what += " with " + std::to_string(left) + " bytes free on its file system";
+    throw Error(mploader::detail::message(
+        "mploader-pack", what,
+        "Free space on that disk (or copy the folder to one with room and give that folder "
+        "as the output), then run the command again: it resumes after the last whole shard"));
+  }
+  throw Error(mploader::detail::message("mploader-pack", what,
+                                        "Check the folder's space and permissions"));
+}
+
+// An output folder that cannot be made or is not a folder: what the user gave is wrong.
+[[noreturn]] void cannot_use_folder(const std::string& dir, int err) {
+  throw OptionError("output", mploader::detail::message(
+                                  "mploader-pack", "cannot make the output folder " +
+                                                       in_quotes(dir) + " (" +
+                                                       std::strerror(err) + ")",
+                                  "Give a folder that can be written"));
+}
+
+int write_all(int fd, const std::string& text) {
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      cannot_write(tmp, err);
-    }
+    if (n <= 0) return n < 0 ? errno : EIO;
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) cannot_write(tmp, errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) cannot_write(path, errno);
+  return 0;
+}
+
+// Writes `text` to `path` durably: a temporary file, synced, renamed over it. A failed write
+// removes the temporary file.
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) cannot_write(tmp, errno);
+  int err = write_all(fd, text);
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    cannot_write(tmp, err);
+  }
 }
 
 std::string read_whole(const std::string& path) {
@@ -65,6 +98,24 @@ std::string read_whole(const std::string& path) {
 bool is_pack_file(const std::string& name) {
   return name.rfind("shard-", 0) == 0 &&
          (name.find(".tar") != std::string::npos || name.find(".idx") != std::string::npos);
+}
+
+// The settings that differ between a pack in the folder (`was`) and this command (`now`), both
+// JSON objects' texts: "shard_bytes 65536 in the pack, 16384 now; ...".
+std::string settings_difference(const std::string& was, const std::string& now) {
+  const nlohmann::json a = nlohmann::json::parse(was), b = nlohmann::json::parse(now);
+  auto value = [](const nlohmann::json& j, const std::string& key) {
+    return j.contains(key) ? j.at(key).dump() : std::string("none");
+  };
+  std::string out;
+  nlohmann::json keys = a;
+  keys.update(b);
+  for (const auto& [key, ignored] : keys.items()) {
+    if (value(a, key) == value(b, key)) continue;
+    out += (out.empty() ? "" : "; ") + key + " " + value(a, key) + " in the pack, " +
+           value(b, key) + " now";
+  }
+  return out;
 }
 
 int key_digits_for(int64_t samples) {
@@ -93,6 +144,7 @@ struct PackWriter::OpenShard {
   Sha256 tar_hash;
   std::string index;  // the records
   std::string tar_part;
+  bool placed = false;  // renamed into place: no longer a part
 
   void put(const void* data, size_t n) {
     if (n == 0) return;
@@ -100,8 +152,10 @@ struct PackWriter::OpenShard {
     tar_hash.update(data, n);
     bytes += n;
   }
+  // A shard that stops part way (a failed write, an error of the input) leaves no part behind.
   ~OpenShard() {
     if (tar != nullptr) std::fclose(tar);
+    if (!placed && !tar_part.empty()) ::unlink(tar_part.c_str());
   }
 };
 
@@ -122,42 +176,52 @@ PackWriter::~PackWriter() = default;
 void PackWriter::resume_or_start() {
   std::error_code ec;
   fs::create_directories(options_.dir, ec);
-  if (ec || !fs::is_directory(options_.dir)) cannot_write(options_.dir, ec ? ec.value() : ENOTDIR);
+  if (ec || !fs::is_directory(options_.dir)) cannot_use_folder(options_.dir, ec ? ec.value() : ENOTDIR);
+  const std::string finished = path_in(options_.dir, kPackName);
   const std::string progress = path_in(options_.dir, kProgressName);
-  const bool finished = fs::exists(path_in(options_.dir, kPackName));
-  if (!options_.overwrite && finished) {
+  if (fs::exists(finished)) {
+    if (!options_.overwrite) adopt(parse_pack(read_whole(finished), finished), true);
+  } else if (fs::exists(progress)) {
+    adopt(parse_pack(read_whole(progress), progress, /*partial=*/true), false);
+  }
+  remove_stale();
+}
+
+void PackWriter::adopt(const PackDescription& done, bool finished) {
+  const std::string state = finished ? "finished" : "stopped";
+  if (done.settings != pack_.settings) {
+    if (options_.overwrite) return;  // started again; remove_stale() clears the folder
     throw OptionError("output", mploader::detail::message(
-        "mploader-pack", in_quotes(options_.dir) + " holds a finished pack",
-        "Write to another folder, or give --overwrite to replace it"));
+        "mploader-pack", in_quotes(options_.dir) + " holds a " + state + " pack made with " +
+                             "other input or options (" +
+                             settings_difference(done.settings, pack_.settings) + ")",
+        finished ? "Write to another folder, or give --overwrite to replace it"
+                 : "Run the same command again to finish it, write to another folder, or "
+                   "give --overwrite to start again"));
   }
-  if (!finished && fs::exists(progress)) {
-    PackDescription done = parse_pack(read_whole(progress), progress, /*partial=*/true);
-    if (done.settings != pack_.settings && !options_.overwrite) {
+  for (const PackedShard& s : done.shards) {
+    if (options_.publish) break;  // published and removed here
+    const std::string tar = path_in(options_.dir, s.tar);
+    std::error_code ec;
+    if (fs::file_size(tar, ec) != static_cast<uintmax_t>(s.tar_bytes) || ec) {
       throw OptionError("output", mploader::detail::message(
-          "mploader-pack", in_quotes(options_.dir) + " holds a stopped pack made with other "
-              "input or options (" + done.settings + ")",
-          "Run the same command again to finish it, write to another folder, or give "
-          "--overwrite to start again"));
-    }
-    if (done.settings == pack_.settings) {
-      for (const PackedShard& s : done.shards) {
-        if (options_.publish) break;  // published and removed here
-        const std::string tar = path_in(options_.dir, s.tar);
-        if (fs::file_size(tar, ec) != static_cast<uintmax_t>(s.tar_bytes) || ec) {
-          throw OptionError("output", mploader::detail::message(
-              "mploader-pack", "the stopped pack's shard " + in_quotes(tar) +
-                                   " is missing or not the size its progress file records",
-              "Give --overwrite to start again"));
-        }
-      }
-      pack_.shards = done.shards;
-      pack_.fields = done.fields;
-      if (!pack_.shards.empty()) {
-        next_sample_ = pack_.shards.back().first_sample + pack_.shards.back().samples;
-      }
+          "mploader-pack", "the " + state + " pack's shard " + in_quotes(tar) +
+                               " is missing or not the size its " +
+                               (finished ? "description" : "progress file") + " records",
+          "Give --overwrite to start again"));
     }
   }
-  // Whatever else a shard's name has here is stale: a shard not recorded, parts, old packs.
+  pack_.shards = done.shards;
+  pack_.fields = done.fields;
+  if (!pack_.shards.empty()) {
+    next_sample_ = pack_.shards.back().first_sample + pack_.shards.back().samples;
+  }
+  complete_ = finished;
+}
+
+// Whatever else a shard's name has here is stale: a shard not recorded, parts, old packs.
+void PackWriter::remove_stale() const {
+  std::error_code ec;
   for (const auto& entry : fs::directory_iterator(options_.dir)) {
     const std::string name = entry.path().filename().string();
     bool recorded = false;
@@ -255,6 +319,7 @@ void PackWriter::close_shard() {
   if (::rename(s.tar_part.c_str(), path_in(options_.dir, done.tar).c_str()) != 0) {
     cannot_write(path_in(options_.dir, done.tar), errno);
   }
+  s.placed = true;
   open_.reset();
   if (options_.publish) {
     options_.publish(done.index, done.index_sha256);
@@ -274,6 +339,7 @@ void PackWriter::write_progress(const std::string& name) const {
 }
 
 void PackWriter::finish() {
+  if (complete_) return;  // written before: nothing to do
   if (next_sample_ != options_.samples) {
     throw OptionError("samples", mploader::detail::message(
         "mploader-pack", "the pack ends after " + std::to_string(next_sample_) + " of " +

@@ -39,9 +39,11 @@ struct PackWriterOptions {
 
 class PackWriter {
  public:
-  // Opens the folder: resumes the pack its progress file records, or starts one. Throws
-  // OptionError naming the folder when it holds a finished pack or another pack's progress
-  // (unless overwrite), or when it cannot be written.
+  // Opens the folder: resumes the pack its progress file records, takes up a finished pack
+  // made with the same settings as complete(), or starts one. Throws OptionError naming the
+  // folder when it holds a finished pack or a stopped one made with other settings (unless
+  // overwrite), or when it cannot be made. Writes that fail later throw Error, and the shard
+  // being written leaves no ".part" file behind.
   explicit PackWriter(PackWriterOptions options);
   ~PackWriter();
   PackWriter(const PackWriter&) = delete;
@@ -53,6 +55,9 @@ class PackWriter {
   const std::vector<PackedField>& fields() const { return pack_.fields; }
   // Shards done so far.
   int64_t shards_done() const { return static_cast<int64_t>(pack_.shards.size()); }
+  // The folder held this pack finished already (the same settings): nothing to add, and
+  // finish() writes nothing.
+  bool complete() const { return complete_; }
 
   // Writes the next sample: `members[f]` is the data of fields[f]. The first sample sets the
   // fields; later samples must have the same ones (OptionError naming the sample otherwise).
@@ -63,6 +68,10 @@ class PackWriter {
 
  private:
   void resume_or_start();
+  // Takes up the shards of `done`, the folder's finished pack or stopped one, when it was made
+  // with these settings; refuses it otherwise (unless overwrite).
+  void adopt(const PackDescription& done, bool finished);
+  void remove_stale() const;
   void open_shard();
   void close_shard();
   void write_progress(const std::string& name) const;
@@ -71,6 +80,7 @@ class PackWriter {
   PackWriterOptions options_;
   PackDescription pack_;  // the shards done
   int64_t next_sample_ = 0;
+  bool complete_ = false;
   struct OpenShard;  // the shard being written
   std::unique_ptr<OpenShard> open_;
 };

@@ -9,8 +9,10 @@
 //
 // It reads with a Loader (worker processes, crash reports, restarts), writes shards whole and
 // records each one, so a pack that is stopped (Ctrl-C, SIGKILL, a reboot) resumes where it
-// stopped when the same command runs again. The same input and options give the same bytes.
-// Exit: 0 written, 1 a failure (the message says what to do), 2 bad usage.
+// stopped when the same command runs again; over a finished pack of the same input and options
+// it says so and writes nothing. The same input and options give the same bytes.
+// Exit: 0 written (or complete already), 1 a failure (the message says what to do), 2 bad
+// usage.
 #include "pack_sources.h"
 
 #include "core/plugin_library.h"
@@ -236,6 +238,71 @@ std::function<void(const std::string&, const std::string&)> uploader(const Args&
   };
 }
 
+// A folder written inside the input folder would be read as input by the next run (an image
+// folder's class, a tar folder's shards): refused before anything is read or written. Paths
+// are compared resolved (symbolic links, "..", "."), however they were spelled.
+void check_outside_input(const Args& a, const std::string& folder, bool stage) {
+  if (a.input.empty() || !fs::is_directory(a.input)) return;
+  auto resolved = [](const std::string& p, std::error_code& ec) {
+    fs::path r = fs::weakly_canonical(fs::absolute(p), ec).lexically_normal();
+    return r.filename().empty() ? r.parent_path() : r;  // without a trailing '/'
+  };
+  std::error_code ec_in, ec_out;
+  const fs::path in = resolved(a.input, ec_in);
+  const fs::path out = resolved(folder, ec_out);
+  if (ec_in || ec_out) return;
+  auto o = out.begin();
+  for (auto i = in.begin(); i != in.end(); ++i, ++o) {
+    if (o == out.end() || *i != *o) return;
+  }
+  const std::string what = stage ? "the staging folder (--stage) " : "the output folder ";
+  throw mploader::OptionError("output", mploader::detail::message(
+      "mploader-pack", what + mploader::detail::in_quotes(folder) +
+                           " is inside the input folder " + mploader::detail::in_quotes(a.input) +
+                           " (" + mploader::detail::in_quotes(out.string()) + " in " +
+                           mploader::detail::in_quotes(in.string()) +
+                           "): the next run would read the pack as input",
+      "Give " + std::string(stage ? "--stage" : "--output") + " a folder outside the input, " +
+          "such as " + mploader::detail::in_quotes(in.string() + "-packed")));
+}
+
+// The samples from `start` on, read through a Loader and written in order.
+void write_samples(const Args& a, std::shared_ptr<mploader::Dataset> source,
+                   sd::PackWriter& writer, int64_t start, int64_t samples) {
+  auto order = std::make_shared<PackOrder>(start, samples, a.shuffle_seed);
+  Progress progress(start, samples);
+  mploader::LoaderOptions lo;
+  lo.batch_size = static_cast<size_t>(a.batch);
+  lo.num_workers = a.workers;
+  lo.sampler = order;
+  // A worker that dies (killed, out of memory) is replaced and its batches made again, in
+  // order: the bytes written do not change.
+  lo.max_restarts_per_epoch = a.max_restarts;
+  mploader::Loader loader(std::move(source), lo);
+  for (int64_t epoch = 0; epoch < order->epochs(); ++epoch) {
+    loader.set_epoch(static_cast<uint64_t>(epoch));
+    for (mploader::Batch& b : loader) {
+      std::vector<sd::PackedField> fields;
+      for (const auto& [name, column] : b.texts()) {
+        std::string kind, field;
+        sd::PackedField f;
+        if (!mploader::pack::split_member_field(name, kind, field) || !sd::kind_of(kind, f.kind)) {
+          throw mploader::Error("mploader-pack: unexpected field " + name);
+        }
+        f.name = field;
+        fields.push_back(f);
+      }
+      for (size_t row = 0; row < b.size(); ++row) {
+        std::vector<std::string_view> members;
+        for (const auto& [name, column] : b.texts()) members.push_back(column[row]);
+        writer.add(fields, members);
+      }
+      progress.update(writer.next_sample(), writer.shards_done());
+    }
+  }
+  progress.update(samples, writer.shards_done(), true);
+}
+
 void pack(const Args& a) {
   const std::string format = a.format == "auto" ? detect_format(a) : a.format;
   const int64_t shard_bytes = mploader::remote::detail::parse_byte_size(a.shard_size);
@@ -243,51 +310,26 @@ void pack(const Args& a) {
     throw mploader::OptionError("shard-size", "--shard-size " + a.shard_size +
                                                   " is not a size: give 256MB, 1G or bytes");
   }
-  std::shared_ptr<mploader::Dataset> source = open_input(a, format);
-  const auto samples = static_cast<int64_t>(source->size());
   const bool remote = mploader::remote::is_url(a.output);
   const std::string folder = remote ? stage_of(a) : a.output;
+  check_outside_input(a, folder, remote);
+  std::shared_ptr<mploader::Dataset> source = open_input(a, format);
+  const auto samples = static_cast<int64_t>(source->size());
   sd::PackWriter writer({folder, shard_bytes, samples, settings_of(a, format, samples, shard_bytes),
                          a.overwrite, remote ? uploader(a, folder) : nullptr});
+  if (writer.complete()) {
+    if (remote) fs::remove_all(folder);  // every file was uploaded
+    std::printf("%s is already complete: %lld samples in %lld shards, packed from this input "
+                "with these options; nothing to write\n", a.output.c_str(),
+                static_cast<long long>(samples), static_cast<long long>(writer.shards_done()));
+    return;
+  }
   const int64_t start = writer.next_sample();
   if (start > 0) std::fprintf(stderr, "mploader-pack: resuming at sample %lld\n",
                               static_cast<long long>(start));
-  auto order = std::make_shared<PackOrder>(start, samples, a.shuffle_seed);
-  Progress progress(start, samples);
-  if (start < samples) {
-    mploader::LoaderOptions lo;
-    lo.batch_size = static_cast<size_t>(a.batch);
-    lo.num_workers = a.workers;
-    lo.sampler = order;
-    // A worker that dies (killed, out of memory) is replaced and its batches made again, in
-    // order: the bytes written do not change.
-    lo.max_restarts_per_epoch = a.max_restarts;
-    mploader::Loader loader(source, lo);
-    for (int64_t epoch = 0; epoch < order->epochs(); ++epoch) {
-      loader.set_epoch(static_cast<uint64_t>(epoch));
-      for (mploader::Batch& b : loader) {
-        std::vector<sd::PackedField> fields;
-        for (const auto& [name, column] : b.texts()) {
-          std::string kind, field;
-          sd::PackedField f;
-          if (!mploader::pack::split_member_field(name, kind, field) || !sd::kind_of(kind, f.kind)) {
-            throw mploader::Error("mploader-pack: unexpected field " + name);
-          }
-          f.name = field;
-          fields.push_back(f);
-        }
-        for (size_t row = 0; row < b.size(); ++row) {
-          std::vector<std::string_view> members;
-          for (const auto& [name, column] : b.texts()) members.push_back(column[row]);
-          writer.add(fields, members);
-        }
-        progress.update(writer.next_sample(), writer.shards_done());
-      }
-    }
-  }
+  if (start < samples) write_samples(a, source, writer, start, samples);
   writer.finish();
   if (remote) fs::remove_all(folder);  // every file is uploaded
-  progress.update(samples, writer.shards_done(), true);
   std::printf("wrote %s: %lld samples in %lld shards\n", a.output.c_str(),
               static_cast<long long>(samples), static_cast<long long>(writer.shards_done()));
 }

@@ -19,7 +19,8 @@ endif()
 
 # PackedShards and mploader-pack: the tests run the tool as a user would.
 if(TARGET mploader-pack)
-  target_sources(mploader_shards_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/test_packed_shards.cc)
+  target_sources(mploader_shards_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/test_packed_shards.cc
+                                               ${CMAKE_CURRENT_LIST_DIR}/test_pack_checks.cc)
   target_compile_definitions(mploader_shards_tests PRIVATE
                              MPLOADER_PACK_BIN="$<TARGET_FILE:mploader-pack>")
   add_dependencies(mploader_shards_tests mploader-pack)
