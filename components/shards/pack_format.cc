@@ -192,12 +192,13 @@ std::string index_header(size_t fields, int64_t first_sample, int64_t samples,
 
 void check_index_header(const uint8_t* h, size_t fields, const PackedShard& shard,
                         const std::string& name) {
-  auto differs = [&](const std::string& what, uint64_t got, uint64_t want) {
+  auto differs = [&](const std::string& what, uint64_t got, uint64_t want,
+                     const std::string& whose = "The index belongs") {
     throw Error(mploader::detail::message("PackedShards", "the index " + in_quotes(name) + " says " +
                                                     what + " " + std::to_string(got) +
                                                     " where the pack says " +
                                                     std::to_string(want),
-                                "The index belongs to another pack: copy the pack's files "
+                                whose + " to another pack: copy the pack's files "
                                 "together, or pack the data again"));
   };
   if (std::memcmp(h, kIndexMagic, 8) != 0) {
@@ -211,7 +212,10 @@ void check_index_header(const uint8_t* h, size_t fields, const PackedShard& shar
   const auto samples = static_cast<uint64_t>(shard.samples);
   if (get_u64(h + 24) != samples) differs("samples", get_u64(h + 24), samples);
   const auto bytes = static_cast<uint64_t>(shard.tar_bytes);
-  if (get_u64(h + 32) != bytes) differs("tar bytes", get_u64(h + 32), bytes);
+  // Only the tar's size differing: the index or the description may be the foreign one.
+  if (get_u64(h + 32) != bytes) {
+    differs("tar bytes", get_u64(h + 32), bytes, "The index or the pack's description belongs");
+  }
 }
 
 void append_record(std::string& out, const std::vector<MemberSpan>& spans,

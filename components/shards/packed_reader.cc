@@ -66,11 +66,33 @@ ipc::UniqueFd open_checked(const std::string& path, int64_t bytes) {
   return fd;
 }
 
+// A local index's SHA-256 against the description's: an index of another pack of the same
+// shape passes every header check but puts other samples' offsets and digests in the records.
+void check_index_digest(int fd, const PackedShard& s, const std::string& path) {
+  remote::detail::Sha256 hash;
+  std::vector<uint8_t> chunk(std::min<uint64_t>(static_cast<uint64_t>(s.index_bytes), 1 << 20));
+  for (uint64_t at = 0; at < static_cast<uint64_t>(s.index_bytes);) {
+    const uint64_t n = std::min<uint64_t>(chunk.size(), static_cast<uint64_t>(s.index_bytes) - at);
+    pread_all(fd, chunk.data(), n, at, path);
+    hash.update(chunk.data(), n);
+    at += n;
+  }
+  const std::string found = hash.hex();
+  if (found != s.index_sha256) {
+    fail("the index " + in_quotes(path) + " has the SHA-256 " + found + " where the pack's "
+             "description says " + s.index_sha256 + ": it is another pack's index, or it "
+             "changed since the pack was written",
+         "Copy the pack's files again together (each index with its tar and "
+         "mploader-pack.json), or pack the data again");
+  }
+}
+
 }  // namespace
 
 PackReader::PackReader(const PackDescription& pack, std::string base, PackReadOptions options)
     : pack_(pack), base_(std::move(base)), options_(std::move(options)),
-      record_bytes_(index_record_bytes(pack.fields.size())), record_(record_bytes_) {
+      record_bytes_(index_record_bytes(pack.fields.size())), record_(record_bytes_),
+      index_checked_(pack.shards.size(), false) {
   if (options_.remote) options_.verify = true;
 }
 
@@ -98,6 +120,11 @@ PackReader::OpenFiles& PackReader::files(size_t shard, bool need_tar) {
     uint8_t header[kIndexHeaderBytes];
     pread_all(f->index.get(), header, kIndexHeaderBytes, 0, s.index);
     check_index_header(header, pack_.fields.size(), s, s.index);
+    // Once per process (the cache checked a remote one when it was downloaded).
+    if (!options_.remote && !index_checked_[shard]) {
+      check_index_digest(f->index.get(), s, base_ + "/" + s.index);
+      index_checked_[shard] = true;
+    }
     open_.push_back(std::move(f));
   }
   OpenFiles& f = *open_.back();

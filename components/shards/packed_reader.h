@@ -40,7 +40,8 @@ class PackReader {
   PackReader(const PackDescription& pack, std::string base, PackReadOptions options);
   ~PackReader();
 
-  // Sample `index`'s members; throws Error naming the shard and the sample.
+  // Sample `index`'s members; throws Error naming the shard and the sample. A shard's local
+  // index is checked against its SHA-256 the first time this reader opens it.
   SampleData read(int64_t index);
   // Remote ranged reads: fetches the samples of `indices` not yet fetched, merged by shard.
   void prepare(const int64_t* indices, size_t count);
@@ -67,6 +68,7 @@ class PackReader {
   size_t record_bytes_;
   std::vector<uint8_t> record_;  // one index record, read into again for each sample
   std::vector<std::unique_ptr<OpenFiles>> open_;  // the most recently used last
+  std::vector<bool> index_checked_;  // per shard: the local index's SHA-256 was checked
   std::map<int64_t, SampleData> fetched_;  // ranged reads waiting for their read()
   std::unique_ptr<remote::Transport> transport_;
   std::unique_ptr<remote::detail::ShardCache> cache_;

@@ -19,8 +19,11 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
+
+#include <sys/stat.h>
 
 namespace mploader::shards {
 
@@ -200,6 +203,33 @@ Sample PackedShards::get(int64_t index) {
 
 namespace {
 
+// A local pack's tars against the description's sizes, when the pack is opened: a tar cut short
+// or replaced, or a description of another pack, is named here, before any read. (By URL, a
+// tar's size is checked when its bytes come: in the range's reply, or by the shard cache.)
+void check_tar_sizes(const PackedShards::Description& d, const std::string& where) {
+  for (const detail::PackedShard& s : d.pack.shards) {
+    const std::string path = d.base + "/" + s.tar;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      throw Error(mploader::detail::message(
+          "PackedShards", "cannot find " + detail::in_quotes(path) + " (" +
+                              std::strerror(errno) + "), a tar the pack's description " +
+                              detail::in_quotes(where) + " lists",
+          "Copy every file of the pack, or pack the data again"));
+    }
+    if (st.st_size != s.tar_bytes) {
+      throw Error(mploader::detail::message(
+          "PackedShards", detail::in_quotes(path) + " is " +
+                              std::to_string(static_cast<int64_t>(st.st_size)) +
+                              " bytes where the pack's description " + detail::in_quotes(where) +
+                              " says " + std::to_string(s.tar_bytes) + ": the tar was cut "
+                              "short or changed since the pack was written, or the "
+                              "description is another pack's",
+          "Copy the pack's files again together, or pack the data again"));
+    }
+  }
+}
+
 std::shared_ptr<const PackedShards::Description> read_description(
     const std::string& pack, const remote::RemoteOptions& o) {
   auto d = std::make_shared<PackedShards::Description>();
@@ -226,6 +256,7 @@ std::shared_ptr<const PackedShards::Description> read_description(
         "Check the URL and the credentials"));
   }
   d->pack = detail::parse_pack(text, where);
+  if (!d->remote) check_tar_sizes(*d, where);
   return d;
 }
 

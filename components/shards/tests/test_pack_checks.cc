@@ -1,11 +1,16 @@
-// mploader-pack's checks of what it is given: a full disk, a finished pack packed again, and an
-// output folder inside the input.
+// mploader-pack's and PackedShards' checks of what they are given: a full disk, a finished pack
+// packed again, an output folder inside the input, an index of another pack, and a tar whose
+// size is not the description's.
 #include <catch2/catch.hpp>
 #include "components/shards/tests/pack_test_support.h"
 #include "tests/tmpfs_mount.h"
 
+#include "remote/sha256.h"
+
 #include <mploader/mploader.h>
 #include <mploader/shards/packed_shards.h>
+
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -34,6 +39,32 @@ uintmax_t folder_bytes(const std::string& dir) {
   uintmax_t total = 0;
   for (const auto& e : fs::directory_iterator(dir)) total += e.file_size();
   return total;
+}
+
+// A pack of `samples` one-field samples "<prefix><i>" (so two prefixes of one length give
+// packs of one shape: the same offsets, other bytes).
+void write_text_pack(const std::string& dir, const std::string& prefix, int64_t samples) {
+  namespace sd = shards::detail;
+  sd::PackWriter writer({dir, 4096, samples, "{\"test\": 2}", true});
+  const std::vector<sd::PackedField> fields{{"name", sd::PackedKind::kText}};
+  for (int64_t i = 0; i < samples; ++i) {
+    const std::string name = prefix + std::to_string(1000 + i);
+    writer.add(fields, {name});
+  }
+  writer.finish();
+}
+
+std::string sha256_of_file(const std::string& path) {
+  const std::string bytes = pack_file_bytes(path);
+  remote::detail::Sha256 hash;
+  hash.update(bytes.data(), bytes.size());
+  return hash.hex();
+}
+
+int64_t first_sample_of(shards::PackedShards& data, size_t shard) {
+  int64_t i = 0;
+  while (data.shard_of(i) != shard) ++i;
+  return i;
 }
 
 }  // namespace
@@ -105,4 +136,60 @@ TEST_CASE("mploader-pack: an output folder inside the input folder is refused at
   REQUIRE(shard_test::run_pack(t.file("in") + " -o " + t.file("in") + "/.", t.file("same.log")) == 2);
   REQUIRE_THAT(pack_file_bytes(t.file("same.log")), Contains("is inside the input folder"));
   REQUIRE(shard_test::run_pack(t.file("in") + " -o " + t.file("in-packed"), t.file("beside.log")) == 0);
+}
+
+TEST_CASE("PackedShards: an index of another pack of the same shape is refused by its SHA-256 when first opened") {
+  TempDir t("pack-foreign-index");
+  write_text_pack(t.file("a"), "a-", 60);
+  write_text_pack(t.file("b"), "b-", 60);
+  const std::string index = t.file("a") + "/shard-000001.idx";
+  const std::string expected = sha256_of_file(index);
+  fs::copy_file(t.file("b") + "/shard-000001.idx", index, fs::copy_options::overwrite_existing);
+  const std::string found = sha256_of_file(index);
+  REQUIRE(expected != found);
+
+  shards::PackedShards data(t.file("a"));
+  REQUIRE(data.get(0).text("name") == "a-1000");  // shard 0 is its own
+  const int64_t first_of_1 = first_sample_of(data, 1);
+  try {
+    data.get(first_of_1);
+    FAIL("sample " << first_of_1 << " was read through another pack's index");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    REQUIRE_THAT(what, Contains("mploader: PackedShards: "));
+    REQUIRE_THAT(what, Contains("\"" + index + "\""));
+    REQUIRE_THAT(what, Contains(expected));
+    REQUIRE_THAT(what, Contains(found));
+    REQUIRE_THAT(what, Contains("pack the data again"));
+  }
+}
+
+TEST_CASE("PackedShards: a tar whose size is not the description's is named at open, with both sizes") {
+  TempDir t("pack-tar-bytes");
+  shard_test::write_tensor_pack(t.file("p"), 40, 4096);
+  const std::string description = t.file("p") + "/mploader-pack.json";
+  nlohmann::json j = nlohmann::json::parse(pack_file_bytes(description));
+  const int64_t real = j["shards"][1]["tar_bytes"].get<int64_t>();
+  REQUIRE(real == static_cast<int64_t>(fs::file_size(t.file("p") + "/shard-000001.tar")));
+  j["shards"][1]["tar_bytes"] = real + 512;
+  std::ofstream(description, std::ios::trunc) << j.dump();
+  try {
+    shards::PackedShards data(t.file("p"));
+    FAIL("a pack whose description gives shard 1 " << real + 512 << " tar bytes was opened");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    REQUIRE_THAT(what, Contains("mploader: PackedShards: "));
+    REQUIRE_THAT(what, Contains("\"" + t.file("p") + "/shard-000001.tar\""));
+    REQUIRE_THAT(what, Contains(std::to_string(real) + " bytes"));
+    REQUIRE_THAT(what, Contains(std::to_string(real + 512)));
+    REQUIRE_THAT(what, !Contains(".idx"));  // the index agrees with the tar: not blamed
+  }
+  // A tar removed is named at open too.
+  j["shards"][1]["tar_bytes"] = real;
+  std::ofstream(description, std::ios::trunc) << j.dump();
+  fs::remove(t.file("p") + "/shard-000002.tar");
+  REQUIRE_THROWS_WITH(shards::PackedShards(t.file("p")),
+                      Contains("\"" + t.file("p") + "/shard-000002.tar\""));
 }

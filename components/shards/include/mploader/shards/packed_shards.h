@@ -75,10 +75,11 @@ struct PackedShardsOptions {
 class PackedShards : public Dataset {
  public:
   /// `pack`: the folder of a pack, its mploader-pack.json, or either by URL. Reads the
-  /// description only; indexes and tars are opened by the process that reads them. Throws
-  /// OptionError naming the pack for one that is missing, not a pack, or whose description is
-  /// damaged, and naming the option for an image field the pack does not have or that is not
-  /// an image.
+  /// description, and for a local pack checks each tar's size against it; indexes and tars are
+  /// opened by the process that reads them. Throws OptionError naming the pack for one that is
+  /// missing, not a pack, or whose description is damaged, and naming the option for an image
+  /// field the pack does not have or that is not an image; mploader::Error naming the tar and
+  /// both sizes for a local tar that is missing or not the size the description says.
   explicit PackedShards(std::string pack, PackedShardsOptions options = {});
   ~PackedShards() override;
 
@@ -86,7 +87,8 @@ class PackedShards : public Dataset {
   /// Sample `index` as the pack's fields: images decoded (PackedShardsOptions::image_fields),
   /// integers as int64 scalars, arrays as their tensors, text as text fields. Throws
   /// mploader::Error naming the shard and the sample for a shard or index that is missing, cut
-  /// short, of another pack, or whose bytes do not match their SHA-256.
+  /// short, of another pack, or whose bytes do not match their SHA-256. A local index is
+  /// checked against the description's SHA-256 the first time a process opens it.
   Sample get(int64_t index) override;
   /// A pack by URL with RemoteRead::kRanges: fetches the samples of `indices` that this
   /// process does not hold, as merged ranges, before their get() calls.
