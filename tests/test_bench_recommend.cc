@@ -39,6 +39,45 @@ TEST_CASE("recommend: smallest workers within 5 % of the best, CPU-bound when bu
   CHECK(recs[0].bound == "CPU-bound");
 }
 
+TEST_CASE("recommend: the 5 % rule's edges: exactly 95 % of the best is within, less is not",
+          "[recommend]") {
+  const auto workers_for = [](std::vector<bench::RunResult> rows) {
+    const auto recs = bench::recommend(rows);
+    REQUIRE(recs.size() == 1);
+    return recs[0].workers;
+  };
+  CHECK(workers_for({row(1, 95, 0.9, 10), row(2, 100, 0.9, 10)}) == 1);     // exactly 95 %
+  CHECK(workers_for({row(1, 94.99, 0.9, 10), row(2, 100, 0.9, 10)}) == 2);  // just below
+  CHECK(workers_for({row(1, 190, 0.9, 10), row(2, 200, 0.9, 10)}) == 1);
+  CHECK(workers_for({row(1, 189.9, 0.9, 10), row(2, 200, 0.9, 10)}) == 2);
+  // The best itself when it has the fewest workers; the fewest of several within 5 %.
+  CHECK(workers_for({row(1, 100, 0.9, 10), row(2, 96, 0.9, 10)}) == 1);
+  CHECK(workers_for({row(4, 99, 0.9, 10), row(1, 96, 0.9, 10), row(2, 100, 0.9, 10)}) == 1);
+  // Within 5 % of the best, not of the next count: 1 is within 5 % of 2, 2 of 4, 1 not of 4.
+  CHECK(workers_for({row(1, 95, 0.9, 10), row(2, 99, 0.9, 10), row(4, 103, 0.9, 10)}) == 2);
+  // The order the rows came in changes nothing.
+  CHECK(workers_for({row(2, 100, 0.9, 10), row(1, 95, 0.9, 10)}) == 1);
+}
+
+TEST_CASE("recommend: a slow training step (20 ms) is loop-bound at either count, and one "
+          "worker is chosen when it measures within 5 % of two", "[recommend]") {
+  // Rates of 4-sample batches behind a 20 ms step: about 190 samples/s whatever the count,
+  // the workers idle and the loop barely waiting. Which count measures faster is noise.
+  const auto slow_loop = [](double one, double two) {
+    bench::RunResult a = row(1, one, 0.05, 1), b = row(2, two, 0.025, 1);
+    a.config.batch_size = b.config.batch_size = 4;
+    a.wait_p50_ms = b.wait_p50_ms = 0.05;
+    const auto recs = bench::recommend({a, b});
+    REQUIRE(recs.size() == 1);
+    CHECK(recs[0].bound == "loop-bound");
+    CHECK_THAT(recs[0].reason, Catch::Contains("the training loop sets the pace"));
+    return recs[0].workers;
+  };
+  CHECK(slow_loop(190, 193) == 1);
+  CHECK(slow_loop(193, 190) == 1);
+  CHECK(slow_loop(179, 193) == 2);  // a loaded machine measured 7 % apart: the rule says 2
+}
+
 TEST_CASE("recommend: memory-bound when each worker needs 1.3x the busy time it did with fewer",
           "[recommend]") {
   const auto recs =
