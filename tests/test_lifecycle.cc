@@ -154,6 +154,18 @@ std::pair<int, std::vector<int>> start_training(const std::string& shm_dir,
   return {child, pids};
 }
 
+// Waits until `pid` leads a process group of its own (setpgid(0, 0)); false if it did not
+// within 10 s. The training process below calls it once its SIGINT handler is in place (Catch2's
+// own handler, inherited, makes the signal mask no sign of that).
+bool wait_until_group_leader(int pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (getpgid(pid) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
 struct Subreaper {  // orphaned workers come to us, so the test can see them end
   Subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
   ~Subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 0); }
@@ -161,7 +173,11 @@ struct Subreaper {  // orphaned workers come to us, so the test can see them end
 
 }  // namespace
 
-TEST_CASE("lifecycle: the main process SIGKILLed takes its workers within 1 s, leaving no file",
+// The workers of a dead main process go at once (PR_SET_PDEATHSIG), within a second on an idle
+// machine; the tests wait 10 s, which holds on a loaded one. Workers left behind would stay.
+constexpr double kWorkersGoWithinS = 10.0;
+
+TEST_CASE("lifecycle: the main process SIGKILLed takes its workers with it, leaving no file",
           "[lifecycle][process]") {
   Subreaper subreaper;
   const std::string dir = crash_testing::fresh_dir();
@@ -170,7 +186,7 @@ TEST_CASE("lifecycle: the main process SIGKILLed takes its workers within 1 s, l
   });
   kill(child, SIGKILL);
   REQUIRE(waitpid(child, nullptr, 0) == child);
-  const double seconds = reap_all(workers, 1.0);
+  const double seconds = reap_all(workers, kWorkersGoWithinS);
   CHECK(seconds >= 0);
   CHECK(count_entries(dir) == 0);
 }
@@ -180,18 +196,18 @@ TEST_CASE("lifecycle: SIGINT handled by the training loop ends it cleanly", "[li
   const std::string dir = crash_testing::fresh_dir();
   static volatile sig_atomic_t interrupted = 0;
   auto [child, workers] = start_training(dir, [](Loader& loader) {
-    setpgid(0, 0);
     signal(SIGINT, [](int) { interrupted = 1; });
+    setpgid(0, 0);  // after the handler: the test waits for this
     while (!interrupted) loader.next();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(wait_until_group_leader(child));  // its handler is in place: SIGINT is no longer fatal
   kill(child, SIGINT);
   for (int w : workers) kill(w, SIGINT);  // Ctrl-C reaches the whole process group
   int status = 0;
   REQUIRE(waitpid(child, &status, 0) == child);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK(reap_all(workers, 1.0) >= 0);
+  CHECK(reap_all(workers, kWorkersGoWithinS) >= 0);
   CHECK(count_entries(dir) == 0);
 }
 
@@ -208,8 +224,12 @@ TEST_CASE("lifecycle: a worker SIGKILLed leaves no file either", "[lifecycle][pr
   CHECK(count_entries(dir) == 0);
 }
 
-TEST_CASE("lifecycle: destroying a loader mid-epoch returns within 100 ms plus one sample",
+TEST_CASE("lifecycle: destroying a loader mid-epoch stops its workers after their sample",
           "[lifecycle][process]") {
+  // Workers see the stop between samples: on an idle machine the loader is gone within 100 ms
+  // plus a sample. The slow ways out take far longer: a worker that ignored the stop is killed
+  // after a 5 s grace, and the rest of the epoch (1000 samples of 30 ms on 2 workers) takes
+  // 15 s. 2.5 s tells them apart on a loaded machine too.
   constexpr int kSampleMs = 30;
   auto loader = std::make_unique<Loader>(std::make_shared<SlowDataset>(1000, kSampleMs),
                                          crash_testing::crash_options(2, "/tmp"));
@@ -218,7 +238,7 @@ TEST_CASE("lifecycle: destroying a loader mid-epoch returns within 100 ms plus o
   loader.reset();
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  CHECK(ms < 100 + kSampleMs);
+  CHECK(ms < 2500);
 }
 
 TEST_CASE("lifecycle: a loader built in a short-lived thread keeps its workers",
