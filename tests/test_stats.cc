@@ -5,6 +5,7 @@
 
 #include <mploader/mploader.h>
 
+#include "machine_load.h"
 #include "stderr_capture.h"
 
 #include <ATen/ATen.h>
@@ -159,6 +160,7 @@ TEST_CASE("stats: workers that sleep in get() are busy reading, off the CPU, and
 
 TEST_CASE("stats: a worker computing in get() is named as the bottleneck, with the CPU budget",
           "[stats]") {
+  const machine_load::CpuPressure pressure;
   auto data = std::make_shared<SpinningDataset>(40, std::chrono::milliseconds(4));
   mploader::Loader loader(data, options(1, 2));
   for (mploader::Batch& b : loader) CHECK(b.size() == 2);
@@ -170,6 +172,13 @@ TEST_CASE("stats: a worker computing in get() is named as the bottleneck, with t
   CHECK(w.cpu_ns + 30 * kMs >= 40 * 4 * kMs);
   const mploader::EpochStats e = only_epoch(s);
   CHECK(e.cpu_budget >= 1);
+  // A computing worker that other programs keep off the CPUs is on one for little of its busy
+  // time, as a worker waiting on reads is: there the counters cannot tell them apart.
+  const std::string busy = pressure.busy_reason();
+  if (e.bottleneck != mploader::Bottleneck::kWorkersCompute && !busy.empty()) {
+    WARN("skipped: " << busy << "; the computing worker was not named (" << e.summary << ")");
+    return;
+  }
   CHECK(e.bottleneck == mploader::Bottleneck::kWorkersCompute);
   CHECK(e.summary.find("CPU") != std::string::npos);
 }
