@@ -4,6 +4,7 @@
 // that compute stay within them); the shared memory caps the slots; a death names the count.
 #include "crash_test_support.h"
 #include "loader/autotune.h"
+#include "machine_load.h"
 #include "util/cpu_budget.h"
 
 #include <nlohmann/json.hpp>
@@ -77,28 +78,8 @@ int64_t most_workers(const LoaderStats& s, int64_t start) {
 
 int64_t budget() { return std::max<int64_t>(1, mpd::cpu_budget().cpus()); }
 
-}  // namespace
-
-TEST_CASE("autotune: 200 changes in one epoch, every index once and in the fixed order",
-          "[autotune][process]") {
-  // Forced steps come every other batch; a removal pending until its worker's tasks are back
-  // makes some fail, more on a loaded machine: 1200 batches leave room for 200 changes.
-  const size_t n = 4 * 1200;
-  auto o = auto_options();
-  o.shuffle = true;
-  o.seed = 5;
-  LoaderOptions fixed = o;
-  fixed.num_workers = 2;
-  fixed.prefetch_factor = 2;
-  std::vector<int64_t> expected;
-  {
-    Loader reference(std::make_shared<CountingDataset>(n), fixed);
-    for (Batch& b : reference) {
-      for (int64_t index : b.indices()) expected.push_back(index);
-    }
-  }
-  Churn churn(2);
-  Loader loader(std::make_shared<CountingDataset>(n), o);
+// One epoch's indices in the order delivered; each sample's label must be its index.
+std::vector<int64_t> epoch_indices(Loader& loader) {
   std::vector<int64_t> got;
   for (Batch& b : loader) {
     for (size_t i = 0; i < b.size(); ++i) {
@@ -106,12 +87,48 @@ TEST_CASE("autotune: 200 changes in one epoch, every index once and in the fixed
       got.push_back(b.indices()[i]);
     }
   }
+  return got;
+}
+
+// Workers queued for CPUs that other programs hold look like computing workers, which the
+// autotuner rightly holds to the budget: a test of growth past it skips on a busy machine.
+bool skipped_when_busy(const machine_load::CpuPressure& pressure, const LoaderStats& s) {
+  const std::string busy = pressure.busy_reason();
+  if (busy.empty()) return false;
+  std::string last = s.autotune.empty() ? "no change" : s.autotune.back().reason;
+  WARN("skipped: " << busy << "; the workers did not grow (last: " << last << ")");
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("autotune: 200 changes, every index once and in the fixed order in each epoch",
+          "[autotune][process]") {
+  // Forced steps come every other batch; a removal pending until its worker's tasks are back
+  // makes some fail, more on a loaded machine: epochs of 1200 batches go on until 200 changes
+  // were made (one epoch on an idle machine; 10 at most, against a hang).
+  const size_t n = 4 * 1200;
+  auto o = auto_options();
+  o.shuffle = true;
+  o.seed = 5;
+  LoaderOptions fixed = o;
+  fixed.num_workers = 2;
+  fixed.prefetch_factor = 2;
+  Loader reference(std::make_shared<CountingDataset>(n), fixed);  // before the churn is set
+  Churn churn(2);
+  Loader loader(std::make_shared<CountingDataset>(n), o);
+  size_t changes = 0;
+  for (int epoch = 0; epoch < 10 && changes < 200; ++epoch) {
+    INFO("epoch " << epoch);
+    const std::vector<int64_t> expected = epoch_indices(reference);
+    CHECK(epoch_indices(loader) == expected);
+    changes = loader.stats().autotune.size();
+  }
   const LoaderStats s = loader.stats();
   INFO(s.autotune.size() << " changes");
   CHECK(s.autotune.size() >= 200);
   CHECK(most_workers(s, 1) ==
         std::min<int64_t>(mpd::kChurnMostWorkers, static_cast<int64_t>(s.workers.size())));
-  CHECK(got == expected);
 }
 
 TEST_CASE("autotune: out of order, changes keep every index exactly once",
@@ -122,13 +139,17 @@ TEST_CASE("autotune: out of order, changes keep every index exactly once",
   Churn churn(1);
   // 1 ms a sample: a worker being added takes a fork's time, and a change waits for it, so
   // faster samples leave fewer changes on a loaded machine (64 of 1600 batches seen at 200 us).
+  // Epochs go on until 200 changes were made (one on an idle machine; 10 at most).
   Loader loader(std::make_shared<SleepyDataset>(n, std::chrono::microseconds(1000)), o);
-  std::vector<int> seen(n, 0);
-  for (Batch& b : loader) {
-    for (int64_t index : b.indices()) ++seen[static_cast<size_t>(index)];
+  size_t changes = 0;
+  for (int epoch = 0; epoch < 10 && changes < 200; ++epoch) {
+    INFO("epoch " << epoch);
+    std::vector<int> seen(n, 0);
+    for (int64_t index : epoch_indices(loader)) ++seen[static_cast<size_t>(index)];
+    for (size_t i = 0; i < n; ++i) REQUIRE(seen[i] == 1);
+    changes = loader.stats().autotune.size();
   }
-  CHECK(loader.stats().autotune.size() >= 200);
-  for (size_t i = 0; i < n; ++i) REQUIRE(seen[i] == 1);
+  CHECK(changes >= 200);
 }
 
 TEST_CASE("autotune: workers killed while the count changes are replaced, every index once",
@@ -198,11 +219,13 @@ TEST_CASE("autotune: workers that wait on I/O grow past the CPU budget",
           "[autotune][process]") {
   auto o = auto_options();
   o.batch_size = 8;
+  const machine_load::CpuPressure pressure;
   Loader loader(std::make_shared<SleepyDataset>(8 * 400, std::chrono::milliseconds(2)), o);
   for (Batch& b : loader) (void)b;
   const LoaderStats s = loader.stats();
   INFO(s.autotune.size() << " changes; budget " << budget());
   for (const AutotuneChange& c : s.autotune) INFO(c.reason);
+  if (most_workers(s, budget()) <= budget() && skipped_when_busy(pressure, s)) return;
   CHECK(most_workers(s, budget()) > budget());
   REQUIRE_FALSE(s.autotune.empty());
   CHECK(s.autotune.front().on_cpu < 0.5);
@@ -482,6 +505,7 @@ TEST_CASE("autotune: workers that sleep on I/O grow past 4 per CPU within a few 
   auto o = auto_options();
   o.batch_size = 16;
   o.persistent_workers = true;
+  const machine_load::CpuPressure pressure;
   Loader loader(std::make_shared<SleepyDataset>(16 * 800, std::chrono::microseconds(1500)), o);
   int64_t batches = 0;
   for (Batch& b : loader) {
@@ -492,6 +516,7 @@ TEST_CASE("autotune: workers that sleep on I/O grow past 4 per CPU within a few 
   const int64_t most = most_workers(s, s.workers_running);
   INFO(s.autotune.size() << " changes; budget " << budget() << "; slots " << s.workers.size());
   for (const AutotuneChange& c : s.autotune) INFO(c.reason);
+  if (most <= std::max<int64_t>(8, budget()) && skipped_when_busy(pressure, s)) return;
   CHECK(most > std::max<int64_t>(8, budget()));
   if (4 * budget() < 64) CHECK(static_cast<int64_t>(s.workers.size()) > 4 * budget());
 }
