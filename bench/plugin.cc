@@ -71,7 +71,7 @@ std::shared_ptr<mploader::Dataset> make_plugin_dataset(const DatasetPlugin& plug
     throw UsageError("--dataset: '" + plugin.path + "' registers no dataset named '" + name +
                      "'; it registers: " + dataset_names(plugin));
   }
-  const mploader::DatasetFactory factory = mploader::detail::find_dataset_factory(name);
+  const auto factory = mploader::detail::find_dataset_factory(name);
   std::shared_ptr<mploader::Dataset> data;
   const std::string where = "dataset '" + name + "' of '" + plugin.path +
                             "' with --dataset-config '" + config + "'";

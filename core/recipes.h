@@ -3,17 +3,53 @@
 // (core/collate.cc) and read here, in the same folder.
 #pragma once
 
+#include "ipc/sealed_bytes.h"
+#include "ipc/status.h"
+
 #include <mploader/collate.h>
 #include <mploader/registry.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mploader::detail {
 
+// A dataset factory that reads its config where it lies, without a copy: what the registry
+// keeps for every name (register_dataset's factories get a std::string made from the view).
+using DatasetViewFactory = std::function<std::shared_ptr<Dataset>(std::string_view config)>;
+// For a factory whose config can be as large as its dataset (a pickled Python one).
+void register_dataset_view(const std::string& name, DatasetViewFactory factory);
+// A dataset whose recipe's config already lies in sealed shared memory (a Python dataset is
+// pickled straight into it): the loader hands that memory to spawned workers as it is, where
+// recipe() would copy it, and takes the factory's name from here.
+class SharedRecipeSource {
+ public:
+  virtual std::string recipe_factory() const = 0;
+  // Null when the dataset has no recipe.
+  virtual std::shared_ptr<const ipc::SealedBytes> recipe_config() const = 0;
+
+ protected:
+  ~SharedRecipeSource() = default;
+};
+
+// The factory a spawned worker rebuilds `dataset` with, nullopt when it has no recipe: from a
+// SharedRecipeSource without copying its config, otherwise from recipe().
+std::optional<std::string> recipe_factory_of(const Dataset& dataset);
+// `dataset`'s recipe as spawned workers map it: its factory, and its config in sealed shared
+// memory (the dataset's own, or made here from recipe(); null when empty). nullopt when it has
+// no recipe; an ipc error making the memory is the caller's to report.
+struct SharedRecipe {
+  std::string factory;
+  std::shared_ptr<const ipc::SealedBytes> config;
+};
+ipc::Result<std::optional<SharedRecipe>> shared_recipe_of(const Dataset& dataset);
+
 // An empty function for a name no one registered.
-DatasetFactory find_dataset_factory(const std::string& name);
+DatasetViewFactory find_dataset_factory(const std::string& name);
 // Throws OptionError("collate", ...) for an unknown recipe.
 std::shared_ptr<Collator> collator_from_recipe(const std::string& recipe);
 

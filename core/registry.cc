@@ -21,8 +21,10 @@ struct Registry {
   std::map<std::string, Factory> factories;
 };
 
-Registry<DatasetFactory>& datasets() {
-  static Registry<DatasetFactory> r;  // function-local: safe from static-init order
+// Kept as views: a spawned worker's recipe is mapped shared memory, read without a copy by a
+// factory that takes a view (detail::register_dataset_view); DatasetFactory gets a string.
+Registry<detail::DatasetViewFactory>& datasets() {
+  static Registry<detail::DatasetViewFactory> r;  // function-local: safe from static-init order
   return r;
 }
 
@@ -100,7 +102,10 @@ PadOptions pad_options_from_recipe(const std::string& recipe) {
 }  // namespace
 
 void register_dataset(const std::string& name, DatasetFactory factory) {
-  add(datasets(), "dataset", name, std::move(factory));
+  add(datasets(), "dataset", name,
+      detail::DatasetViewFactory([factory = std::move(factory)](std::string_view config) {
+        return factory(std::string(config));
+      }));
 }
 
 void register_collator(const std::string& name, CollatorFactory factory) {
@@ -130,10 +135,41 @@ RegistrationCapture::~RegistrationCapture() {
   open_capture = nullptr;
 }
 
-DatasetFactory find_dataset_factory(const std::string& name) {
+void register_dataset_view(const std::string& name, DatasetViewFactory factory) {
+  add(datasets(), "dataset", name, std::move(factory));
+}
+
+std::optional<std::string> recipe_factory_of(const Dataset& dataset) {
+  if (const auto* shared = dynamic_cast<const SharedRecipeSource*>(&dataset)) {
+    if (!shared->recipe_config()) return std::nullopt;
+    return shared->recipe_factory();
+  }
+  std::optional<DatasetRecipe> recipe = dataset.recipe();
+  if (!recipe) return std::nullopt;
+  return std::move(recipe->factory);
+}
+
+ipc::Result<std::optional<SharedRecipe>> shared_recipe_of(const Dataset& dataset) {
+  if (const auto* shared = dynamic_cast<const SharedRecipeSource*>(&dataset)) {
+    auto config = shared->recipe_config();
+    if (!config) return std::optional<SharedRecipe>();
+    return std::optional<SharedRecipe>(SharedRecipe{shared->recipe_factory(), std::move(config)});
+  }
+  std::optional<DatasetRecipe> recipe = dataset.recipe();
+  if (!recipe) return std::optional<SharedRecipe>();
+  SharedRecipe made{std::move(recipe->factory), nullptr};
+  if (!recipe->config.empty()) {
+    auto sealed = ipc::SealedBytes::create(recipe->config, "mploader-dataset-recipe");
+    if (!sealed.ok()) return sealed.error();
+    made.config = sealed.take();
+  }
+  return std::optional<SharedRecipe>(std::move(made));
+}
+
+DatasetViewFactory find_dataset_factory(const std::string& name) {
   std::lock_guard<std::mutex> lock(datasets().mutex);
   auto it = datasets().factories.find(name);
-  return it == datasets().factories.end() ? DatasetFactory() : it->second;
+  return it == datasets().factories.end() ? DatasetViewFactory() : it->second;
 }
 
 std::shared_ptr<Collator> collator_from_recipe(const std::string& recipe) {

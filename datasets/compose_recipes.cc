@@ -96,7 +96,7 @@ std::shared_ptr<Dataset> from_recipe(const json& recipe, const std::string& wher
     return std::pair{recipe.at("factory").get<std::string>(),
                      recipe.at("config").get<std::string>()};
   });
-  DatasetFactory factory = find_dataset_factory(name);
+  const auto factory = find_dataset_factory(name);
   if (!factory) {
     throw OptionError("config", message("registry", "no dataset factory '" + name + "' (" +
                                                         where + ") is registered",

@@ -1,7 +1,9 @@
 #include "loader/component_settings.h"
+#include "core/recipes.h"
 #include "sampler/stream_mix_plan.h"
 #include "supervise/preflight.h"
 #include "util/cpu_budget.h"
+#include "util/errors.h"
 #include "util/fnv1a.h"
 
 #include <sys/resource.h>
@@ -9,9 +11,25 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <mploader/errors.h>
 #include <mploader/streaming.h>
 
 namespace mploader::detail {
+namespace {
+
+// The dataset's recipe in shared memory that every spawned worker maps: one copy however many
+// workers start or restart, where each used to read its own.
+SharedRecipe spawn_recipe(const Dataset& dataset) {
+  auto recipe = shared_recipe_of(dataset);
+  if (!recipe.ok()) {
+    throw Error(message("start_method", "the dataset's recipe for spawned workers could not be "
+                                        "put in shared memory: " + recipe.error().describe(),
+                        "Free memory, or use start_method fork, which needs no recipe"));
+  }
+  return std::move(*recipe.value());  // the checks made sure there is one
+}
+
+}  // namespace
 
 worker::WorkerSettings worker_settings(const LoaderOptions& options, const Dataset& dataset) {
   worker::WorkerSettings s;
@@ -20,9 +38,9 @@ worker::WorkerSettings worker_settings(const LoaderOptions& options, const Datas
   s.world_size = options.world_size;
   s.allow_overflow = options.allow_overflow;
   if (options.start_method != StartMethod::kFork) {  // the checks made sure the recipes exist
-    DatasetRecipe recipe = *dataset.recipe();
+    SharedRecipe recipe = spawn_recipe(dataset);
     s.dataset_factory = std::move(recipe.factory);
-    s.dataset_config = std::make_shared<const std::string>(std::move(recipe.config));
+    s.dataset_config = std::move(recipe.config);
     s.collator_recipe = *options.collate->recipe();
   }
   return s;

@@ -1,5 +1,6 @@
 #include "loader/options_check.h"
 
+#include "core/recipes.h"
 #include "datasets/compose_recipes.h"
 #include "loader/component_settings.h"
 #include "ipc/region_layout.h"
@@ -100,10 +101,10 @@ void check_spawn(const Dataset& dataset, const LoaderOptions& o) {
   require(initialized(), "start_method",
           "mploader: start_method spawn and forkserver run this program again; call "
           "mploader::init(argc, argv) first thing in main() (mploader/registry.h)");
-  const auto recipe = dataset.recipe();
+  const std::optional<std::string> factory = recipe_factory_of(dataset);
   // A ConcatDataset or Subset has none when a source has none: name that source.
-  const std::optional<std::string> gap = recipe ? std::nullopt : composed_recipe_gap(dataset);
-  require(recipe.has_value(), "dataset",
+  const std::optional<std::string> gap = factory ? std::nullopt : composed_recipe_gap(dataset);
+  require(factory.has_value(), "dataset",
           "mploader: start_method spawn rebuilds the dataset in each new worker, but this "
           "dataset (" + type_name(dataset) + ") has no recipe" + (gap ? " (" + *gap + ")" : "") +
           ". Override Dataset::recipe() to "
@@ -113,8 +114,8 @@ void check_spawn(const Dataset& dataset, const LoaderOptions& o) {
   const auto names = registered_datasets();
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  require(std::find(names.begin(), names.end(), recipe->factory) != names.end(), "dataset",
-          "mploader: the dataset's recipe names the factory '" + recipe->factory +
+  require(std::find(names.begin(), names.end(), *factory) != names.end(), "dataset",
+          "mploader: the dataset's recipe names the factory '" + *factory +
               "', which is not registered (registered: " + (known.empty() ? "none" : known) +
               "); register it with MPLOADER_REGISTER_DATASET in a file linked into this "
               "program");

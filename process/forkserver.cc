@@ -39,9 +39,10 @@ class ForkserverClient {
     // The spec travels in a memfd: a socket message holds 64 KiB, a recipe may hold more.
     auto spec_fd = worker::spec_to_memfd(spec);
     if (!spec_fd.ok()) return spec_fd.error();
-    ipc::Status sent = ipc::send_message(
-        socket_.get(), {"spec", {spec.region_fd, spec.task_event_fd, spec.done_event_fd,
-                                 spec.socket_fd, spec_fd.value().get()}});
+    std::vector<int> fds{spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd,
+                         spec_fd.value().get()};
+    if (spec.settings.dataset_config) fds.push_back(spec.settings.dataset_config->fd());
+    ipc::Status sent = ipc::send_message(socket_.get(), {"spec", fds});
     if (!sent.ok()) return sent.error();
     auto reply = ipc::receive_message(socket_.get());
     if (!reply.ok()) return reply.error();
@@ -132,10 +133,14 @@ class Forkserver {
     auto message = ipc::receive_message(socket_.get());
     if (!message.ok()) _exit(0);  // the main process closed its end
     std::vector<ipc::UniqueFd>& fds = message.value().fds;
-    if (message.value().text != "spec" || fds.size() != 5) return reply(-EPROTO, fds);
+    // The channel's four, the spec's, and the dataset recipe's when there is one.
+    if (message.value().text != "spec" || fds.size() < 5 || fds.size() > 6) {
+      return reply(-EPROTO, fds);
+    }
     std::optional<worker::WorkerSpec> spec = worker::spec_from_fd(fds[4].get());
-    fds.pop_back();  // read: the worker keeps none of its spec's bytes open
-    if (!spec) return reply(-EPROTO, fds);
+    fds[4].reset();  // read: the worker keeps none of its spec's bytes open
+    if (!spec || (spec->config_fd >= 0) != (fds.size() == 6)) return reply(-EPROTO, fds);
+    if (fds.size() == 6) spec->config_fd = fds[5].get();  // mapped by the worker
     spec->region_fd = fds[0].get();
     spec->task_event_fd = fds[1].get();
     spec->done_event_fd = fds[2].get();

@@ -43,8 +43,10 @@ void exec_self(const char* name, const std::string& value, const std::vector<int
 }
 
 void exec_worker(const worker::WorkerSpec& spec, int spec_fd) {
-  exec_self(worker::kSpawnEnv, std::to_string(spec_fd),
-            {spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd, spec_fd});
+  std::vector<int> kept{spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd,
+                        spec_fd};
+  if (spec.settings.dataset_config) kept.push_back(spec.settings.dataset_config->fd());
+  exec_self(worker::kSpawnEnv, std::to_string(spec_fd), kept);
 }
 
 }  // namespace detail

@@ -54,7 +54,8 @@ std::vector<PreflightFinding> preflight_fds(const PreflightInput& input);
 // Per worker: its region's memfd, the task and done eventfds, the parent's end of its socket,
 // its pidfd and the supervisor's duplicate of that pidfd.
 constexpr int64_t kFdsPerWorker = 6;
-// Per loader: the supervisor's wake eventfd, and two at a time in passing: an overflow segment
+// Per loader: the supervisor's wake eventfd (the dataset recipe's shared memory, under spawn
+// and forkserver, is open before the count is taken), and two at a time in passing: an overflow segment
 // the dispatcher receives and closes once mapped, a /proc file or crash report the supervisor
 // reads or writes.
 constexpr int64_t kFdsPerLoader = 3;

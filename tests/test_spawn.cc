@@ -9,8 +9,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <fstream>
 #include <sstream>
+#include <string_view>
 
 namespace test_spawn {
 
@@ -75,15 +82,45 @@ class BigRecipeDataset : public CountingDataset {
   }
 };
 
-MPLOADER_REGISTER_DATASET("big-recipe", [](const std::string& config) {
-  const size_t space = config.find(' ');
-  const std::string payload = config.substr(space + 1);
-  if (payload != big_payload(kBigRecipeBytes)) {
-    throw std::runtime_error("the recipe arrived with " + std::to_string(payload.size()) +
-                             " bytes, not the " + std::to_string(kBigRecipeBytes) + " sent");
+// The line of /proc/self/maps whose range holds `address` ("" when none does).
+std::string mapping_holding(const void* address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  for (std::string line; std::getline(maps, line);) {
+    uintptr_t from = 0, to = 0;
+    char dash = 0;
+    std::istringstream in(line);
+    in >> std::hex >> from >> dash >> to;
+    if (in && from <= at && at < to) return line;
   }
-  return std::make_shared<BigRecipeDataset>(std::stoul(config.substr(0, space)));
-});
+  return "";
+}
+
+// Mappings of this process whose name holds `label`.
+int mappings_named(const std::string& label) {
+  std::ifstream maps("/proc/self/maps");
+  int count = 0;
+  for (std::string line; std::getline(maps, line);) count += line.find(label) != std::string::npos;
+  return count;
+}
+
+// Reads its recipe where the worker mapped it: a recipe in the worker's own memory (read, or
+// copied) fails the batch, so the test sees it.
+const bool big_recipe_registered =
+    (mploader::detail::register_dataset_view("big-recipe", [](std::string_view config) {
+       const std::string where = mapping_holding(config.data());
+       if (where.find("mploader-dataset-recipe") == std::string::npos) {
+         throw std::runtime_error("the recipe is not in its shared memory but in '" + where + "'");
+       }
+       const size_t space = config.find(' ');
+       if (config.substr(space + 1) != big_payload(kBigRecipeBytes)) {
+         throw std::runtime_error("the recipe arrived with " +
+                                  std::to_string(config.size() - space - 1) + " bytes, not the " +
+                                  std::to_string(kBigRecipeBytes) + " sent");
+       }
+       return std::make_shared<BigRecipeDataset>(std::stoul(std::string(config.substr(0, space))));
+     }),
+     true);
 
 class BrokenRecipeDataset : public CountingDataset {
  public:
@@ -240,8 +277,9 @@ TEST_CASE("forkserver: restarts replace killed workers through the server",
   for (int count : seen) REQUIRE(count == 1);
 }
 
-// A spawned or forkserver worker knows only what the text carries: every field must come back,
-// recipes with any bytes and empty ones included.
+// A spawned or forkserver worker knows only what the text carries, and the dataset recipe's
+// shared memory it names: every field must come back, recipes with any bytes and empty ones
+// included.
 TEST_CASE("spawn: a worker spec comes back from its text encoding field for field", "[spawn]") {
   worker::WorkerSpec spec;  // every field away from its default
   spec.settings.seed = 0xfedcba9876543210ULL;
@@ -249,7 +287,9 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
   spec.settings.rank = 5;
   spec.settings.allow_overflow = false;
   spec.settings.dataset_factory = "my factory";
-  spec.settings.dataset_config = std::make_shared<const std::string>("a b\n- \0\xff", 8);
+  auto config = ipc::SealedBytes::create(std::string("a b\n- \0\xff", 8), "test-recipe");
+  REQUIRE(config.ok());
+  spec.settings.dataset_config = config.value();
   spec.settings.collator_recipe = "pad -1";
   spec.worker_id = 3;
   spec.worker_slots = 7;
@@ -262,14 +302,20 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
   REQUIRE_FALSE(spec == worker::WorkerSpec{});
   std::optional<worker::WorkerSpec> decoded = worker::decode_spec(worker::encode_spec(spec));
   REQUIRE(decoded);
+  CHECK_FALSE(*decoded == spec);  // the recipe is named, not carried
+  REQUIRE(decoded->config_fd == config.value()->fd());
+  decoded->config_fd = dup(decoded->config_fd);  // as a new process has its own copy
+  REQUIRE(worker::map_config(*decoded).ok());
+  CHECK(decoded->config_fd == -1);
   CHECK(*decoded == spec);
 
   spec.settings.dataset_config.reset();  // empty recipes stay empty
   spec.settings.collator_recipe.clear();
   decoded = worker::decode_spec(worker::encode_spec(spec));
   REQUIRE(decoded);
+  CHECK(worker::map_config(*decoded).ok());
   CHECK(*decoded == spec);
-  CHECK_FALSE(worker::decode_spec("v1 " + worker::encode_spec(spec).substr(3)));
+  CHECK_FALSE(worker::decode_spec("v4 " + worker::encode_spec(spec).substr(3)));
   CHECK_FALSE(worker::decode_spec(worker::encode_spec(spec).substr(0, 20)));
   // Recipes whose lengths do not add up to the bytes after the header (a spec cut short, or
   // one byte too many) are refused, not thrown.
@@ -280,31 +326,57 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
   CHECK_FALSE(worker::decode_spec("not a spec"));
 }
 
-// An environment variable holds 128 KiB and a forkserver message 64 KiB: the spec goes in a
-// memfd, and a recipe of 10 MB reaches spawned and forkserver workers byte for byte.
+// A descriptor that is not the sealed recipe the header says is refused, not mapped: a
+// worker would otherwise read another size, or bytes that can still change.
+TEST_CASE("spawn: a recipe's shared memory of another size or unsealed is refused", "[spawn]") {
+  auto sealed = ipc::SealedBytes::create("twelve bytes", "test-recipe");
+  REQUIRE(sealed.ok());
+  CHECK(sealed.value()->view() == "twelve bytes");
+  CHECK_FALSE(ipc::SealedBytes::map(ipc::UniqueFd(dup(sealed.value()->fd())), 11).ok());
+  auto same = ipc::SealedBytes::map(ipc::UniqueFd(dup(sealed.value()->fd())), 12);
+  REQUIRE(same.ok());
+  CHECK(same.value()->view() == "twelve bytes");
+  CHECK(same.value()->fd() == -1);  // closed once mapped
+  auto adopted = ipc::SealedBytes::adopt(ipc::UniqueFd(dup(sealed.value()->fd())));
+  REQUIRE(adopted.ok());
+  CHECK(adopted.value()->view() == "twelve bytes");
+  CHECK(adopted.value()->fd() >= 0);  // kept, for handing on to workers
+  ipc::UniqueFd open(memfd_create("unsealed", MFD_CLOEXEC));
+  REQUIRE(ftruncate(open.get(), 12) == 0);
+  auto refused = ipc::SealedBytes::map(ipc::UniqueFd(dup(open.get())), 12);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().describe().find("can change") != std::string::npos);
+  CHECK_FALSE(ipc::SealedBytes::adopt(std::move(open)).ok());
+}
+
+// An environment variable holds 128 KiB and a forkserver message 64 KiB: the recipe goes in
+// shared memory that the workers map. A recipe of 10 MB reaches spawned and forkserver workers
+// byte for byte, in that memory (the factory checks), and the main process holds one copy
+// however many workers start or restart.
 TEST_CASE("spawn: a 10 MB recipe reaches spawned and forkserver workers", "[spawn][process]") {
-  worker::WorkerSpec spec;
-  spec.settings.dataset_config = std::make_shared<const std::string>(big_payload(kBigRecipeBytes));
-  spec.region_fd = 9;
-  auto fd = worker::spec_to_memfd(spec);
-  REQUIRE(fd.ok());
-  std::optional<worker::WorkerSpec> back = worker::spec_from_fd(fd.value().get());
-  REQUIRE(back);
-  CHECK(*back == spec);
+  const std::string label = "mploader-dataset-recipe";
   for (StartMethod method : {StartMethod::kSpawn, StartMethod::kForkserver}) {
     INFO("start method " << static_cast<int>(method));
     auto o = spawn_options();
     o.start_method = method;
-    Loader loader(std::make_shared<BigRecipeDataset>(40), o);
+    o.max_restarts_per_epoch = 2;  // the epoch finishes only through a replacement
+    Loader loader(std::make_shared<BigRecipeDataset>(60), o);
     int64_t samples = 0;
+    bool killed = false;
     for (Batch& b : loader) {
       for (size_t i = 0; i < b.size(); ++i) {
         REQUIRE(b["label"][i].item<int64_t>() == b.indices()[i]);
       }
       samples += static_cast<int64_t>(b.size());
+      CHECK(mappings_named(label) == 1);
+      if (!killed) {  // its replacement maps the same memory
+        kill(loader.worker_pids()[0], SIGKILL);
+        killed = true;
+      }
     }
-    CHECK(samples == 40);
+    CHECK(samples == 60);
   }
+  CHECK(mappings_named(label) == 0);
 }
 
 // A library's registrations run inside dlopen(), which an exception must not cross: while a

@@ -47,11 +47,18 @@ void become_worker(WorkerSpec& spec) {
     _exit(kSpawnFailedExit);
   }
   ipc::RegionView view(region.value().base());
+  // Mapped, not read: the pages stay the main process's, shared by every worker.
+  ipc::Status config = map_config(spec);
+  if (!config.ok()) {
+    std::fprintf(stderr, "mploader: spawned worker %d: %s\n", spec.worker_id,
+                 config.error().describe().c_str());
+    _exit(kSpawnFailedExit);
+  }
   std::shared_ptr<Dataset> dataset;
   std::shared_ptr<Collator> collator;
   try {
     const WorkerSettings& settings = spec.settings;
-    DatasetFactory factory = detail::find_dataset_factory(settings.dataset_factory);
+    const auto factory = detail::find_dataset_factory(settings.dataset_factory);
     if (!factory) {
       throw OptionError("dataset_factory",
                         detail::message("spawned worker",
@@ -61,7 +68,8 @@ void become_worker(WorkerSpec& spec) {
                                         "program, or in a library the workers load"));
     }
     dataset = factory(dataset_config_of(settings));
-    // Built: its recipe can be as large as the dataset (a pickled one), and is not read again.
+    // Built: its recipe can be as large as the dataset (a pickled one), and is not read again;
+    // unmapped, the worker's memory holds only what the dataset made of it.
     spec.settings.dataset_config.reset();
     collator = detail::collator_from_recipe(settings.collator_recipe);
   } catch (const std::exception& e) {

@@ -9,49 +9,51 @@
 #include <cerrno>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 namespace mploader::worker {
 namespace {
 
-// A spec is a header line of its numbers, ending with the three recipes' lengths, then the
-// recipes' raw bytes. A dataset's recipe can be as large as the dataset (a pickled Python one):
-// raw, it is written and read once, with no text encoding that would double it.
-constexpr const char* kVersion = "v4";
-constexpr size_t kMaxHeaderBytes = 1024;
+// A spec is a header line of its numbers, ending with the two recipes' lengths, then those
+// recipes' raw bytes. The dataset's recipe, which can be as large as the dataset (a pickled
+// Python one), stays in its own shared memory: the header names its descriptor and size.
+constexpr const char* kVersion = "v5";
+
+// The dataset recipe's descriptor and size: the settings' own where they hold it (the main
+// process), else what a parsed spec carries.
+std::pair<int, uint64_t> config_of(const WorkerSpec& s) {
+  if (const auto& config = s.settings.dataset_config) return {config->fd(), config->view().size()};
+  return {s.config_fd, s.config_bytes};
+}
 
 std::string header_of(const WorkerSpec& s) {
   const WorkerSettings& w = s.settings;
+  const auto [config_fd, config_bytes] = config_of(s);
   std::ostringstream out;
   out << kVersion << ' ' << s.worker_id << ' ' << s.parent_pid << ' ' << s.region_fd << ' '
       << s.region_bytes << ' ' << s.task_event_fd << ' ' << s.done_event_fd << ' '
       << s.socket_fd << ' ' << s.worker_slots << ' ' << w.seed << ' ' << w.first_epoch << ' '
-      << w.rank << ' ' << w.world_size << ' ' << w.allow_overflow << ' '
-      << w.dataset_factory.size() << ' ' << dataset_config_of(w).size() << ' '
-      << w.collator_recipe.size() << '\n';
+      << w.rank << ' ' << w.world_size << ' ' << w.allow_overflow << ' ' << config_fd << ' '
+      << config_bytes << ' ' << w.dataset_factory.size() << ' ' << w.collator_recipe.size()
+      << '\n';
   return out.str();
 }
 
 // The header's fields into `s`, and the recipes' lengths; false for anything else.
-bool parse_header(const std::string& header, WorkerSpec& s, size_t (&lengths)[3]) {
+bool parse_header(const std::string& header, WorkerSpec& s, size_t (&lengths)[2]) {
   std::istringstream in(header);
   WorkerSettings& w = s.settings;
   std::string version;
   in >> version >> s.worker_id >> s.parent_pid >> s.region_fd >> s.region_bytes >>
       s.task_event_fd >> s.done_event_fd >> s.socket_fd >> s.worker_slots >> w.seed >>
-      w.first_epoch >> w.rank >> w.world_size >> w.allow_overflow >> lengths[0] >> lengths[1] >>
-      lengths[2];
-  return static_cast<bool>(in) && version == kVersion;
+      w.first_epoch >> w.rank >> w.world_size >> w.allow_overflow >> s.config_fd >>
+      s.config_bytes >> lengths[0] >> lengths[1];
+  return static_cast<bool>(in) && version == kVersion && (s.config_fd >= 0) == (s.config_bytes > 0);
 }
 
-// Where recipe `k` (factory, config, collator) is read into; the config into `config`, which the
-// caller then shares (WorkerSettings::dataset_config).
-std::string* recipe_field(WorkerSpec& s, int k, std::string& config) {
-  WorkerSettings& w = s.settings;
-  return k == 0 ? &w.dataset_factory : k == 1 ? &config : &w.collator_recipe;
-}
-
-void share_config(WorkerSpec& s, std::string&& config) {
-  if (!config.empty()) s.settings.dataset_config = std::make_shared<const std::string>(std::move(config));
+// Where recipe `k` (factory, collator) is read into.
+std::string* recipe_field(WorkerSpec& s, int k) {
+  return k == 0 ? &s.settings.dataset_factory : &s.settings.collator_recipe;
 }
 
 // Reads `size` bytes at `offset` of `fd` into `out`; false on an error or a short file.
@@ -66,21 +68,10 @@ bool read_at(int fd, off_t offset, size_t size, std::string& out) {
   return true;
 }
 
-bool write_at(int fd, off_t offset, const std::string& bytes) {
-  for (size_t done = 0; done < bytes.size();) {
-    const ssize_t n = pwrite(fd, bytes.data() + done, bytes.size() - done,
-                             offset + static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // Every field, in one place for comparing.
 auto fields(const WorkerSettings& s) {
   return std::tie(s.seed, s.first_epoch, s.rank, s.world_size, s.allow_overflow, s.dataset_factory,
-                  dataset_config_of(s), s.collator_recipe);
+                  s.collator_recipe);
 }
 
 auto own_fields(const WorkerSpec& s) {
@@ -90,13 +81,12 @@ auto own_fields(const WorkerSpec& s) {
 
 }  // namespace
 
-const std::string& dataset_config_of(const WorkerSettings& s) {
-  static const std::string none;
-  return s.dataset_config ? *s.dataset_config : none;
+std::string_view dataset_config_of(const WorkerSettings& s) {
+  return s.dataset_config ? s.dataset_config->view() : std::string_view();
 }
 
 bool operator==(const WorkerSettings& a, const WorkerSettings& b) {
-  return fields(a) == fields(b);
+  return fields(a) == fields(b) && dataset_config_of(a) == dataset_config_of(b);
 }
 
 bool operator==(const WorkerSpec& a, const WorkerSpec& b) {
@@ -104,66 +94,49 @@ bool operator==(const WorkerSpec& a, const WorkerSpec& b) {
 }
 
 std::string encode_spec(const WorkerSpec& s) {
-  const WorkerSettings& w = s.settings;
-  return header_of(s) + w.dataset_factory + dataset_config_of(w) + w.collator_recipe;
+  return header_of(s) + s.settings.dataset_factory + s.settings.collator_recipe;
 }
 
 std::optional<WorkerSpec> decode_spec(const std::string& text) {
   const size_t end = text.find('\n');
   WorkerSpec s;
-  size_t lengths[3] = {};
+  size_t lengths[2] = {};
   if (end == std::string::npos || !parse_header(text.substr(0, end), s, lengths)) return std::nullopt;
   size_t at = end + 1;
-  if (text.size() - at != lengths[0] + lengths[1] + lengths[2]) return std::nullopt;
-  std::string config;
-  for (int k = 0; k < 3; ++k) {
-    recipe_field(s, k, config)->assign(text, at, lengths[k]);
+  if (text.size() - at != lengths[0] + lengths[1]) return std::nullopt;
+  for (int k = 0; k < 2; ++k) {
+    recipe_field(s, k)->assign(text, at, lengths[k]);
     at += lengths[k];
   }
-  share_config(s, std::move(config));
   return s;
 }
 
 ipc::Result<ipc::UniqueFd> spec_to_memfd(const WorkerSpec& spec) {
-  ipc::UniqueFd fd(memfd_create("mploader-worker-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd) return ipc::SysError{"memfd_create", errno, "the worker's spec"};
-  const std::string header = header_of(spec);
-  const WorkerSettings& w = spec.settings;
-  off_t at = 0;
-  for (const std::string* part : {&header, &w.dataset_factory, &dataset_config_of(w),
-                                  &w.collator_recipe}) {
-    if (!write_at(fd.get(), at, *part)) {
-      return ipc::SysError{"write", errno, "the worker's spec into its memfd"};
-    }
-    at += static_cast<off_t>(part->size());
-  }
-  // Read-only from here: the worker reads exactly what was written.
-  if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
-      0) {
-    return ipc::SysError{"fcntl(F_ADD_SEALS)", errno, "the worker's spec"};
-  }
-  return fd;
+  // The spec's own bytes are small (names and numbers): sealed like the recipe's memory, so
+  // that the worker reads exactly what was written.
+  auto sealed = ipc::SealedBytes::create(encode_spec(spec), "mploader-worker-spec");
+  if (!sealed.ok()) return sealed.error();
+  const int fd = fcntl(sealed.value()->fd(), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return ipc::last_error("fcntl(F_DUPFD_CLOEXEC)", "the worker's spec");
+  return ipc::UniqueFd(fd);
 }
 
 std::optional<WorkerSpec> spec_from_fd(int fd) {
   struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_size <= 0) return std::nullopt;
   const auto size = static_cast<size_t>(st.st_size);
-  std::string head;
-  if (!read_at(fd, 0, std::min(size, kMaxHeaderBytes), head)) return std::nullopt;
-  const size_t end = head.find('\n');
-  WorkerSpec s;
-  size_t lengths[3] = {};
-  if (end == std::string::npos || !parse_header(head.substr(0, end), s, lengths)) return std::nullopt;
-  auto at = static_cast<off_t>(end + 1);
-  if (size - (end + 1) != lengths[0] + lengths[1] + lengths[2]) return std::nullopt;
-  std::string config;
-  for (int k = 0; k < 3; ++k) {  // each recipe read once, straight into its field
-    if (!read_at(fd, at, lengths[k], *recipe_field(s, k, config))) return std::nullopt;
-    at += static_cast<off_t>(lengths[k]);
-  }
-  share_config(s, std::move(config));
-  return s;
+  std::string text;
+  if (!read_at(fd, 0, size, text)) return std::nullopt;
+  return decode_spec(text);
+}
+
+ipc::Status map_config(WorkerSpec& spec) {
+  if (spec.config_fd < 0) return ipc::Ok{};
+  auto mapped = ipc::SealedBytes::map(ipc::UniqueFd(std::exchange(spec.config_fd, -1)),
+                                      spec.config_bytes);
+  if (!mapped.ok()) return mapped.error();
+  spec.settings.dataset_config = mapped.take();
+  return ipc::Ok{};
 }
 
 }  // namespace mploader::worker

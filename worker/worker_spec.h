@@ -6,6 +6,7 @@
 // Plain values; no shared state.
 #pragma once
 
+#include "ipc/sealed_bytes.h"
 #include "ipc/status.h"
 #include "ipc/unique_fd.h"
 
@@ -15,6 +16,7 @@
 #include <optional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace mploader::worker {
 
@@ -28,14 +30,15 @@ struct WorkerSettings {
   bool allow_overflow = true;  // a batch larger than its slot goes to a one-off segment
   // Set with spawn and forkserver only: the recipes a worker rebuilds dataset and collator from.
   std::string dataset_factory;
-  // Shared by every copy of the settings (each pool's, each spec's), never copied: a recipe can
-  // be as large as the dataset (a pickled Python one). Null: empty.
-  std::shared_ptr<const std::string> dataset_config;
+  // In shared memory, made once per loader and shared by every copy of the settings (each
+  // pool's, each spec's) and mapped by every worker, never copied: a recipe can be as large as
+  // the dataset (a pickled Python one). Null: empty.
+  std::shared_ptr<const ipc::SealedBytes> dataset_config;
   std::string collator_recipe;
 };
 
 // The settings' dataset recipe ("" when none).
-const std::string& dataset_config_of(const WorkerSettings& s);
+std::string_view dataset_config_of(const WorkerSettings& s);
 
 // One worker: the shared settings, who it is, and the descriptors of its own channel. The pool
 // fills in all but the settings.
@@ -51,13 +54,19 @@ struct WorkerSpec {
   int task_event_fd = -1;  // main -> worker: tasks were pushed
   int done_event_fd = -1;  // worker -> main: results were pushed
   int socket_fd = -1;      // worker's end, for sending overflow segments
+  // In a new process until map_config(): the descriptor of the dataset recipe's shared memory
+  // and its size (the main process's are those of settings.dataset_config).
+  int config_fd = -1;
+  uint64_t config_bytes = 0;
 };
 
 bool operator==(const WorkerSettings& a, const WorkerSettings& b);
 bool operator==(const WorkerSpec& a, const WorkerSpec& b);
 
-// A header line of the numbers and the recipes' lengths, then the recipes' raw bytes; and
-// back: nullopt for text that is not a spec of this version, or whose lengths do not add up.
+// A header line of the numbers and the recipes' lengths, then the factory's name and the
+// collator's recipe; and back: nullopt for text that is not a spec of this version, or whose
+// lengths do not add up. The dataset's recipe is not in the text: the header names the
+// descriptor of its shared memory (a spawned worker inherits it; a forkserver is sent it).
 std::string encode_spec(const WorkerSpec& spec);
 [[nodiscard]] std::optional<WorkerSpec> decode_spec(const std::string& text);
 
@@ -68,6 +77,9 @@ ipc::Result<ipc::UniqueFd> spec_to_memfd(const WorkerSpec& spec);
 // The spec in such a descriptor, read from its start; nullopt for a read error or text that is
 // not a spec of this version.
 [[nodiscard]] std::optional<WorkerSpec> spec_from_fd(int fd);
+// In the new process: maps the dataset recipe that config_fd holds (and closes config_fd) into
+// settings.dataset_config. Nothing to do when there is none.
+[[nodiscard]] ipc::Status map_config(WorkerSpec& spec);
 
 constexpr int kSpawnFailedExit = 72;  // exec or rebuilding in the new process failed
 // Set in a spawned worker's environment to the number of the descriptor holding its spec.

@@ -36,7 +36,7 @@ std::vector<std::string> load_plugin(const std::string& path) {
 }
 
 NativeDataset registered_dataset(const std::string& name, const std::string& config) {
-  DatasetFactory factory = detail::find_dataset_factory(name);
+  const auto factory = detail::find_dataset_factory(name);
   if (!factory) {
     throw OptionError("name", "mploader: registered_dataset: no dataset is registered as '" +
                                   name + "'; registered: " + comma_list(registered_datasets()) +

@@ -6,9 +6,12 @@
 #include "python_collate.h"
 #include "python_dataset.h"
 
+#include "core/recipes.h"
+
 #include <mploader/registry.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mploader::python {
@@ -21,12 +24,12 @@ const std::shared_ptr<PendingSamples>& spawned_pending() {
   return *pending;
 }
 
-std::shared_ptr<Dataset> python_dataset_from(const std::string& payload) {
+std::shared_ptr<Dataset> python_dataset_from(std::string_view payload) {
   py::gil_scoped_acquire gil;
   try {
     // (fetch, size, whether samples wait for a collate_fn, worker start)
-    // A view of the spec's bytes, not a copy: the payload can be as large as the dataset. The
-    // worker keeps no recipe: it starts no workers of its own from this dataset.
+    // A view of the recipe's shared memory, not a copy: the payload can be as large as the
+    // dataset. The worker keeps no recipe: it starts no workers of its own from this dataset.
     py::tuple made = py::module_::import("mploader._spawning")
                          .attr("rebuild_dataset")(py::memoryview::from_memory(payload.data(),
                                                                               payload.size()));
@@ -52,7 +55,8 @@ std::shared_ptr<Collator> python_collator_from(const std::string& payload) {
   }
 }
 
-MPLOADER_REGISTER_DATASET("mploader.python", python_dataset_from);
+const bool python_dataset_registered =
+    (detail::register_dataset_view("mploader.python", python_dataset_from), true);
 MPLOADER_REGISTER_COLLATOR("mploader.python_collate", python_collator_from);
 
 }  // namespace
