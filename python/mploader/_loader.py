@@ -14,7 +14,7 @@ from ._plugins import check_forkserver_knows
 from ._options import (check_batching, check_counts, check_dataset, check_generator,
                        check_iterable,
                        check_start_method, engine_options, start_method_of)
-from ._spawning import MAIN_GUARD, SPAWNED_COMMAND, payload, preparing_main
+from ._spawning import MAIN_GUARD, SPAWNED_COMMAND, payload, payload_file, preparing_main
 from ._state_check import check_state
 from ._structure import native_batch, unflatten, unflatten_collated
 from ._worker import (DeferredFetch, GetItems, OneSample, SampleFetch, collator, has_getitems,
@@ -126,7 +126,7 @@ class DataLoader:
                 "worker_init_fn": self.worker_init_fn,
                 "iterable": (self.batch_size, self.drop_last) if self._iterable else None,
                 "getitems": self._getitems}
-        self._engine_options["recipe"] = payload(
+        self._engine_options["recipe"] = payload_file(
             made, "dataset", method,
             parts=[("dataset", self.dataset), ("worker_init_fn", self.worker_init_fn)])
         if collate is not None:
@@ -195,7 +195,8 @@ class DataLoader:
         if self._spawn_method is not None and "recipe" not in self._engine_options:
             self._prepare_spawn(self._spawn_method)  # a loader made again (after Ctrl-C)
         options = dict(self._engine_options)
-        # The engine keeps the pickled dataset once for its workers: none kept here too.
+        # The engine keeps the pickled dataset's shared memory for its workers (a loader made
+        # again pickles the dataset again: it may have changed).
         self._engine_options.pop("recipe", None)
         if self._engine_seed is None:
             self._engine_seed = base_seed & 0xFFFFFFFFFFFFFFFF

@@ -3,7 +3,9 @@ process (as torch's DataLoader pickles it for each worker), and what multiproces
 records to import the user's main module in a fresh interpreter. A fresh worker runs
 ``python -c "import mploader._spawned"``; the engine then calls rebuild_dataset() and
 rebuild_collate() (python/src/spawned.cc) with these payloads."""
+import fcntl
 import multiprocessing.spawn
+import os
 import pickle
 import struct
 import sys
@@ -40,25 +42,60 @@ def _pickled(obj, what, start_method):
 
 
 _LENGTH = struct.Struct("<Q")
+_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL
+
+
+def _preparation():
+    """What multiprocessing's spawn records to import the user's main module, pickled."""
+    preparation = multiprocessing.spawn.get_preparation_data("mploader-worker")
+    preparation.pop("authkey", None)  # multiprocessing's own secret: no use to a worker
+    return pickle.dumps(preparation)
+
+
+def _checked(obj, what, start_method, parts):
+    """Raises the OptionError naming what in ``obj`` (or ``parts``) cannot be pickled."""
+    for name, part in parts:
+        _pickled(part, name, start_method)
+    _pickled(obj, what, start_method)
 
 
 def payload(obj, what, start_method, parts=()):
     """``obj`` pickled, after what a fresh interpreter needs to unpickle it (multiprocessing's
     preparation data, pickled on its own), as bytes: the preparation's length, the
-    preparation, the object. The engine hands these bytes to each worker as they are (a
-    dataset's pickle can be as large as the dataset). ``parts``: (name, object) pairs of what
-    ``obj`` holds, checked first (only when ``obj`` cannot be pickled) so that an error names
-    the one that cannot be."""
+    preparation, the object. For what is small (a collate_fn). ``parts``: (name, object)
+    pairs of what ``obj`` holds, checked first (only when ``obj`` cannot be pickled) so that an
+    error names the one that cannot be."""
     try:
         pickled = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001  (what failed is named below)
-        for name, part in parts:
-            _pickled(part, name, start_method)
-        pickled = _pickled(obj, what, start_method)
-    preparation = multiprocessing.spawn.get_preparation_data("mploader-worker")
-    preparation.pop("authkey", None)  # multiprocessing's own secret: no use to a worker
-    prepared = pickle.dumps(preparation)
+        _checked(obj, what, start_method, parts)
+        raise
+    prepared = _preparation()
     return b"".join((_LENGTH.pack(len(prepared)), prepared, pickled))
+
+
+def payload_file(obj, what, start_method, parts=()):
+    """The same payload as payload(), pickled straight into sealed shared memory (a memfd),
+    returned as its open file: a dataset's pickle can be as large as the dataset, and is then
+    never held in this process's own memory. The engine maps that memory into every spawned
+    worker, which unpickles it where it lies."""
+    prepared = _preparation()
+    fd = os.memfd_create("mploader-dataset-recipe", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    file = open(fd, "w+b")
+    try:
+        file.write(_LENGTH.pack(len(prepared)))
+        file.write(prepared)
+        try:
+            pickle.dump(obj, file, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001  (what failed is named below)
+            _checked(obj, what, start_method, parts)
+            raise
+        file.flush()
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
+    except BaseException:
+        file.close()
+        raise
+    return file
 
 
 # What a spawned worker says when the user's main module, imported to rebuild the dataset,

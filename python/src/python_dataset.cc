@@ -1,6 +1,9 @@
 #include "python_dataset.h"
 
 #include "python_leaves.h"
+#include "util/errors.h"
+
+#include <fcntl.h>
 
 #include <mploader/errors.h>
 #include <mploader/worker_info.h>
@@ -52,10 +55,23 @@ void throw_foreign(py::error_already_set& e) {
   throw ForeignError(std::move(type_name), text);
 }
 
+void PythonDataset::set_recipe(const py::object& file) {
+  const int fd = file.attr("fileno")().cast<int>();
+  ipc::UniqueFd own(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  auto sealed = own ? ipc::SealedBytes::adopt(std::move(own))
+                    : ipc::Result<std::shared_ptr<const ipc::SealedBytes>>(
+                          ipc::last_error("fcntl(F_DUPFD_CLOEXEC)", "the pickled dataset"));
+  if (!sealed.ok()) {
+    throw Error(detail::message("start_method", "the pickled dataset's shared memory could not "
+                                                "be taken: " + sealed.error().describe(),
+                                "Free memory or descriptors, or use start_method 'fork'"));
+  }
+  recipe_ = sealed.take();
+}
+
 std::optional<DatasetRecipe> PythonDataset::recipe() const {
   if (!recipe_) return std::nullopt;
-  py::gil_scoped_acquire gil;
-  return DatasetRecipe{"mploader.python", recipe_->get().cast<std::string>()};
+  return DatasetRecipe{recipe_factory(), std::string(recipe_->view())};
 }
 
 void call_worker_start(const py::object& start, const WorkerInfo& info) {

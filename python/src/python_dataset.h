@@ -7,6 +7,7 @@
 #include <mploader/dataset.h>
 #include <mploader/worker_info.h>
 
+#include "core/recipes.h"
 #include "python_collate.h"
 #include "python_object.h"
 
@@ -22,7 +23,7 @@ namespace mploader::python {
 
 namespace py = pybind11;
 
-class PythonDataset : public Dataset {
+class PythonDataset : public Dataset, public detail::SharedRecipeSource {
  public:
   // `fetch(index)` returns the sample as a list of (name, leaf) pairs: a leaf is a Tensor, a
   // number, a str or bytes (mploader/_structure.py, python_leaves.h). `size` is len(dataset). With `pending` (a collate_fn
@@ -35,13 +36,15 @@ class PythonDataset : public Dataset {
   // Tells `fetch` (when it has start_batch()) that a batch begins: a batch's samples follow
   // its first one's structure, as default_collate reads them.
   void prepare_batch(const int64_t* indices, size_t count) override;
-  // For start_method spawn and forkserver: how the worker builds it again (`payload`, bytes made
-  // by mploader/_spawning.py, for the factory "mploader.python", python/src/spawned.cc). The
-  // bytes object is kept, not copied: it is as large as the pickled dataset.
-  void set_recipe(py::bytes payload) { recipe_ = std::make_unique<HeldObject>(std::move(payload)); }
-  // Drops the payload once the Loader has taken its recipe (it asks only when it is made).
-  void release_recipe() { recipe_.reset(); }
+  // For start_method spawn and forkserver: how the worker builds it again, the payload that
+  // mploader/_spawning.py pickled straight into sealed shared memory (`file`, its open memfd)
+  // for the factory "mploader.python" (python/src/spawned.cc). That memory is handed to the
+  // workers as it is: the pickled dataset is never copied in this process.
+  void set_recipe(const py::object& file);
+  // A copy of the payload; the loader takes recipe_config() instead.
   std::optional<DatasetRecipe> recipe() const override;
+  std::string recipe_factory() const override { return "mploader.python"; }
+  std::shared_ptr<const ipc::SealedBytes> recipe_config() const override { return recipe_; }
   // In a spawned worker, where LoaderOptions::worker_init cannot reach: `start(id,
   // num_workers, seed, epoch, rank, world_size)` runs before the process's first sample.
   void start_with(py::object start) { start_ = std::make_unique<HeldObject>(std::move(start)); }
@@ -53,7 +56,7 @@ class PythonDataset : public Dataset {
   bool starts_batches_ = false;
   size_t size_;
   std::shared_ptr<PendingSamples> pending_;
-  std::unique_ptr<HeldObject> recipe_;
+  std::shared_ptr<const ipc::SealedBytes> recipe_;
   std::unique_ptr<HeldObject> start_;
   bool started_ = false;
 };

@@ -139,7 +139,6 @@ PythonLoader::PythonLoader(py::object source, size_t size, const py::dict& optio
     };
   }
   std::shared_ptr<Dataset> dataset;
-  PythonDataset* python_dataset = nullptr;
   if (py::isinstance<NativeDataset>(source)) {
     dataset = source.cast<const NativeDataset&>().dataset;
   } else {
@@ -154,8 +153,7 @@ PythonLoader::PythonLoader(py::object source, size_t size, const py::dict& optio
       o.collate = std::move(collator);
     }
     auto python = std::make_shared<PythonDataset>(std::move(source), size, std::move(pending));
-    if (options.contains("recipe")) python->set_recipe(options["recipe"].cast<py::bytes>());
-    python_dataset = python.get();
+    if (options.contains("recipe")) python->set_recipe(options["recipe"]);
     dataset = std::move(python);
   }
   if (dynamic_cast<StreamingDataset*>(dataset.get()) != nullptr) {
@@ -170,9 +168,6 @@ PythonLoader::PythonLoader(py::object source, size_t size, const py::dict& optio
   }
   py::gil_scoped_release unlocked;  // starting workers forks, which takes the GIL
   loader_ = std::make_unique<Loader>(std::move(dataset), std::move(o));
-  // The loader keeps the recipe its workers are spawned from; the pickled dataset need not be
-  // held twice in this process.
-  if (python_dataset != nullptr) python_dataset->release_recipe();
 }
 
 PythonLoader::~PythonLoader() {

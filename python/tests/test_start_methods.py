@@ -148,3 +148,48 @@ def test_a_cpp_reader_in_fresh_workers(method, tmp_path):
     inputs = torch.cat([b["input"] for b in mploader.DataLoader(
         stream, batch_size=8, num_workers=2, start_method=method)])
     assert len({tuple(r.tolist()) for r in inputs}) == len(inputs) == len(stream)
+
+
+class Large(torch.utils.data.Dataset):
+    """A dataset holding 96 MiB, and in each sample the size of the largest mapping of its
+    recipe's shared memory that the worker still holds (0: unmapped once the dataset was
+    built)."""
+
+    def __init__(self):
+        self.blob = os.urandom(96 << 20)
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        with open("/proc/self/maps") as maps:
+            held = [line for line in maps if "mploader-dataset-recipe" in line]
+        return {"i": i, "size": len(self.blob), "recipe_maps": len(held)}
+
+
+def _rss_kib(field):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/self/status")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_large_dataset_is_pickled_into_shared_memory_that_workers_map(method):
+    """Under spawn the pickled dataset never lies in the training process's own memory: it is
+    pickled straight into sealed shared memory, which every worker maps, unpickles where it
+    lies and unmaps. The training process's peak resident memory grows by far less than the
+    dataset while its workers start."""
+    data = Large()
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")  # VmHWM from here
+    before = _rss_kib("VmRSS")
+    loader = mploader.DataLoader(data, batch_size=4, num_workers=2,
+                                 multiprocessing_context=method)
+    batches = list(loader)
+    grown_mib = (_rss_kib("VmHWM") - before) >> 10
+    assert grown_mib < 48, f"the training process grew by {grown_mib} MiB for 96 MiB of data"
+    assert torch.cat([b["i"] for b in batches]).tolist() == list(range(8))
+    assert all(b["size"].tolist() == [96 << 20] * 4 for b in batches)
+    assert all(b["recipe_maps"].tolist() == [0] * 4 for b in batches)
