@@ -121,7 +121,17 @@ def _alive(pid):
         return False
 
 
-def test_ctrl_c_while_the_loop_waits_stops_the_workers_and_raises_keyboard_interrupt():
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own SIGINT handler for the test: a shell starts a background job (`cmd &`, as
+    CI scripts do) with SIGINT ignored, and Python then installs none."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_while_the_loop_waits_stops_the_workers_and_raises_keyboard_interrupt(
+        ctrl_c_raises):
     loader = mploader.DataLoader(Slow(), batch_size=1, num_workers=2)
     iterator = iter(loader)
     assert next(iterator) == 0
