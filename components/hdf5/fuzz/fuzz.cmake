@@ -6,7 +6,8 @@ find_library(MPLOADER_HDF5_LIBRARY NAMES hdf5_serial hdf5 PATH_SUFFIXES hdf5/ser
 mploader_fuzz_target(hdf5 "HDF5 recipes and files"
                      SOURCES components/hdf5/h5_handle.cc components/hdf5/h5_types.cc components/hdf5/h5_meta.cc
                              components/hdf5/h5_probe.cc components/hdf5/h5_reader.cc components/hdf5/h5_dataset.cc
-                             components/hdf5/h5_recipe.cc core/registry.cc core/sample_writer.cc
+                             components/hdf5/h5_recipe.cc core/registry.cc ipc/sealed_bytes.cc
+                             core/sample_writer.cc
                              core/dataset.cc
                              core/tensor_dict.cc core/collate.cc core/pad_collator.cc
                              core/exception_text.cc util/errors.cc

@@ -12,7 +12,7 @@ if(MPLOADER_ARROW_FOUND)
                                components/vision/decode_png_whole.cc components/vision/image.cc
                                components/vision/transforms.cc components/vision/transform_json.cc
                                components/vision/compose_check.cc components/vision/resample.cc
-                               core/streaming_dataset.cc core/registry.cc
+                               core/streaming_dataset.cc core/registry.cc ipc/sealed_bytes.cc
                                worker/worker_info.cc core/sample_writer.cc core/dataset.cc
                                core/tensor_dict.cc core/loading_scope.cc core/collate.cc
                                core/pad_collator.cc core/remote_files.cc core/file_list.cc
