@@ -167,8 +167,12 @@ def nginx(tmp_path):
                             (state / "error.log").read_text()[-500:])
             time.sleep(0.01)
     yield root, f"http://127.0.0.1:{port}"
-    server.kill()
-    server.wait()
+    server.terminate()  # the master stops its worker; killed, it would leave the worker behind
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
     shutil.rmtree(state / "tmp", ignore_errors=True)
 
 
