@@ -102,17 +102,32 @@ def test_worker_init_fn_runs_again_in_a_restarted_worker(tmp_path):
     marks.mkdir()
 
     def note_start(worker_id):
-        (marks / f"{os.getpid()}").write_text(str(worker_id))
+        part = marks / f".{os.getpid()}"
+        part.write_text(str(worker_id))
+        part.rename(marks / f"{os.getpid()}")  # whole or not at all, whenever it is read
         assert torch.utils.data.get_worker_info().id == worker_id
 
+    # Persistent: the replacement outlives the epoch, which worker 0 alone may have finished on
+    # a busy machine before the replacement's worker_init_fn ran.
     loader = mploader.DataLoader(SlowSquares(40), batch_size=2, num_workers=2, max_restarts=1,
-                                 worker_init_fn=note_start, crash_dir=str(tmp_path))
+                                 worker_init_fn=note_start, crash_dir=str(tmp_path),
+                                 persistent_workers=True)
+    def wait_for_start(pid):  # for a hang: worker_init_fn runs as the worker starts
+        deadline = time.monotonic() + 60
+        while not (marks / str(pid)).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     it = iter(loader)
     next(it)
     victim = loader.worker_pids()[1]
+    wait_for_start(victim)  # on a busy machine worker 0 may have given the first batch alone
     os.kill(victim, signal.SIGKILL)
-    list(it)
-    started = {int(p.name): int(p.read_text()) for p in marks.iterdir()}
+    list(it)  # its two batches are issued again: the loop sees the death and replaces it
+    replacement = loader.worker_pids()[1]
+    assert replacement != victim
+    wait_for_start(replacement)
+    started = {int(p.name): int(p.read_text()) for p in marks.iterdir()
+               if not p.name.startswith(".")}
     # Worker 1 and its replacement; worker 0 once, and once more in the short-lived process
     # that reads sample 0 to size the shared memory before the workers start.
     assert list(started.values()).count(1) == 2
