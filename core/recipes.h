@@ -31,6 +31,11 @@ class SharedRecipeSource {
   virtual std::string recipe_factory() const = 0;
   // Null when the dataset has no recipe.
   virtual std::shared_ptr<const ipc::SealedBytes> recipe_config() const = 0;
+  // Descriptors the config refers to, handed to each spawned worker beside it (a Python
+  // dataset's shared containers); null: none.
+  virtual std::shared_ptr<const std::vector<ipc::UniqueFd>> recipe_descriptors() const {
+    return nullptr;
+  }
 
  protected:
   ~SharedRecipeSource() = default;
@@ -45,7 +50,14 @@ std::optional<std::string> recipe_factory_of(const Dataset& dataset);
 struct SharedRecipe {
   std::string factory;
   std::shared_ptr<const ipc::SealedBytes> config;
+  std::shared_ptr<const std::vector<ipc::UniqueFd>> descriptors;  // SharedRecipeSource's
 };
+
+// In a spawned worker, while its dataset factory runs: the numbers of the descriptors handed to
+// it beside the recipe (SharedRecipeSource::recipe_descriptors), in order; empty elsewhere.
+// The worker closes them once the dataset is built: a factory keeps its own copies.
+const std::vector<int>& recipe_descriptors();
+void set_recipe_descriptors(std::vector<int> numbers);
 ipc::Result<std::optional<SharedRecipe>> shared_recipe_of(const Dataset& dataset);
 
 // An empty function for a name no one registered.

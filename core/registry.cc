@@ -153,11 +153,12 @@ ipc::Result<std::optional<SharedRecipe>> shared_recipe_of(const Dataset& dataset
   if (const auto* shared = dynamic_cast<const SharedRecipeSource*>(&dataset)) {
     auto config = shared->recipe_config();
     if (!config) return std::optional<SharedRecipe>();
-    return std::optional<SharedRecipe>(SharedRecipe{shared->recipe_factory(), std::move(config)});
+    return std::optional<SharedRecipe>(
+        SharedRecipe{shared->recipe_factory(), std::move(config), shared->recipe_descriptors()});
   }
   std::optional<DatasetRecipe> recipe = dataset.recipe();
   if (!recipe) return std::optional<SharedRecipe>();
-  SharedRecipe made{std::move(recipe->factory), nullptr};
+  SharedRecipe made{std::move(recipe->factory), nullptr, nullptr};
   if (!recipe->config.empty()) {
     auto sealed = ipc::SealedBytes::create(recipe->config, "mploader-dataset-recipe");
     if (!sealed.ok()) return sealed.error();
@@ -165,6 +166,14 @@ ipc::Result<std::optional<SharedRecipe>> shared_recipe_of(const Dataset& dataset
   }
   return std::optional<SharedRecipe>(std::move(made));
 }
+
+namespace {
+std::vector<int> g_recipe_descriptors;  // one spawned worker builds one dataset, on one thread
+}  // namespace
+
+const std::vector<int>& recipe_descriptors() { return g_recipe_descriptors; }
+
+void set_recipe_descriptors(std::vector<int> numbers) { g_recipe_descriptors = std::move(numbers); }
 
 DatasetViewFactory find_dataset_factory(const std::string& name) {
   std::lock_guard<std::mutex> lock(datasets().mutex);

@@ -27,7 +27,7 @@ struct ReceivedFd {
 Result<ReceivedFd> receive_fd(int socket);
 
 // Several descriptors with a text payload (a forkserver request). At most kMaxFdsPerMessage.
-constexpr size_t kMaxFdsPerMessage = 8;
+constexpr size_t kMaxFdsPerMessage = 40;
 struct Message {
   std::string text;
   std::vector<int> fds;  // the sender's: it keeps them

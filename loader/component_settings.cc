@@ -41,6 +41,7 @@ worker::WorkerSettings worker_settings(const LoaderOptions& options, const Datas
     SharedRecipe recipe = spawn_recipe(dataset);
     s.dataset_factory = std::move(recipe.factory);
     s.dataset_config = std::move(recipe.config);
+    s.dataset_fds = std::move(recipe.descriptors);
     s.collator_recipe = *options.collate->recipe();
   }
   return s;

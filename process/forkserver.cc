@@ -42,6 +42,7 @@ class ForkserverClient {
     std::vector<int> fds{spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd,
                          spec_fd.value().get()};
     if (spec.settings.dataset_config) fds.push_back(spec.settings.dataset_config->fd());
+    for (int fd : worker::dataset_fds_of(spec)) fds.push_back(fd);
     ipc::Status sent = ipc::send_message(socket_.get(), {"spec", fds});
     if (!sent.ok()) return sent.error();
     auto reply = ipc::receive_message(socket_.get());
@@ -133,14 +134,20 @@ class Forkserver {
     auto message = ipc::receive_message(socket_.get());
     if (!message.ok()) _exit(0);  // the main process closed its end
     std::vector<ipc::UniqueFd>& fds = message.value().fds;
-    // The channel's four, the spec's, and the dataset recipe's when there is one.
-    if (message.value().text != "spec" || fds.size() < 5 || fds.size() > 6) {
-      return reply(-EPROTO, fds);
-    }
+    // The channel's four, the spec's, the dataset recipe's when there is one, and those the
+    // recipe refers to.
+    static_assert(6 + worker::kMaxDatasetFds <= ipc::kMaxFdsPerMessage);
+    if (message.value().text != "spec" || fds.size() < 5) return reply(-EPROTO, fds);
     std::optional<worker::WorkerSpec> spec = worker::spec_from_fd(fds[4].get());
     fds[4].reset();  // read: the worker keeps none of its spec's bytes open
-    if (!spec || (spec->config_fd >= 0) != (fds.size() == 6)) return reply(-EPROTO, fds);
-    if (fds.size() == 6) spec->config_fd = fds[5].get();  // mapped by the worker
+    const size_t config = spec && spec->config_fd >= 0 ? 1 : 0;
+    if (!spec || fds.size() != 5 + config + spec->dataset_fd_numbers.size()) {
+      return reply(-EPROTO, fds);
+    }
+    if (config == 1) spec->config_fd = fds[5].get();  // mapped by the worker
+    for (size_t i = 0; i < spec->dataset_fd_numbers.size(); ++i) {
+      spec->dataset_fd_numbers[i] = fds[5 + config + i].get();
+    }
     spec->region_fd = fds[0].get();
     spec->task_event_fd = fds[1].get();
     spec->done_event_fd = fds[2].get();

@@ -46,6 +46,7 @@ void exec_worker(const worker::WorkerSpec& spec, int spec_fd) {
   std::vector<int> kept{spec.region_fd, spec.task_event_fd, spec.done_event_fd, spec.socket_fd,
                         spec_fd};
   if (spec.settings.dataset_config) kept.push_back(spec.settings.dataset_config->fd());
+  for (int fd : worker::dataset_fds_of(spec)) kept.push_back(fd);
   exec_self(worker::kSpawnEnv, std::to_string(spec_fd), kept);
 }
 

@@ -9,12 +9,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -119,6 +121,75 @@ const bool big_recipe_registered =
                                   std::to_string(kBigRecipeBytes) + " sent");
        }
        return std::make_shared<BigRecipeDataset>(std::stoul(std::string(config.substr(0, space))));
+     }),
+     true);
+
+// A recipe with two memfds beside it, as a Python dataset holding SharedDicts has: the factory
+// finds them in recipe_descriptors(), keeps a copy of one, and the worker closes the rest.
+constexpr const char* kAttachedLabel = "test-attached-memory";
+
+std::shared_ptr<const std::vector<ipc::UniqueFd>> attached_memory() {
+  auto fds = std::make_shared<std::vector<ipc::UniqueFd>>();
+  for (const char* text : {"first", "second"}) {
+    auto sealed = ipc::SealedBytes::create(text, kAttachedLabel);
+    fds->emplace_back(fcntl(sealed.value()->fd(), F_DUPFD_CLOEXEC, 0));
+  }
+  return fds;
+}
+
+std::string read_whole(int fd) {
+  char buffer[16] = {};
+  const ssize_t n = pread(fd, buffer, sizeof buffer, 0);
+  return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : "";
+}
+
+// Descriptors of this process that are the attached memory.
+int open_attached() {
+  int count = 0;
+  for (int fd = 0; fd < 1024; ++fd) {
+    char path[64], target[256] = {};
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if (readlink(path, target, sizeof target - 1) > 0) {
+      count += std::string_view(target).find(kAttachedLabel) != std::string_view::npos;
+    }
+  }
+  return count;
+}
+
+class AttachedDataset : public CountingDataset, public mploader::detail::SharedRecipeSource {
+ public:
+  // In the main process: the memory to hand over. In a worker: the copy its factory kept.
+  explicit AttachedDataset(size_t n) : CountingDataset(n), attached_(attached_memory()) {}
+  AttachedDataset(size_t n, int kept) : CountingDataset(n), kept_(kept) {}
+  ~AttachedDataset() override { if (kept_ >= 0) close(kept_); }
+  std::string recipe_factory() const override { return "attached"; }
+  std::shared_ptr<const ipc::SealedBytes> recipe_config() const override {
+    return ipc::SealedBytes::create(std::to_string(size()), "test-recipe").take();
+  }
+  std::shared_ptr<const std::vector<ipc::UniqueFd>> recipe_descriptors() const override {
+    return attached_;
+  }
+  // In the worker: the copy it kept still reads, and no other attached descriptor is open.
+  Sample get(int64_t index) override {
+    Sample s = CountingDataset::get(index);
+    s.set("kept", at::scalar_tensor(int64_t{read_whole(kept_) == "first"}, at::kLong));
+    s.set("open", at::scalar_tensor(int64_t{open_attached()}, at::kLong));
+    return s;
+  }
+
+ private:
+  int kept_ = -1;
+  std::shared_ptr<const std::vector<ipc::UniqueFd>> attached_;
+};
+
+const bool attached_registered =
+    (mploader::detail::register_dataset_view("attached", [](std::string_view config) {
+       const std::vector<int>& fds = mploader::detail::recipe_descriptors();
+       if (fds.size() != 2 || read_whole(fds[0]) != "first" || read_whole(fds[1]) != "second") {
+         throw std::runtime_error("the descriptors beside the recipe did not arrive");
+       }
+       return std::make_shared<AttachedDataset>(std::stoul(std::string(config)),
+                                                fcntl(fds[0], F_DUPFD_CLOEXEC, 0));
      }),
      true);
 
@@ -291,6 +362,7 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
   REQUIRE(config.ok());
   spec.settings.dataset_config = config.value();
   spec.settings.collator_recipe = "pad -1";
+  spec.settings.dataset_fds = attached_memory();
   spec.worker_id = 3;
   spec.worker_slots = 7;
   spec.parent_pid = 4242;
@@ -303,6 +375,8 @@ TEST_CASE("spawn: a worker spec comes back from its text encoding field for fiel
   std::optional<worker::WorkerSpec> decoded = worker::decode_spec(worker::encode_spec(spec));
   REQUIRE(decoded);
   CHECK_FALSE(*decoded == spec);  // the recipe is named, not carried
+  CHECK(decoded->dataset_fd_numbers == worker::dataset_fds_of(spec));
+  CHECK(decoded->dataset_fd_numbers.size() == 2);
   REQUIRE(decoded->config_fd == config.value()->fd());
   decoded->config_fd = dup(decoded->config_fd);  // as a new process has its own copy
   REQUIRE(worker::map_config(*decoded).ok());
@@ -377,6 +451,29 @@ TEST_CASE("spawn: a 10 MB recipe reaches spawned and forkserver workers", "[spaw
     CHECK(samples == 60);
   }
   CHECK(mappings_named(label) == 0);
+}
+
+// The descriptors a recipe refers to reach spawned and forkserver workers, replacements
+// included, and a worker keeps only the copies its dataset made.
+TEST_CASE("spawn: descriptors beside the recipe reach the workers, which close the rest",
+          "[spawn][process]") {
+  for (StartMethod method : {StartMethod::kSpawn, StartMethod::kForkserver}) {
+    INFO("start method " << static_cast<int>(method));
+    auto o = spawn_options();
+    o.start_method = method;
+    o.max_restarts_per_epoch = 2;
+    Loader loader(std::make_shared<AttachedDataset>(40), o);
+    int64_t samples = 0;
+    for (Batch& b : loader) {
+      for (size_t i = 0; i < b.size(); ++i) {
+        CHECK(b["kept"][i].item<int64_t>() == 1);
+        CHECK(b["open"][i].item<int64_t>() == 1);
+      }
+      if (samples == 0) kill(loader.worker_pids()[0], SIGKILL);  // its replacement too
+      samples += static_cast<int64_t>(b.size());
+    }
+    CHECK(samples == 40);
+  }
 }
 
 // A library's registrations run inside dlopen(), which an exception must not cross: while a

@@ -30,6 +30,13 @@ std::string init_error_text(const std::string& what, size_t room) {
   return kPrefix + kCut + what.substr(from);  // from a character's first byte
 }
 
+// The descriptors handed beside the recipe, once the dataset is built (its factory made copies
+// of what it keeps): a worker holds only the descriptors it uses.
+void close_recipe_descriptors() {
+  for (int fd : detail::recipe_descriptors()) close(fd);
+  detail::set_recipe_descriptors({});
+}
+
 }  // namespace
 
 void become_worker(WorkerSpec& spec) {
@@ -67,10 +74,13 @@ void become_worker(WorkerSpec& spec) {
                                         "Register it with MPLOADER_REGISTER_DATASET in the "
                                         "program, or in a library the workers load"));
     }
+    detail::set_recipe_descriptors(spec.dataset_fd_numbers);
     dataset = factory(dataset_config_of(settings));
     // Built: its recipe can be as large as the dataset (a pickled one), and is not read again;
-    // unmapped, the worker's memory holds only what the dataset made of it.
+    // unmapped, the worker's memory holds only what the dataset made of it. The descriptors
+    // beside it were the factory's to copy.
     spec.settings.dataset_config.reset();
+    close_recipe_descriptors();
     collator = detail::collator_from_recipe(settings.collator_recipe);
   } catch (const std::exception& e) {
     const std::string text = init_error_text(e.what(), sizeof view.header().init_error);

@@ -17,7 +17,7 @@ namespace {
 // A spec is a header line of its numbers, ending with the two recipes' lengths, then those
 // recipes' raw bytes. The dataset's recipe, which can be as large as the dataset (a pickled
 // Python one), stays in its own shared memory: the header names its descriptor and size.
-constexpr const char* kVersion = "v5";
+constexpr const char* kVersion = "v6";
 
 // The dataset recipe's descriptor and size: the settings' own where they hold it (the main
 // process), else what a parsed spec carries.
@@ -25,6 +25,17 @@ std::pair<int, uint64_t> config_of(const WorkerSpec& s) {
   if (const auto& config = s.settings.dataset_config) return {config->fd(), config->view().size()};
   return {s.config_fd, s.config_bytes};
 }
+
+}  // namespace
+
+std::vector<int> dataset_fds_of(const WorkerSpec& s) {
+  if (!s.settings.dataset_fds) return s.dataset_fd_numbers;
+  std::vector<int> numbers;
+  for (const ipc::UniqueFd& fd : *s.settings.dataset_fds) numbers.push_back(fd.get());
+  return numbers;
+}
+
+namespace {
 
 std::string header_of(const WorkerSpec& s) {
   const WorkerSettings& w = s.settings;
@@ -34,8 +45,11 @@ std::string header_of(const WorkerSpec& s) {
       << s.region_bytes << ' ' << s.task_event_fd << ' ' << s.done_event_fd << ' '
       << s.socket_fd << ' ' << s.worker_slots << ' ' << w.seed << ' ' << w.first_epoch << ' '
       << w.rank << ' ' << w.world_size << ' ' << w.allow_overflow << ' ' << config_fd << ' '
-      << config_bytes << ' ' << w.dataset_factory.size() << ' ' << w.collator_recipe.size()
-      << '\n';
+      << config_bytes << ' ' << w.dataset_factory.size() << ' ' << w.collator_recipe.size();
+  const std::vector<int> fds = dataset_fds_of(s);
+  out << ' ' << fds.size();
+  for (int fd : fds) out << ' ' << fd;
+  out << '\n';
   return out.str();
 }
 
@@ -48,6 +62,13 @@ bool parse_header(const std::string& header, WorkerSpec& s, size_t (&lengths)[2]
       s.task_event_fd >> s.done_event_fd >> s.socket_fd >> s.worker_slots >> w.seed >>
       w.first_epoch >> w.rank >> w.world_size >> w.allow_overflow >> s.config_fd >>
       s.config_bytes >> lengths[0] >> lengths[1];
+  size_t count = 0;
+  in >> count;
+  if (!in || count > kMaxDatasetFds) return false;
+  s.dataset_fd_numbers.resize(count);
+  for (int& fd : s.dataset_fd_numbers) {
+    if (!(in >> fd) || fd < 0) return false;
+  }
   return static_cast<bool>(in) && version == kVersion && (s.config_fd >= 0) == (s.config_bytes > 0);
 }
 

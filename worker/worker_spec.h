@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mploader::worker {
 
@@ -34,8 +35,15 @@ struct WorkerSettings {
   // pool's, each spec's) and mapped by every worker, never copied: a recipe can be as large as
   // the dataset (a pickled Python one). Null: empty.
   std::shared_ptr<const ipc::SealedBytes> dataset_config;
+  // Descriptors the dataset's recipe refers to (the shared memory of a Python dataset's
+  // SharedDict and SharedList), handed to every spawned worker beside it, in order. Null: none.
+  std::shared_ptr<const std::vector<ipc::UniqueFd>> dataset_fds;
   std::string collator_recipe;
 };
+
+// At most this many dataset_fds: with the channel's, the spec's and the recipe's, they travel
+// to a forkserver in one message (ipc::kMaxFdsPerMessage).
+constexpr size_t kMaxDatasetFds = 32;
 
 // The settings' dataset recipe ("" when none).
 std::string_view dataset_config_of(const WorkerSettings& s);
@@ -58,7 +66,13 @@ struct WorkerSpec {
   // and its size (the main process's are those of settings.dataset_config).
   int config_fd = -1;
   uint64_t config_bytes = 0;
+  // In a new process: the numbers of the dataset_fds there, closed once the dataset is built.
+  std::vector<int> dataset_fd_numbers;
 };
+
+// The numbers of the spec's dataset descriptors: the settings' own where they hold them (the
+// main process), else what a parsed spec carries.
+std::vector<int> dataset_fds_of(const WorkerSpec& spec);
 
 bool operator==(const WorkerSettings& a, const WorkerSettings& b);
 bool operator==(const WorkerSpec& a, const WorkerSpec& b);
