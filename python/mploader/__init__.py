@@ -14,6 +14,7 @@ from ._errors import Error, OptionError, Timeout, WorkerCrashed  # noqa: E402
 from ._elastic import merge_states  # noqa: E402
 from ._loader import DataLoader  # noqa: E402
 from ._plugins import load_plugin, registered_dataset  # noqa: E402
+from ._shared import SharedDict, SharedList  # noqa: E402
 from ._streams import StreamMixture, TokenStream  # noqa: E402
 from ._tune import tune  # noqa: E402
 from torch.utils.data import get_worker_info  # noqa: E402  (mploader's workers set it)
@@ -37,6 +38,6 @@ def features():
     return list(_C.components())
 
 
-__all__ = ["DataLoader", "Error", "OptionError", "StreamMixture", "Timeout", "TokenStream",
-           "WorkerCrashed", "features", "get_worker_info", "load_plugin", "merge_states",
-           "registered_dataset", "tune"]
+__all__ = ["DataLoader", "Error", "OptionError", "SharedDict", "SharedList", "StreamMixture",
+           "Timeout", "TokenStream", "WorkerCrashed", "features", "get_worker_info",
+           "load_plugin", "merge_states", "registered_dataset", "tune"]

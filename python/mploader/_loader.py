@@ -126,7 +126,7 @@ class DataLoader:
                 "worker_init_fn": self.worker_init_fn,
                 "iterable": (self.batch_size, self.drop_last) if self._iterable else None,
                 "getitems": self._getitems}
-        self._engine_options["recipe"] = payload_file(
+        self._engine_options["recipe"], self._engine_options["recipe_fds"] = payload_file(
             made, "dataset", method,
             parts=[("dataset", self.dataset), ("worker_init_fn", self.worker_init_fn)])
         if collate is not None:
@@ -198,6 +198,7 @@ class DataLoader:
         # The engine keeps the pickled dataset's shared memory for its workers (a loader made
         # again pickles the dataset again: it may have changed).
         self._engine_options.pop("recipe", None)
+        self._engine_options.pop("recipe_fds", None)
         if self._engine_seed is None:
             self._engine_seed = base_seed & 0xFFFFFFFFFFFFFFFF
         options["seed"] = self._engine_seed

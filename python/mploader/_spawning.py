@@ -10,6 +10,7 @@ import pickle
 import struct
 import sys
 
+from . import _shared
 from ._errors import OptionError
 from ._iterable import INDICES, IterableFetch
 from ._worker import DeferredFetch, SampleFetch, collator, raw_fetcher, starter
@@ -76,12 +77,14 @@ def payload(obj, what, start_method, parts=()):
 
 def payload_file(obj, what, start_method, parts=()):
     """The same payload as payload(), pickled straight into sealed shared memory (a memfd),
-    returned as its open file: a dataset's pickle can be as large as the dataset, and is then
-    never held in this process's own memory. The engine maps that memory into every spawned
-    worker, which unpickles it where it lies."""
+    returned as its open file, with the descriptors of the SharedDict and SharedList objects it
+    holds: a dataset's pickle can be as large as the dataset, and is then never held in this
+    process's own memory. The engine maps that memory into every spawned worker, which
+    unpickles it where it lies, and hands the containers' memory over beside it."""
     prepared = _preparation()
     fd = os.memfd_create("mploader-dataset-recipe", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     file = open(fd, "w+b")
+    _shared._collected_fds = collected = []
     try:
         file.write(_LENGTH.pack(len(prepared)))
         file.write(prepared)
@@ -95,7 +98,9 @@ def payload_file(obj, what, start_method, parts=()):
     except BaseException:
         file.close()
         raise
-    return file
+    finally:
+        _shared._collected_fds = None
+    return file, collected
 
 
 # What a spawned worker says when the user's main module, imported to rebuild the dataset,
@@ -114,8 +119,9 @@ def preparing_main():
     return _preparing_main
 
 
-def _unpickled(data):
-    """The object of a payload (bytes, or a memoryview of the engine's copy: not copied)."""
+def _unpickled(data, descriptors=()):
+    """The object of a payload (bytes, or a memoryview of the engine's copy: not copied), its
+    shared containers mapped from ``descriptors``."""
     global _prepared, _preparing_main
     data = memoryview(data)
     (length,) = _LENGTH.unpack_from(data)
@@ -126,12 +132,16 @@ def _unpickled(data):
         finally:
             _preparing_main = False
         _prepared = True
-    return pickle.loads(data[_LENGTH.size + length:])
+    _shared._attached_fds = list(descriptors)
+    try:
+        return pickle.loads(data[_LENGTH.size + length:])
+    finally:
+        _shared._attached_fds = None
 
 
-def rebuild_dataset(data):
+def rebuild_dataset(data, descriptors=()):
     """(fetch, size, whether a collate_fn takes the samples, worker start) in a fresh worker."""
-    made = _unpickled(data)
+    made = _unpickled(data, descriptors)
     dataset, raw = made["dataset"], made["raw"]
     if made.get("iterable") is not None:
         fetch, size = IterableFetch(dataset, *made["iterable"]), INDICES

@@ -5,6 +5,7 @@
 #include "python_dataset.h"
 #include "python_leaves.h"
 #include "python_loader.h"
+#include "shared_table.h"
 
 #include <mploader/embedding.h>
 #include <mploader/errors.h>
@@ -31,13 +32,28 @@ namespace {
 // release the GIL first (every call into the Loader that can start a worker does).
 PyGILState_STATE g_fork_gil;  // only the launcher thread forks, one fork at a time
 
+// gc.freeze() around each fork: a worker's collector then never scans, so never writes, the
+// objects it inherited, and their pages stay shared. The parent unfreezes its own at once.
+PyObject* g_gc_freeze = nullptr;
+PyObject* g_gc_unfreeze = nullptr;
+bool g_freeze_before_fork = true;
+
+void call_gc(PyObject* function) {
+  if (function == nullptr || !g_freeze_before_fork) return;
+  PyObject* result = PyObject_CallNoArgs(function);
+  if (result == nullptr) PyErr_Clear();  // cannot fail in CPython; a fork goes on regardless
+  Py_XDECREF(result);
+}
+
 void take_gil_before_fork() {
   g_fork_gil = PyGILState_Ensure();
+  call_gc(g_gc_freeze);
   PyOS_BeforeFork();
 }
 
 void release_gil_in_parent() {
   PyOS_AfterFork_Parent();
+  call_gc(g_gc_unfreeze);
   PyGILState_Release(g_fork_gil);
 }
 
@@ -122,6 +138,11 @@ PYBIND11_MODULE(_C, m) {
         "The exception a dataset raised with num_workers=0, once.");
   m.def("python_numbers", &mploader::python::python_numbers, py::arg("pairs"),
         "A number field's batch ([rows, 2] kind and bits) with default_collate's dtype.");
+  py::module_ gc = py::module_::import("gc");
+  g_gc_freeze = py::object(gc.attr("freeze")).release().ptr();
+  g_gc_unfreeze = py::object(gc.attr("unfreeze")).release().ptr();
+  m.def("_set_freeze_before_fork", [](bool on) { g_freeze_before_fork = on; }, py::arg("on"),
+        "Whether gc.freeze() runs before each worker's fork (on by default; for measuring).");
   mploader::ForkHooks hooks;
   hooks.before = &take_gil_before_fork;
   hooks.in_parent = &release_gil_in_parent;
@@ -131,6 +152,7 @@ PYBIND11_MODULE(_C, m) {
   py::register_exception_translator(&translate_exception);
 
   mploader::python::bind_native_datasets(m);
+  mploader::python::shared::bind_shared_table(m);
   py::class_<PythonLoader>(m, "Loader")
       .def(py::init<py::object, size_t, const py::dict&, py::object>(), py::arg("source"),
            py::arg("size"), py::arg("options"), py::arg("worker_start"))

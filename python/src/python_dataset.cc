@@ -2,6 +2,7 @@
 
 #include "python_leaves.h"
 #include "util/errors.h"
+#include "worker/worker_spec.h"
 
 #include <fcntl.h>
 
@@ -55,7 +56,35 @@ void throw_foreign(py::error_already_set& e) {
   throw ForeignError(std::move(type_name), text);
 }
 
-void PythonDataset::set_recipe(const py::object& file) {
+namespace {
+
+// Our own copies of the shared containers' descriptors, which the containers keep open.
+std::shared_ptr<const std::vector<ipc::UniqueFd>> copied_descriptors(const std::vector<int>& fds) {
+  if (fds.size() > worker::kMaxDatasetFds) {
+    throw OptionError("start_method", detail::message(
+        "start_method", "the dataset holds " + std::to_string(fds.size()) + " SharedDict and "
+        "SharedList containers; at most " + std::to_string(worker::kMaxDatasetFds) +
+        " are handed to spawned workers",
+        "Put their entries into fewer containers (for example one SharedDict of tuples), or "
+        "use start_method 'fork'"));
+  }
+  auto copies = std::make_shared<std::vector<ipc::UniqueFd>>();
+  for (int fd : fds) {
+    copies->emplace_back(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!copies->back()) {
+      throw Error(detail::message("start_method", "a shared container's descriptor could not "
+                                  "be copied: " + ipc::last_error("fcntl(F_DUPFD_CLOEXEC)",
+                                                                  "a shared container").describe(),
+                                  "Raise the open-file limit (ulimit -n)"));
+    }
+  }
+  return copies;
+}
+
+}  // namespace
+
+void PythonDataset::set_recipe(const py::object& file, const std::vector<int>& fds) {
+  recipe_fds_ = copied_descriptors(fds);
   const int fd = file.attr("fileno")().cast<int>();
   ipc::UniqueFd own(fcntl(fd, F_DUPFD_CLOEXEC, 0));
   auto sealed = own ? ipc::SealedBytes::adopt(std::move(own))

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <memory>
+#include <vector>
 
 namespace mploader::python {
 
@@ -39,12 +40,17 @@ class PythonDataset : public Dataset, public detail::SharedRecipeSource {
   // For start_method spawn and forkserver: how the worker builds it again, the payload that
   // mploader/_spawning.py pickled straight into sealed shared memory (`file`, its open memfd)
   // for the factory "mploader.python" (python/src/spawned.cc). That memory is handed to the
-  // workers as it is: the pickled dataset is never copied in this process.
-  void set_recipe(const py::object& file);
+  // workers as it is: the pickled dataset is never copied in this process. `fds`: the
+  // descriptors of the shared containers the payload refers to (mploader/_shared.py), copied
+  // here and handed to each worker beside it.
+  void set_recipe(const py::object& file, const std::vector<int>& fds);
   // A copy of the payload; the loader takes recipe_config() instead.
   std::optional<DatasetRecipe> recipe() const override;
   std::string recipe_factory() const override { return "mploader.python"; }
   std::shared_ptr<const ipc::SealedBytes> recipe_config() const override { return recipe_; }
+  std::shared_ptr<const std::vector<ipc::UniqueFd>> recipe_descriptors() const override {
+    return recipe_fds_;
+  }
   // In a spawned worker, where LoaderOptions::worker_init cannot reach: `start(id,
   // num_workers, seed, epoch, rank, world_size)` runs before the process's first sample.
   void start_with(py::object start) { start_ = std::make_unique<HeldObject>(std::move(start)); }
@@ -57,6 +63,7 @@ class PythonDataset : public Dataset, public detail::SharedRecipeSource {
   size_t size_;
   std::shared_ptr<PendingSamples> pending_;
   std::shared_ptr<const ipc::SealedBytes> recipe_;
+  std::shared_ptr<const std::vector<ipc::UniqueFd>> recipe_fds_;
   std::unique_ptr<HeldObject> start_;
   bool started_ = false;
 };

@@ -153,7 +153,9 @@ PythonLoader::PythonLoader(py::object source, size_t size, const py::dict& optio
       o.collate = std::move(collator);
     }
     auto python = std::make_shared<PythonDataset>(std::move(source), size, std::move(pending));
-    if (options.contains("recipe")) python->set_recipe(options["recipe"]);
+    if (options.contains("recipe")) {
+      python->set_recipe(options["recipe"], options["recipe_fds"].cast<std::vector<int>>());
+    }
     dataset = std::move(python);
   }
   if (dynamic_cast<StreamingDataset*>(dataset.get()) != nullptr) {

@@ -30,9 +30,13 @@ std::shared_ptr<Dataset> python_dataset_from(std::string_view payload) {
     // (fetch, size, whether samples wait for a collate_fn, worker start)
     // A view of the recipe's shared memory, not a copy: the payload can be as large as the
     // dataset. The worker keeps no recipe: it starts no workers of its own from this dataset.
+    // The shared containers it holds find their memory among the descriptors handed over.
+    py::list descriptors;
+    for (int fd : detail::recipe_descriptors()) descriptors.append(fd);
     py::tuple made = py::module_::import("mploader._spawning")
                          .attr("rebuild_dataset")(py::memoryview::from_memory(payload.data(),
-                                                                              payload.size()));
+                                                                              payload.size()),
+                                                  descriptors);
     auto dataset = std::make_shared<PythonDataset>(
         made[0], made[1].cast<size_t>(), made[2].cast<bool>() ? spawned_pending() : nullptr);
     if (!made[3].is_none()) dataset->start_with(made[3]);
