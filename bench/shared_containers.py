@@ -9,8 +9,10 @@ Each run is a fresh interpreter. Usage (from a venv with torch and mploader inst
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 
 CHILD = r"""
@@ -33,18 +35,18 @@ class Reads(torch.utils.data.Dataset):
     def __getitem__(self, i):
         total = 0
         for k in self.order[i * 1000:(i + 1) * 1000].tolist():
-            path, label = self.table[f"scan-{{k:09d}}"] if self.kind == "dict" else self.table[k]
+            path, label = self.table[f"scan-{k:09d}"] if self.kind == "dict" else self.table[k]
             total += len(path) + label
         m = rollup()
         return torch.tensor([torch.utils.data.get_worker_info().id, m["Private_Dirty"], m["Pss"]])
 
 if __name__ == "__main__":
-    n, kind, loader_name, container, workers, method = {args}
+    n, kind, loader_name, container, workers, method = json.loads(sys.argv[1])
     if kind == "dict":
-        table = {{f"scan-{{i:09d}}": (f"/data/scans/{{i % 977:04d}}/scan-{{i:09d}}.nii.gz", i % 10)
-                 for i in range(n)}}
+        table = {f"scan-{i:09d}": (f"/data/scans/{i % 977:04d}/scan-{i:09d}.nii.gz", i % 10)
+                 for i in range(n)}
     else:
-        table = [(f"/data/scans/{{i % 977:04d}}/scan-{{i:09d}}.nii.gz", i % 10) for i in range(n)]
+        table = [(f"/data/scans/{i % 977:04d}/scan-{i:09d}.nii.gz", i % 10) for i in range(n)]
     if container == "shared":
         table = (mploader.SharedDict if kind == "dict" else mploader.SharedList)(table)
     order = torch.randperm(n, generator=torch.Generator().manual_seed(0))
@@ -52,16 +54,16 @@ if __name__ == "__main__":
     started = time.monotonic()
     loader = module.DataLoader(Reads(table, order, kind), batch_size=None, num_workers=workers,
                                multiprocessing_context=method)
-    first, last = None, {{}}
+    first, last = None, {}
     for sample in loader:
         first = first or time.monotonic() - started
         worker, private, pss = sample.tolist()
         last[worker] = (private, pss)
         main_pss = rollup()["Pss"] if len(last) == workers else 0
     took = time.monotonic() - started
-    print(json.dumps({{"private_mib": max(p for p, _ in last.values()) / 1024,
+    print(json.dumps({"private_mib": max(p for p, _ in last.values()) / 1024,
                       "pss_mib": (sum(s for _, s in last.values()) + main_pss) / 1024,
-                      "first_s": first, "entries_per_s": n / took}}))
+                      "first_s": first, "entries_per_s": n / took}))
 """
 
 LOOKUPS = r"""
@@ -95,8 +97,14 @@ print(f"\nBuilding: SharedDict {{build_dict:.2f}} s, SharedList {{build_list:.2f
 
 
 def run(args_tuple):
-    done = subprocess.run([sys.executable, "-c", CHILD.format(args=repr(args_tuple))],
-                          capture_output=True, text=True, timeout=3600)
+    # A script, not -c: spawned workers import the main module to find its classes.
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:
+        script.write(CHILD)
+    try:
+        done = subprocess.run([sys.executable, script.name, json.dumps(args_tuple)],
+                              capture_output=True, text=True, timeout=3600)
+    finally:
+        os.unlink(script.name)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
