@@ -8,6 +8,7 @@ from torch.utils.data import (BatchSampler, IterableDataset, RandomSampler, Sequ
 from . import _C
 from ._elastic import rank_batches, sampler_facts
 from ._errors import OptionError
+from ._memory_check import warn_of_large_containers
 from ._native import NativeDatasetBase
 from ._iterable import CHUNK, INDICES, IterableCollate, IterableFetch, index_of, is_exhausted
 from ._plugins import check_forkserver_knows
@@ -84,6 +85,8 @@ class DataLoader:
         check_start_method(method, num_workers, native, worker_init_fn)
         if num_workers != 0:
             check_forkserver_knows(dataset, method)
+            if native is None:  # before any worker copies a large container of objects
+                warn_of_large_containers(dataset, num_workers, method)
         self._engine_options = engine_options(self, method, max_restarts, quarantine_after,
                                               crash_dir, max_shm_bytes, shuffle, shuffle_buffer)
         self._engine_options["max_batch_bytes"] = int(max_batch_bytes)

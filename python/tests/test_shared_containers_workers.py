@@ -60,6 +60,7 @@ def worker_private_at_end(table, order, start_method):
     return max(last.values())
 
 
+@pytest.mark.filterwarnings("ignore:mploader. DataLoader. dataset.table is a dict")  # meant
 @pytest.mark.parametrize("start_method", ["fork", "spawn"])
 def test_workers_reading_a_shared_dict_gain_a_twentieth_of_a_plain_dicts_growth(start_method):
     n = 300_000
@@ -125,3 +126,35 @@ def test_forked_workers_start_with_the_parents_objects_frozen():
     counts = [int(s) for s in mploader.DataLoader(Frozen(), batch_size=None, num_workers=1)]
     assert min(counts) > 1000  # everything the parent had, out of the collector's reach
     assert gc.get_freeze_count() == 0  # the parent's own collector goes on as before
+
+
+class Holding(torch.utils.data.Dataset):
+    def __init__(self, scans):
+        self.scans = scans
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.tensor([i])
+
+
+def test_a_large_container_in_the_dataset_is_named_before_any_worker_starts():
+    scans = entries(400_000)  # about 90 MiB of Python objects
+    with pytest.warns(UserWarning) as caught:
+        loader = mploader.DataLoader(Holding(scans), num_workers=2)
+    text = str(caught[0].message)
+    assert "dataset.scans is a dict of 400,000 Python objects, about" in text
+    assert "the 2 workers may hold up to 2 copies of it (" in text
+    assert "reading a Python object writes its reference count" in text
+    assert "self.scans = mploader.SharedDict(self.scans)" in text
+    assert loader._loader is None  # said at construction, before any worker exists
+
+
+def test_small_or_shared_containers_and_no_workers_are_not_warned_of():
+    import warnings as warnings_module
+    with warnings_module.catch_warnings():
+        warnings_module.simplefilter("error")
+        mploader.DataLoader(Holding(entries(1000)), num_workers=2)
+        mploader.DataLoader(Holding(SharedDict(entries(400_000))), num_workers=2)
+        mploader.DataLoader(Holding(entries(400_000)), num_workers=0)
