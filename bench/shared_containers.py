@@ -90,6 +90,8 @@ print(f"| dict[key], then a new (str, int) built from it | "
       f"{{per(lambda: [(''.join(p), int(l)) for p, l in (plain[k] for k in keys)]):.0f}} |")
 print(f"| SharedDict[key] | {{per(lambda: [shared[k] for k in keys]):.0f}} |")
 print(f"| list[i] | {{per(lambda: [values[i] for i in rows]):.0f}} |")
+print(f"| list[i], then a new (str, int) built from it | "
+      f"{{per(lambda: [(''.join(p), int(l)) for p, l in (values[i] for i in rows)]):.0f}} |")
 print(f"| SharedList[i] | {{per(lambda: [shared_list[i] for i in rows]):.0f}} |")
 print(f"\nBuilding: SharedDict {{build_dict:.2f}} s, SharedList {{build_list:.2f}} s per million "
       f"entries; {{shared.nbytes / n:.0f}} bytes per entry.")
@@ -116,11 +118,15 @@ def main():
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--methods", nargs="+", default=["fork", "spawn"])
     parser.add_argument("--kinds", nargs="+", default=["dict", "list"])
+    parser.add_argument("--lookups-only", action="store_true", help="only the ns per lookup")
     args = parser.parse_args()
+    if args.lookups_only:
+        args.kinds = []
     print(f"{args.entries:,} entries, {time.strftime('%Y-%m-%d')}\n")
-    print("| container | workers | start | loader | private per worker, MiB | PSS total, MiB "
-          "| first batch, s | entries/s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    if args.kinds:
+        print("| container | workers | start | loader | private per worker, MiB | PSS total, MiB "
+              "| first batch, s | entries/s |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for kind in args.kinds:
         for workers in args.workers:
             for method in args.methods:
