@@ -97,7 +97,7 @@ class SharedDict(_C.SharedTable, collections.abc.Mapping):
     _kind = "dict"
 
     def __new__(cls, mapping=(), /):
-        if not isinstance(mapping, (dict, collections.abc.Mapping)):
+        if not isinstance(mapping, collections.abc.Mapping):
             mapping = dict(mapping)
         return super().__new__(cls, "build", "dict", mapping)
 

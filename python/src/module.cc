@@ -36,10 +36,9 @@ PyGILState_STATE g_fork_gil;  // only the launcher thread forks, one fork at a t
 // objects it inherited, and their pages stay shared. The parent unfreezes its own at once.
 PyObject* g_gc_freeze = nullptr;
 PyObject* g_gc_unfreeze = nullptr;
-bool g_freeze_before_fork = true;
 
 void call_gc(PyObject* function) {
-  if (function == nullptr || !g_freeze_before_fork) return;
+  if (function == nullptr) return;
   PyObject* result = PyObject_CallNoArgs(function);
   if (result == nullptr) PyErr_Clear();  // cannot fail in CPython; a fork goes on regardless
   Py_XDECREF(result);
@@ -141,8 +140,6 @@ PYBIND11_MODULE(_C, m) {
   py::module_ gc = py::module_::import("gc");
   g_gc_freeze = py::object(gc.attr("freeze")).release().ptr();
   g_gc_unfreeze = py::object(gc.attr("unfreeze")).release().ptr();
-  m.def("_set_freeze_before_fork", [](bool on) { g_freeze_before_fork = on; }, py::arg("on"),
-        "Whether gc.freeze() runs before each worker's fork (on by default; for measuring).");
   mploader::ForkHooks hooks;
   hooks.before = &take_gil_before_fork;
   hooks.in_parent = &release_gil_in_parent;

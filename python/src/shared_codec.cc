@@ -61,22 +61,18 @@ bool utf8_of(PyObject* s, std::string& scratch, std::string_view& bytes) {
   return true;
 }
 
-// An int outside 64 bits as little-endian two's complement bytes, through int.to_bytes.
+// An int outside 64 bits as little-endian two's complement bytes, through
+// int.to_bytes(n, "little", signed=True): one byte more than its bits, so the sign fits.
 bool big_int_bytes(PyObject* v, std::string& scratch) {
   const size_t bits = _PyLong_NumBits(v);
-  PyObject* raw = PyObject_CallMethod(v, "to_bytes", "ns", static_cast<Py_ssize_t>(bits / 8 + 1),
-                                      "little");
-  if (raw == nullptr) {  // a negative int: to_bytes needs signed=True, a keyword
-    PyErr_Clear();
-    PyObject* method = PyObject_GetAttrString(v, "to_bytes");
-    PyObject* args = Py_BuildValue("(ns)", static_cast<Py_ssize_t>(bits / 8 + 1), "little");
-    PyObject* kwargs = Py_BuildValue("{s:O}", "signed", Py_True);
-    raw = method && args && kwargs ? PyObject_Call(method, args, kwargs) : nullptr;
-    Py_XDECREF(method);
-    Py_XDECREF(args);
-    Py_XDECREF(kwargs);
-    if (raw == nullptr) return false;
-  }
+  PyObject* method = PyObject_GetAttrString(v, "to_bytes");
+  PyObject* args = Py_BuildValue("(ns)", static_cast<Py_ssize_t>(bits / 8 + 1), "little");
+  PyObject* kwargs = Py_BuildValue("{s:O}", "signed", Py_True);
+  PyObject* raw = method && args && kwargs ? PyObject_Call(method, args, kwargs) : nullptr;
+  Py_XDECREF(method);
+  Py_XDECREF(args);
+  Py_XDECREF(kwargs);
+  if (raw == nullptr) return false;
   scratch.assign(PyBytes_AS_STRING(raw), static_cast<size_t>(PyBytes_GET_SIZE(raw)));
   Py_DECREF(raw);
   return true;
